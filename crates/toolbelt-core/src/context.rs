@@ -1,0 +1,215 @@
+//! What every call gets: [`Session`] (shared: roots, cwd, state dir, limits) and
+//! [`ToolContext`] (per call: id, cancellation, progress, events).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::output::{OutputBudget, OutputSink};
+
+/// Default per-call timeout.
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Hard ceiling on any per-call timeout, whatever a caller asks for.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+
+/// The environment shared by the calls of one session: workspace roots, the
+/// working directory, the state directory and limits.
+#[derive(Debug, Clone)]
+pub struct Session {
+    roots: Vec<PathBuf>,
+    cwd: PathBuf,
+    state_dir: PathBuf,
+    budget: OutputBudget,
+    timeout: Duration,
+}
+
+impl Session {
+    /// A session rooted at `root`, with its state in `<root>/.toolbelt`.
+    pub fn new(root: impl Into<PathBuf>) -> Session {
+        let root = root.into();
+        Session {
+            state_dir: root.join(".toolbelt"),
+            cwd: root.clone(),
+            roots: vec![root],
+            budget: OutputBudget::default(),
+            timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+        }
+    }
+
+    /// Replaces the workspace roots. The first root becomes the cwd unless one is set later.
+    pub fn with_roots(mut self, roots: Vec<PathBuf>) -> Session {
+        if let Some(first) = roots.first() {
+            self.cwd = first.clone();
+        }
+        self.roots = roots;
+        self
+    }
+
+    /// Sets the working directory.
+    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Session {
+        self.cwd = cwd.into();
+        self
+    }
+
+    /// Sets the state directory (spilled outputs live in `<state>/tool-output/`).
+    pub fn with_state_dir(mut self, dir: impl Into<PathBuf>) -> Session {
+        self.state_dir = dir.into();
+        self
+    }
+
+    /// Sets the output budget.
+    pub fn with_budget(mut self, budget: OutputBudget) -> Session {
+        self.budget = budget;
+        self
+    }
+
+    /// Sets the default per-call timeout (capped at [`MAX_TIMEOUT_MS`]).
+    pub fn with_timeout(mut self, timeout: Duration) -> Session {
+        self.timeout = timeout.min(Duration::from_millis(MAX_TIMEOUT_MS));
+        self
+    }
+
+    /// Workspace roots.
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    /// Working directory.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// State directory.
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// Where spilled outputs are written.
+    pub fn spill_dir(&self) -> PathBuf {
+        self.state_dir.join("tool-output")
+    }
+
+    /// The output budget.
+    pub fn budget(&self) -> &OutputBudget {
+        &self.budget
+    }
+
+    /// The default per-call timeout.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}
+
+/// Receives progress of long calls (MCP progress notifications, progress bars).
+pub trait ProgressSink: Send + Sync {
+    /// `progress` so far, out of `total` when known, with an optional message.
+    fn report(&self, progress: f64, total: Option<f64>, message: Option<&str>);
+}
+
+/// Receives UI-facing events of a call (e.g. "💭 Thinking: ...").
+pub trait EventSink: Send + Sync {
+    /// One event from `tool`'s call `call_id`.
+    fn emit(&self, tool: &str, call_id: &str, message: &str);
+}
+
+/// Everything one call gets. Cheap to clone.
+#[derive(Clone)]
+pub struct ToolContext {
+    call_id: Arc<str>,
+    tool: Arc<str>,
+    session: Arc<Session>,
+    cancel: CancellationToken,
+    progress: Option<Arc<dyn ProgressSink>>,
+    events: Option<Arc<dyn EventSink>>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.call_id)
+            .field("tool", &self.tool)
+            .field("cwd", &self.session.cwd)
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolContext {
+    /// A context for one call of `tool`.
+    pub fn new(session: Arc<Session>, tool: &str, call_id: &str) -> ToolContext {
+        ToolContext {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            session,
+            cancel: CancellationToken::new(),
+            progress: None,
+            events: None,
+        }
+    }
+
+    /// Uses `token` for cancellation.
+    pub fn with_cancel(mut self, token: CancellationToken) -> ToolContext {
+        self.cancel = token;
+        self
+    }
+
+    /// Sends progress to `sink`.
+    pub fn with_progress(mut self, sink: Option<Arc<dyn ProgressSink>>) -> ToolContext {
+        self.progress = sink;
+        self
+    }
+
+    /// Sends events to `sink`.
+    pub fn with_events(mut self, sink: Option<Arc<dyn EventSink>>) -> ToolContext {
+        self.events = sink;
+        self
+    }
+
+    /// This call's id.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The canonical name of the tool being called.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// The shared session.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The cancellation token; long tools check it or select on `cancelled()`.
+    pub fn cancel_token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// True once the call was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Reports progress, if anyone listens.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(p) = &self.progress {
+            p.report(progress, total, message);
+        }
+    }
+
+    /// Emits a UI event, if anyone listens.
+    pub fn emit(&self, message: &str) {
+        if let Some(e) = &self.events {
+            e.emit(&self.tool, &self.call_id, message);
+        }
+    }
+
+    /// A sink that keeps output within the session's budget and spills the full
+    /// output to `<state>/tool-output/<output_id>.txt` when it grows past it.
+    pub fn output_sink(&self) -> OutputSink {
+        OutputSink::new(self.session.budget().clone(), self.session.spill_dir())
+    }
+}

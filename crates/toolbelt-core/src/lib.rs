@@ -1,0 +1,74 @@
+//! The core of toolbelt: everything between "the model asked for a tool" and "the
+//! model got a useful answer back", with no tool of its own.
+//!
+//! - [`ToolSpec`]: what a tool is, as data (name, description, category, permissions,
+//!   examples, schemas, hints).
+//! - [`Tool`] / [`TypedTool`]: how a tool runs; typed tools derive their schemas.
+//! - [`Envelope`]: the one result shape (`status`, `data`, `text`, `stats`, `context`, `error`).
+//! - [`Registry`]: register, look up, repair, validate, authorize and execute calls.
+//! - [`export`]: the specs as OpenAI, Anthropic, Gemini, MCP and text-protocol schemas.
+//! - [`calls`]: tool calls parsed from OpenAI, Anthropic and text-protocol replies,
+//!   and results formatted back.
+//! - [`output`]: output budgets with spill files.
+//! - [`policy`] and [`profile`]: permission rules and name profiles, as data.
+//!
+//! ```
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//! use serde_json::json;
+//! use toolbelt_core::{Registry, Reply, Session, ToolContext, ToolResult, ToolSpec, TypedTool};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct AddParams { a: i64, b: i64 }
+//! #[derive(Serialize, JsonSchema)]
+//! struct Sum { sum: i64 }
+//!
+//! struct Add;
+//! impl TypedTool for Add {
+//!     type Params = AddParams;
+//!     type Output = Sum;
+//!     fn spec(&self) -> ToolSpec { ToolSpec::describe("add", "Adds two integers.") }
+//!     async fn call(&self, _ctx: &ToolContext, p: AddParams) -> ToolResult<Sum> {
+//!         Ok(Reply::new(Sum { sum: p.a + p.b }, format!("{}", p.a + p.b)))
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let mut registry = Registry::new(Session::new(std::env::temp_dir()));
+//! registry.register_typed(Add).unwrap();
+//! // "2" is repaired to 2; the repair is recorded in the envelope's context.
+//! let env = registry.execute("add", json!({"a": "2", "b": 3})).await;
+//! assert_eq!(env.data, json!({"sum": 5}));
+//! assert_eq!(env.context.repairs.len(), 1);
+//! # });
+//! ```
+
+pub mod calls;
+mod context;
+mod envelope;
+pub mod export;
+pub mod output;
+pub mod policy;
+pub mod profile;
+mod registry;
+mod repair;
+mod schema;
+mod spec;
+mod tool;
+mod validate;
+
+pub use context::{
+    DEFAULT_TIMEOUT_MS, EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolContext,
+};
+pub use envelope::{CallContext, Envelope, ErrorCode, ErrorInfo, Repair, Stats, Status};
+pub use registry::{
+    Approver, BatchMode, CallOptions, DEFAULT_MAX_CONCURRENCY, MAX_TOOL_NAME_LEN, Registry,
+    RegistryError, ToolCall,
+};
+pub use repair::repair_arguments;
+pub use schema::schema_for;
+pub use spec::{Category, Example, Hints, ToolSpec};
+pub use tool::{
+    BoxFuture, FnTool, Reply, Tool, ToolError, ToolResult, Typed, TypedTool, Violation,
+};
+pub use validate::{SchemaValidator, violations_message};

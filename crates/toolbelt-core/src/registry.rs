@@ -1,0 +1,618 @@
+//! The [`Registry`]: the one place tools are registered, looked up and executed.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use futures::stream::{self, StreamExt};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolContext};
+use crate::envelope::{Envelope, ErrorCode, Status};
+use crate::policy::{Decision, Policy, Request};
+use crate::profile::Profile;
+use crate::repair::repair_arguments;
+use crate::spec::{Category, ToolSpec};
+use crate::tool::{FnTool, Tool, ToolResult, Typed, TypedTool};
+use crate::validate::{SchemaValidator, violations_message};
+
+/// Longest tool name accepted (the OpenAI limit).
+pub const MAX_TOOL_NAME_LEN: usize = 64;
+/// Default bound on calls running side by side in a concurrent batch.
+pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
+
+/// Registration failures.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// A tool with this name is already registered.
+    #[error("a tool named {0:?} is already registered")]
+    Duplicate(String),
+    /// The name is not 1-64 characters of `[A-Za-z0-9_-]`.
+    #[error("invalid tool name {0:?}: use 1-64 characters of A-Z, a-z, 0-9, _ and -")]
+    InvalidName(String),
+    /// The input schema does not compile or is not an object schema.
+    #[error("invalid input schema for {name:?}: {reason}")]
+    InvalidSchema {
+        /// The tool.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// One call to execute.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// Tool name, canonical or as exposed by the active profile.
+    pub name: String,
+    /// Arguments (an object; a JSON string is repaired).
+    pub arguments: Value,
+    /// The caller's id for the call (OpenAI `tool_call_id`, Anthropic `tool_use.id`).
+    pub call_id: Option<String>,
+}
+
+impl ToolCall {
+    /// A call without an id.
+    pub fn new(name: impl Into<String>, arguments: Value) -> ToolCall {
+        ToolCall {
+            name: name.into(),
+            arguments,
+            call_id: None,
+        }
+    }
+
+    /// Sets the call id.
+    pub fn with_id(mut self, id: impl Into<String>) -> ToolCall {
+        self.call_id = Some(id.into());
+        self
+    }
+}
+
+/// Per-call options.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Cancels the call when triggered.
+    pub cancel: Option<CancellationToken>,
+    /// Overrides the session's default timeout (capped at [`MAX_TIMEOUT_MS`]).
+    pub timeout: Option<Duration>,
+    /// Receives progress.
+    pub progress: Option<Arc<dyn ProgressSink>>,
+}
+
+impl fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("timeout", &self.timeout)
+            .field("has_progress", &self.progress.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How [`Registry::execute_batch`] runs calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchMode {
+    /// One after another.
+    Sequential,
+    /// Runs of concurrency-safe calls side by side (at most `max` at once); any other
+    /// call runs alone, after the calls before it and before the calls after it.
+    Concurrent {
+        /// Bound on calls running at once.
+        max: usize,
+    },
+}
+
+struct Entry {
+    tool: Arc<dyn Tool>,
+    validator: SchemaValidator,
+}
+
+/// Asks a person whether a call that a rule marked `ask` may run.
+pub trait Approver: Send + Sync {
+    /// True to run the call.
+    fn approve<'a>(&'a self, tool: &'a str, subject: Option<&'a str>)
+    -> crate::BoxFuture<'a, bool>;
+}
+
+/// Holds the tools and executes calls: unknown-name suggestions, safe repair,
+/// validation, custom rules, permission policy, timeout, cancellation, output budget.
+pub struct Registry {
+    session: Arc<Session>,
+    tools: BTreeMap<String, Entry>,
+    profile: Profile,
+    policy: Policy,
+    approver: Option<Arc<dyn Approver>>,
+    events: Option<Arc<dyn EventSink>>,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .field("profile", &self.profile.name())
+            .finish_non_exhaustive()
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_TOOL_NAME_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+impl Registry {
+    /// An empty registry over `session`, with the default profile and policy.
+    pub fn new(session: Session) -> Registry {
+        Registry {
+            session: Arc::new(session),
+            tools: BTreeMap::new(),
+            profile: Profile::default_profile(),
+            policy: Policy::default(),
+            approver: None,
+            events: None,
+        }
+    }
+
+    /// Uses `profile` for exposed names.
+    pub fn set_profile(&mut self, profile: Profile) {
+        self.profile = profile;
+    }
+
+    /// Uses `policy` for permission checks.
+    pub fn set_policy(&mut self, policy: Policy) {
+        self.policy = policy;
+    }
+
+    /// Asks `approver` when a rule says `ask` (without one, `ask` refuses).
+    pub fn set_approver(&mut self, approver: Option<Arc<dyn Approver>>) {
+        self.approver = approver;
+    }
+
+    /// Sends UI events of every call to `sink`.
+    pub fn set_events(&mut self, sink: Option<Arc<dyn EventSink>>) {
+        self.events = sink;
+    }
+
+    /// The session.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    /// The active profile.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// The active policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Registers a tool.
+    ///
+    /// # Errors
+    /// The name is taken or invalid, or the input schema does not compile.
+    pub fn register(&mut self, tool: impl Tool) -> Result<(), RegistryError> {
+        self.register_arc(Arc::new(tool))
+    }
+
+    /// Registers a typed tool, deriving its schemas.
+    ///
+    /// # Errors
+    /// As [`Registry::register`].
+    pub fn register_typed<T: TypedTool>(&mut self, tool: T) -> Result<(), RegistryError> {
+        self.register(Typed::new(tool))
+    }
+
+    /// Registers a plain async function with a given spec (seed 004's register_function).
+    ///
+    /// # Errors
+    /// As [`Registry::register`].
+    pub fn register_fn<F, Fut>(&mut self, spec: ToolSpec, f: F) -> Result<(), RegistryError>
+    where
+        F: Fn(ToolContext, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResult<Value>> + Send + 'static,
+    {
+        self.register(FnTool::new(spec, f))
+    }
+
+    /// Registers a shared tool.
+    ///
+    /// # Errors
+    /// As [`Registry::register`].
+    pub fn register_arc(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        let spec = tool.spec();
+        let name = spec.name.clone();
+        if !valid_name(&name) {
+            return Err(RegistryError::InvalidName(name));
+        }
+        if self.tools.contains_key(&name) {
+            return Err(RegistryError::Duplicate(name));
+        }
+        if spec.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(RegistryError::InvalidSchema {
+                name,
+                reason: "the input schema must have \"type\": \"object\"".into(),
+            });
+        }
+        let validator = SchemaValidator::new(&spec.input_schema).map_err(|reason| {
+            RegistryError::InvalidSchema {
+                name: name.clone(),
+                reason,
+            }
+        })?;
+        self.tools.insert(name, Entry { tool, validator });
+        Ok(())
+    }
+
+    /// Removes a tool (by canonical or exposed name); returns it if it was there.
+    pub fn unregister(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
+        let key = self.resolve(name)?.to_string();
+        self.tools.remove(&key).map(|e| e.tool)
+    }
+
+    /// The canonical name for a canonical or exposed name, if registered.
+    pub fn resolve<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+        if let Some(c) = self.profile.canonical(name) {
+            if self.tools.contains_key(c) {
+                return Some(c);
+            }
+        }
+        self.tools.get_key_value(name).map(|(k, _)| k.as_str())
+    }
+
+    /// The tool with this canonical or exposed name.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let key = self.resolve(name)?;
+        self.tools.get(key).map(|e| Arc::clone(&e.tool))
+    }
+
+    /// True if a tool has this canonical or exposed name.
+    pub fn has(&self, name: &str) -> bool {
+        self.resolve(name).is_some()
+    }
+
+    /// Exposed names, in a stable order (sorted by canonical name).
+    pub fn names(&self) -> Vec<String> {
+        self.tools
+            .keys()
+            .map(|k| self.profile.exposed(k).to_string())
+            .collect()
+    }
+
+    /// The tools of a category, in the stable order.
+    pub fn by_category(&self, category: Category) -> Vec<Arc<dyn Tool>> {
+        self.tools
+            .values()
+            .filter(|e| e.tool.spec().category == category)
+            .map(|e| Arc::clone(&e.tool))
+            .collect()
+    }
+
+    /// Every spec, with exposed names, in the stable order: the input of
+    /// [`crate::export`].
+    pub fn definitions(&self) -> Vec<ToolSpec> {
+        self.tools
+            .values()
+            .map(|e| {
+                let mut spec = e.tool.spec().clone();
+                spec.name = self.profile.exposed(&spec.name).to_string();
+                spec
+            })
+            .collect()
+    }
+
+    /// Executes one call with default options.
+    pub async fn execute(&self, name: &str, arguments: Value) -> Envelope {
+        self.execute_call(ToolCall::new(name, arguments), CallOptions::default())
+            .await
+    }
+
+    /// Executes one call. Never panics and never fails: every outcome is an envelope.
+    pub async fn execute_call(&self, call: ToolCall, opts: CallOptions) -> Envelope {
+        let started = Instant::now();
+        let call_id = call.call_id.clone().unwrap_or_else(new_call_id);
+        let params_input = call.arguments.clone();
+        let (mut env, canonical, repairs) = self
+            .run(call.name.as_str(), call.arguments, &call_id, opts)
+            .await;
+
+        env.stats.time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        env.context.tool = canonical.clone().unwrap_or_else(|| call.name.clone());
+        env.context.call_id = call_id;
+        env.context.cwd = self.session.cwd().display().to_string();
+        env.context.params_input = params_input;
+        env.context.repairs = repairs;
+        if canonical.as_deref().is_some_and(|c| c != call.name) {
+            env.context.exposed_name = Some(call.name.clone());
+        }
+        tracing::info!(
+            target: "toolbelt::call",
+            tool = %env.context.tool,
+            call_id = %env.context.call_id,
+            status = env.status.as_str(),
+            code = env.error_code().map(|c| c.as_str()),
+            time_ms = env.stats.time_ms,
+        );
+        env
+    }
+
+    async fn run(
+        &self,
+        name: &str,
+        arguments: Value,
+        call_id: &str,
+        opts: CallOptions,
+    ) -> (Envelope, Option<String>, Vec<crate::Repair>) {
+        let Some(canonical) = self.resolve(name) else {
+            return (self.unknown_tool(name), None, Vec::new());
+        };
+        let Some(entry) = self.tools.get(canonical) else {
+            return (self.unknown_tool(name), None, Vec::new());
+        };
+        let tool = &entry.tool;
+        let spec = tool.spec();
+        let exposed = self.profile.exposed(canonical);
+
+        // 1. Safe repair.
+        let repaired = repair_arguments(&spec.input_schema, arguments);
+        let repairs = repaired.repairs;
+        let canonical_owned = Some(canonical.to_string());
+        if let Some(e) = repaired.parse_error {
+            let env = Envelope::error(
+                ErrorCode::InvalidParams,
+                format!("the arguments for {exposed} are not valid JSON: {e}"),
+                Some(
+                    "send the arguments as one JSON object matching the tool's input schema".into(),
+                ),
+            );
+            return (env, canonical_owned, repairs);
+        }
+        let args = repaired.value;
+
+        // 2. Schema validation, then the tool's own rules.
+        let mut violations = entry.validator.violations(&args);
+        if violations.is_empty() {
+            violations = tool.validate(&args);
+        }
+        if !violations.is_empty() {
+            let env = Envelope::error(
+                ErrorCode::InvalidParams,
+                violations_message(exposed, &violations),
+                Some("fix the listed fields and call again; the input schema gives each field's type and allowed values".into()),
+            )
+            .with_stat("violations", violations.len());
+            let mut env = env;
+            env.data = serde_json::json!({
+                "violations": violations.iter().map(|v| serde_json::json!({"path": v.path, "message": v.message})).collect::<Vec<_>>()
+            });
+            return (env, canonical_owned, repairs);
+        }
+
+        // 3. Permission policy.
+        let subject = tool.permission_subject(&args);
+        let eval = self.policy.evaluate(&Request {
+            tool: canonical,
+            alias: (exposed != canonical).then_some(exposed),
+            subject: subject.as_deref(),
+            permissions: &spec.permissions,
+        });
+        let rule = eval.rule.as_deref().unwrap_or("the default policy");
+        match eval.decision {
+            Decision::Allow => {}
+            Decision::Deny => {
+                let what = subject
+                    .as_deref()
+                    .map(|s| format!(" on {s:?}"))
+                    .unwrap_or_default();
+                let env = Envelope::error(
+                    ErrorCode::AccessDenied,
+                    format!("{exposed}{what} is denied by {rule}"),
+                    Some("do not retry this call; choose another way or ask the user to change the permission rules".into()),
+                );
+                return (env, canonical_owned, repairs);
+            }
+            Decision::Ask => {
+                let approved = match &self.approver {
+                    Some(a) => a.approve(exposed, subject.as_deref()).await,
+                    None => false,
+                };
+                if !approved {
+                    let what = subject
+                        .as_deref()
+                        .map(|s| format!(" on {s:?}"))
+                        .unwrap_or_default();
+                    let hint = if self.approver.is_some() {
+                        "the user declined this call; do not retry it unchanged"
+                    } else {
+                        "this call needs approval, which is not available here; ask the user to add an allow rule"
+                    };
+                    let env = Envelope::error(
+                        ErrorCode::AccessDenied,
+                        format!("{exposed}{what} needs approval under {rule} and was not approved"),
+                        Some(hint.into()),
+                    );
+                    return (env, canonical_owned, repairs);
+                }
+            }
+        }
+
+        // 4. The call: timeout, cancellation, panics contained.
+        let cancel = opts.cancel.unwrap_or_default();
+        let ctx = ToolContext::new(Arc::clone(&self.session), canonical, call_id)
+            .with_cancel(cancel.child_token())
+            .with_progress(opts.progress)
+            .with_events(self.events.clone());
+        let timeout = opts
+            .timeout
+            .unwrap_or_else(|| self.session.timeout())
+            .min(Duration::from_millis(MAX_TIMEOUT_MS));
+        let fut = AssertUnwindSafe(tool.call(&ctx, args)).catch_unwind();
+        let outcome = tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(Envelope::error(
+                ErrorCode::Cancelled,
+                format!("{exposed} was cancelled"),
+                None,
+            )),
+            r = tokio::time::timeout(timeout, fut) => match r {
+                Ok(Ok(env)) => Ok(env),
+                Ok(Err(panic)) => {
+                    let what = panic_message(panic.as_ref());
+                    tracing::error!(tool = canonical, call_id, "tool panicked: {what}");
+                    Err(Envelope::error(
+                        ErrorCode::Internal,
+                        format!("{exposed} failed inside toolbelt (panic: {what}); this is a bug, not a problem with the arguments"),
+                        Some("try another way to reach the goal; the call had no reliable result".into()),
+                    ))
+                }
+                Err(_) => Err(Envelope::error(
+                    ErrorCode::Timeout,
+                    format!("{exposed} did not finish within {} ms and was stopped", timeout.as_millis()),
+                    Some("narrow the request (smaller range, fewer files) or split it into smaller calls".into()),
+                )),
+            },
+        };
+        ctx.cancel_token().cancel();
+        let mut env = match outcome {
+            Ok(env) | Err(env) => env,
+        };
+
+        // 5. Output budget.
+        if env.text.len() > self.session.budget().max_bytes {
+            self.enforce_budget(&mut env);
+        }
+        (env, canonical_owned, repairs)
+    }
+
+    fn enforce_budget(&self, env: &mut Envelope) {
+        match crate::output::apply_budget(
+            &env.text,
+            self.session.budget(),
+            &self.session.spill_dir(),
+        ) {
+            Ok(captured) => captured.apply_to(env),
+            Err(e) => {
+                tracing::error!("could not spill output: {e}");
+                let cut = crate::output::truncate_in_memory(&env.text, self.session.budget());
+                env.text = cut;
+                if env.status == Status::Success {
+                    env.status = Status::Partial;
+                }
+                if let Value::Object(m) = &mut env.data {
+                    m.insert("truncated".into(), Value::Bool(true));
+                }
+            }
+        }
+    }
+
+    fn unknown_tool(&self, name: &str) -> Envelope {
+        let names = self.names();
+        let suggestions = closest_names(name, &names, 3);
+        let message = if suggestions.is_empty() {
+            format!("there is no tool named {name:?}")
+        } else {
+            format!(
+                "there is no tool named {name:?}; did you mean {}?",
+                quote_list(&suggestions)
+            )
+        };
+        let mut env = Envelope::error(
+            ErrorCode::UnknownTool,
+            message,
+            Some(format!("available tools: {}", names.join(", "))),
+        );
+        env.data = serde_json::json!({ "suggestions": suggestions, "available": names });
+        env
+    }
+
+    /// Executes several calls; results come back in call order. See [`BatchMode`].
+    pub async fn execute_batch(&self, calls: Vec<ToolCall>, mode: BatchMode) -> Vec<Envelope> {
+        let max = match mode {
+            BatchMode::Sequential => 1,
+            BatchMode::Concurrent { max } => max.max(1),
+        };
+        let mut results = Vec::with_capacity(calls.len());
+        let mut run: Vec<ToolCall> = Vec::new();
+        for call in calls {
+            let safe = self
+                .get(&call.name)
+                .is_none_or(|t| t.spec().hints.concurrency_safe);
+            if safe && max > 1 {
+                run.push(call);
+                continue;
+            }
+            results.extend(self.run_group(std::mem::take(&mut run), max).await);
+            results.push(self.execute_call(call, CallOptions::default()).await);
+        }
+        results.extend(self.run_group(run, max).await);
+        results
+    }
+
+    async fn run_group(&self, calls: Vec<ToolCall>, max: usize) -> Vec<Envelope> {
+        stream::iter(calls)
+            .map(|c| self.execute_call(c, CallOptions::default()))
+            .buffered(max)
+            .collect()
+            .await
+    }
+}
+
+fn quote_list(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|s| format!("{s:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The `n` names closest to `name` (case-insensitive, by edit distance and shared
+/// substrings), best first.
+fn closest_names(name: &str, names: &[String], n: usize) -> Vec<String> {
+    let want = normalize(name);
+    let mut scored: Vec<(f64, &String)> = names
+        .iter()
+        .map(|cand| {
+            let c = normalize(cand);
+            let mut score = strsim::jaro_winkler(&want, &c);
+            if !want.is_empty() && (c.contains(&want) || want.contains(&c)) {
+                score += 0.2;
+            }
+            (score, cand)
+        })
+        .filter(|(s, _)| *s >= 0.7)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored.into_iter().take(n).map(|(_, c)| c.clone()).collect()
+}
+
+fn normalize(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+fn new_call_id() -> String {
+    format!("call_{}", uuid::Uuid::now_v7().simple())
+}
+
+#[cfg(test)]
+#[path = "registry_tests.rs"]
+mod tests;

@@ -1,0 +1,295 @@
+//! Safe repair of what models often send wrong, guided by the tool's input schema.
+//!
+//! Only changes that cannot alter meaning are made: stringified JSON arguments are
+//! parsed, `{"arguments": {...}}` wrappers unwrapped, and scalars coerced where the
+//! schema asks for another type and the text is an exact rendering of it (`"5"` for
+//! an integer, `"true"` for a boolean, `7` for a string). Every change is recorded.
+
+use serde_json::{Map, Number, Value};
+
+use crate::envelope::Repair;
+
+/// Keys models wrap real arguments in.
+const WRAPPER_KEYS: [&str; 4] = ["arguments", "args", "parameters", "input"];
+
+/// The outcome of [`repair_arguments`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Repaired {
+    /// The arguments after repair.
+    pub value: Value,
+    /// What was changed.
+    pub repairs: Vec<Repair>,
+    /// Set when the arguments were a string that is not JSON, even loosely.
+    pub parse_error: Option<String>,
+}
+
+/// Repairs `args` against `schema`. See the module documentation for what is repaired.
+pub fn repair_arguments(schema: &Value, args: Value) -> Repaired {
+    let mut repairs = Vec::new();
+    let mut value = args;
+
+    match value {
+        Value::Null => {
+            value = Value::Object(Map::new());
+            repairs.push(rep("", "null arguments -> {}"));
+        }
+        Value::String(ref s) => {
+            let trimmed = s.trim();
+            if trimmed.is_empty() {
+                value = Value::Object(Map::new());
+                repairs.push(rep("", "empty string arguments -> {}"));
+            } else {
+                match crate::calls::parse_loose_json(trimmed) {
+                    Ok((parsed, fixes)) => {
+                        let mut action = String::from("stringified JSON arguments parsed");
+                        if !fixes.is_empty() {
+                            action.push_str(" (");
+                            action.push_str(&fixes.join(", "));
+                            action.push(')');
+                        }
+                        repairs.push(rep("", &action));
+                        value = parsed;
+                    }
+                    Err(e) => {
+                        return Repaired {
+                            value,
+                            repairs,
+                            parse_error: Some(e),
+                        };
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+
+    // {"arguments": {...}} and friends, when the schema has no such property.
+    if let Value::Object(map) = &value {
+        if map.len() == 1 {
+            let (key, inner) = map
+                .iter()
+                .next()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .unwrap_or_default();
+            let declared = schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| p.contains_key(&key));
+            if WRAPPER_KEYS.contains(&key.as_str()) && !declared {
+                let unwrapped = match inner {
+                    Value::Object(_) => Some(inner),
+                    Value::String(s) => crate::calls::parse_loose_json(s.trim())
+                        .ok()
+                        .map(|(v, _)| v)
+                        .filter(Value::is_object),
+                    _ => None,
+                };
+                if let Some(u) = unwrapped {
+                    repairs.push(rep("", &format!("unwrapped {{\"{key}\": {{...}}}}")));
+                    value = u;
+                }
+            }
+        }
+    }
+
+    coerce(schema, &mut value, String::new(), &mut repairs);
+    Repaired {
+        value,
+        repairs,
+        parse_error: None,
+    }
+}
+
+fn rep(path: &str, action: &str) -> Repair {
+    Repair {
+        path: path.to_string(),
+        action: action.to_string(),
+    }
+}
+
+/// The JSON types a schema allows, looking through `type`, `enum`, `const` and `anyOf`/`oneOf`.
+fn allowed_types(schema: &Value) -> Vec<&str> {
+    let mut out = Vec::new();
+    match schema.get("type") {
+        Some(Value::String(t)) => out.push(t.as_str()),
+        Some(Value::Array(ts)) => out.extend(ts.iter().filter_map(Value::as_str)),
+        _ => {}
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = schema.get(key) {
+            for b in branches {
+                out.extend(allowed_types(b));
+            }
+        }
+    }
+    if let Some(Value::Array(vals)) = schema.get("enum") {
+        for v in vals {
+            out.push(type_name(v));
+        }
+    }
+    if let Some(v) = schema.get("const") {
+        out.push(type_name(v));
+    }
+    out
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn fits(types: &[&str], v: &Value) -> bool {
+    let t = type_name(v);
+    types
+        .iter()
+        .any(|a| *a == t || (*a == "number" && t == "integer"))
+}
+
+/// The subschema to descend into for `v`, looking through `anyOf`/`oneOf`.
+fn branch_for<'s>(schema: &'s Value, want: &str) -> Option<&'s Value> {
+    if allowed_types_direct(schema).contains(&want)
+        || (want == "object" && schema.get("properties").is_some())
+        || (want == "array" && schema.get("items").is_some())
+    {
+        return Some(schema);
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = schema.get(key) {
+            for b in branches {
+                if let Some(s) = branch_for(b, want) {
+                    return Some(s);
+                }
+            }
+        }
+    }
+    None
+}
+
+fn allowed_types_direct(schema: &Value) -> Vec<&str> {
+    match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn coerce(schema: &Value, value: &mut Value, path: String, repairs: &mut Vec<Repair>) {
+    let types = allowed_types(schema);
+    if !types.is_empty() && !fits(&types, value) {
+        if let Some((new, action)) = coerce_scalar(&types, value) {
+            repairs.push(Repair {
+                path: path.clone(),
+                action,
+            });
+            *value = new;
+        }
+    }
+    match value {
+        Value::Object(map) => {
+            let Some(s) = branch_for(schema, "object") else {
+                return;
+            };
+            let Some(props) = s.get("properties").and_then(Value::as_object) else {
+                return;
+            };
+            for (k, v) in map.iter_mut() {
+                if let Some(ps) = props.get(k) {
+                    coerce(ps, v, join(&path, k), repairs);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let Some(s) = branch_for(schema, "array") else {
+                return;
+            };
+            let Some(is) = s.get("items") else { return };
+            for (i, v) in items.iter_mut().enumerate() {
+                coerce(is, v, format!("{path}[{i}]"), repairs);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn coerce_scalar(types: &[&str], value: &Value) -> Option<(Value, String)> {
+    match value {
+        Value::String(s) => {
+            let t = s.trim();
+            if types.contains(&"integer") {
+                if let Ok(i) = t.parse::<i64>() {
+                    return Some((Value::from(i), format!("string {s:?} -> integer {i}")));
+                }
+            }
+            if types.contains(&"number") {
+                if let Some(n) = t.parse::<f64>().ok().and_then(Number::from_f64) {
+                    let n = match t.parse::<i64>() {
+                        Ok(i) => Number::from(i),
+                        Err(_) => n,
+                    };
+                    return Some((
+                        Value::Number(n.clone()),
+                        format!("string {s:?} -> number {n}"),
+                    ));
+                }
+            }
+            if types.contains(&"boolean") {
+                if t.eq_ignore_ascii_case("true") {
+                    return Some((Value::Bool(true), format!("string {s:?} -> boolean true")));
+                }
+                if t.eq_ignore_ascii_case("false") {
+                    return Some((Value::Bool(false), format!("string {s:?} -> boolean false")));
+                }
+            }
+            if types.contains(&"array") || types.contains(&"object") {
+                if let Ok(v) = serde_json::from_str::<Value>(t) {
+                    if (v.is_array() && types.contains(&"array"))
+                        || (v.is_object() && types.contains(&"object"))
+                    {
+                        let kind = type_name(&v);
+                        return Some((v, format!("stringified {kind} parsed")));
+                    }
+                }
+            }
+            if types.contains(&"null") && t.eq_ignore_ascii_case("null") {
+                return Some((Value::Null, format!("string {s:?} -> null")));
+            }
+            None
+        }
+        Value::Number(n) if types.contains(&"string") => Some((
+            Value::String(n.to_string()),
+            format!("number {n} -> string \"{n}\""),
+        )),
+        Value::Number(n) if types.contains(&"integer") => {
+            // 5.0 for an integer
+            let f = n.as_f64()?;
+            (f.fract() == 0.0 && f.abs() < 9.0e15).then(|| {
+                let i = f as i64;
+                (Value::from(i), format!("number {n} -> integer {i}"))
+            })
+        }
+        Value::Bool(b) if types.contains(&"string") => Some((
+            Value::String(b.to_string()),
+            format!("boolean {b} -> string \"{b}\""),
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[path = "repair_tests.rs"]
+mod tests;

@@ -1,0 +1,278 @@
+//! What a tool is, as data: [`ToolSpec`] and its parts.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The family a tool belongs to; used to list and filter tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Category {
+    /// Reading and changing files.
+    Files,
+    /// Searching file contents and names.
+    Search,
+    /// Running commands.
+    Shell,
+    /// Fetching and searching the web.
+    Web,
+    /// Thinking and todo lists: tools that organise the agent's own work.
+    Planning,
+    /// Subagents and skills.
+    Agent,
+    /// Scheduled jobs.
+    Schedule,
+    /// Messages to channels.
+    Message,
+    /// Planner projects.
+    Project,
+    /// Planner goals.
+    Goal,
+    /// Planner tasks.
+    Task,
+    /// Planner reviews.
+    Review,
+    /// The runtime itself (spilled output, diagnostics).
+    System,
+}
+
+impl Category {
+    /// Every category, in display order.
+    pub const ALL: [Category; 13] = [
+        Category::Files,
+        Category::Search,
+        Category::Shell,
+        Category::Web,
+        Category::Planning,
+        Category::Agent,
+        Category::Schedule,
+        Category::Message,
+        Category::Project,
+        Category::Goal,
+        Category::Task,
+        Category::Review,
+        Category::System,
+    ];
+
+    /// The snake_case name used in schemas, the CLI and config files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Files => "files",
+            Category::Search => "search",
+            Category::Shell => "shell",
+            Category::Web => "web",
+            Category::Planning => "planning",
+            Category::Agent => "agent",
+            Category::Schedule => "schedule",
+            Category::Message => "message",
+            Category::Project => "project",
+            Category::Goal => "goal",
+            Category::Task => "task",
+            Category::Review => "review",
+            Category::System => "system",
+        }
+    }
+
+    /// Parses a category name as written by [`Category::as_str`].
+    pub fn parse(s: &str) -> Option<Category> {
+        Category::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Behaviour hints. They map one to one onto MCP tool annotations
+/// (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`);
+/// `concurrency_safe` tells the registry the tool may run beside others in a batch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hints {
+    /// The tool does not change its environment.
+    pub read_only: bool,
+    /// The tool may destroy or overwrite data.
+    pub destructive: bool,
+    /// Calling it twice with the same arguments has no further effect.
+    pub idempotent: bool,
+    /// The tool talks to an open world (the web, other people).
+    pub open_world: bool,
+    /// The tool may run at the same time as other concurrency-safe tools.
+    pub concurrency_safe: bool,
+}
+
+impl Hints {
+    /// Hints for a tool that only reads: read-only, idempotent, concurrency-safe.
+    pub const fn read_only() -> Hints {
+        Hints {
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+            concurrency_safe: true,
+        }
+    }
+}
+
+/// One worked example of a call: the arguments and what comes back (seed 003).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Example {
+    /// What the example shows.
+    pub description: String,
+    /// The arguments.
+    pub input: Value,
+    /// The `data` part of the result.
+    pub output: Value,
+}
+
+/// The full description of a tool: everything a model, an MCP client or a UI needs.
+///
+/// Specs are plain data. The canonical `name` is snake_case; name profiles change the
+/// name that is shown to a model without touching the spec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Canonical name, snake_case.
+    pub name: String,
+    /// Human title.
+    pub title: String,
+    /// Description for the model (usually a `<tool>.md` file included at compile time).
+    pub description: String,
+    /// Family of the tool.
+    pub category: Category,
+    /// Permissions the tool needs, such as `fs:read` or `shell:exec`.
+    pub permissions: Vec<String>,
+    /// Worked examples.
+    pub examples: Vec<Example>,
+    /// JSON Schema (2020-12) of the arguments.
+    pub input_schema: Value,
+    /// JSON Schema (2020-12) of `data` in a successful envelope.
+    pub output_schema: Option<Value>,
+    /// Behaviour hints.
+    pub hints: Hints,
+    /// The argument a UI shows for a call (`grep: "fn main"`), if any.
+    pub key_argument: Option<String>,
+}
+
+impl ToolSpec {
+    /// A spec with the given name, description and input schema; everything else empty.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> ToolSpec {
+        let name = name.into();
+        ToolSpec {
+            title: default_title(&name),
+            name,
+            description: description.into(),
+            category: Category::System,
+            permissions: Vec::new(),
+            examples: Vec::new(),
+            input_schema,
+            output_schema: None,
+            hints: Hints::default(),
+            key_argument: None,
+        }
+    }
+
+    /// A spec with an empty input schema, for typed tools (whose schemas are derived).
+    pub fn describe(name: impl Into<String>, description: impl Into<String>) -> ToolSpec {
+        ToolSpec::new(name, description, serde_json::json!({"type": "object"}))
+    }
+
+    /// Sets the title.
+    pub fn title(mut self, title: impl Into<String>) -> ToolSpec {
+        self.title = title.into();
+        self
+    }
+
+    /// Sets the category.
+    pub fn category(mut self, category: Category) -> ToolSpec {
+        self.category = category;
+        self
+    }
+
+    /// Adds a permission.
+    pub fn permission(mut self, permission: impl Into<String>) -> ToolSpec {
+        self.permissions.push(permission.into());
+        self
+    }
+
+    /// Adds an example.
+    pub fn example(
+        mut self,
+        description: impl Into<String>,
+        input: Value,
+        output: Value,
+    ) -> ToolSpec {
+        self.examples.push(Example {
+            description: description.into(),
+            input,
+            output,
+        });
+        self
+    }
+
+    /// Sets the output schema.
+    pub fn output_schema(mut self, schema: Value) -> ToolSpec {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Sets the hints.
+    pub fn hints(mut self, hints: Hints) -> ToolSpec {
+        self.hints = hints;
+        self
+    }
+
+    /// Names the argument a UI shows for a call.
+    pub fn key_argument(mut self, field: impl Into<String>) -> ToolSpec {
+        self.key_argument = Some(field.into());
+        self
+    }
+
+    /// The first line of the description: a one-line summary for listings.
+    pub fn summary(&self) -> &str {
+        self.description
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with('#'))
+            .unwrap_or("")
+    }
+}
+
+/// `read_file` -> `Read File`.
+pub(crate) fn default_title(name: &str) -> String {
+    name.split(['_', '-'])
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let mut c = w.chars();
+            match c.next() {
+                Some(first) => first.to_uppercase().chain(c).collect::<String>(),
+                None => String::new(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn title_from_name() {
+        assert_eq!(default_title("read_file"), "Read File");
+        assert_eq!(default_title("think"), "Think");
+    }
+
+    #[test]
+    fn category_round_trip() {
+        for c in Category::ALL {
+            assert_eq!(Category::parse(c.as_str()), Some(c));
+        }
+    }
+}

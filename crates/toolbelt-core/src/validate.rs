@@ -1,0 +1,135 @@
+//! JSON-Schema validation that reports every violation with a readable path.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::tool::Violation;
+
+/// A compiled JSON Schema (2020-12) that lists all violations of an instance.
+pub struct SchemaValidator {
+    inner: jsonschema::Validator,
+}
+
+impl fmt::Debug for SchemaValidator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SchemaValidator").finish_non_exhaustive()
+    }
+}
+
+impl SchemaValidator {
+    /// Compiles `schema`.
+    ///
+    /// # Errors
+    /// The schema itself is invalid; the message says where.
+    pub fn new(schema: &Value) -> Result<SchemaValidator, String> {
+        jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(schema)
+            .map(|inner| SchemaValidator { inner })
+            .map_err(|e| e.to_string())
+    }
+
+    /// True when `instance` is valid.
+    pub fn is_valid(&self, instance: &Value) -> bool {
+        self.inner.is_valid(instance)
+    }
+
+    /// Every violation of `instance`, each with its path (`todos[1].status`).
+    pub fn violations(&self, instance: &Value) -> Vec<Violation> {
+        if self.inner.is_valid(instance) {
+            return Vec::new();
+        }
+        let mut out: Vec<Violation> = Vec::new();
+        for err in self.inner.iter_errors(instance) {
+            let pointer = err.instance_path().to_string();
+            let v = Violation::new(pointer_to_path(&pointer), err.to_string());
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+        out
+    }
+}
+
+/// `/todos/1/status` -> `todos[1].status`.
+pub(crate) fn pointer_to_path(pointer: &str) -> String {
+    let mut path = String::new();
+    for raw in pointer.split('/').skip(1) {
+        let seg = raw.replace("~1", "/").replace("~0", "~");
+        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+            path.push('[');
+            path.push_str(&seg);
+            path.push(']');
+        } else {
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(&seg);
+        }
+    }
+    path
+}
+
+/// A message naming every violation, one per line, for an INVALID_PARAMS envelope.
+pub fn violations_message(tool: &str, violations: &[Violation]) -> String {
+    let n = violations.len();
+    let mut msg = format!(
+        "invalid arguments for {tool} ({n} problem{}):",
+        if n == 1 { "" } else { "s" }
+    );
+    for v in violations {
+        msg.push_str("\n- ");
+        msg.push_str(&v.to_string());
+    }
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pointer_paths() {
+        assert_eq!(pointer_to_path(""), "");
+        assert_eq!(pointer_to_path("/todos/1/status"), "todos[1].status");
+        assert_eq!(pointer_to_path("/a~1b/0"), "a/b[0]");
+    }
+
+    #[test]
+    fn lists_every_violation() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "todos": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "title": {"type": "string", "minLength": 1},
+                        "status": {"enum": ["Pending", "In Progress", "Done"]}
+                    },
+                    "required": ["title", "status"]
+                }},
+                "n": {"type": "integer", "minimum": 0, "maximum": 3}
+            },
+            "required": ["todos"],
+            "additionalProperties": false
+        });
+        let v = SchemaValidator::new(&schema).unwrap();
+        let errs = v.violations(&json!({
+            "todos": [{"title": "", "status": "Started"}, {"status": "Done"}],
+            "n": 9, "extra": true
+        }));
+        let paths: Vec<_> = errs.iter().map(|e| e.path.as_str()).collect();
+        assert!(paths.contains(&"todos[0].title"), "{errs:?}");
+        assert!(paths.contains(&"todos[0].status"), "{errs:?}");
+        assert!(paths.contains(&"todos[1]"), "{errs:?}");
+        assert!(paths.contains(&"n"), "{errs:?}");
+        assert!(errs.iter().any(|e| e.message.contains("extra")), "{errs:?}");
+        let msg = violations_message("t", &errs);
+        assert!(
+            msg.contains("todos[0].status: \"Started\" is not one of"),
+            "{msg}"
+        );
+    }
+}
