@@ -1,0 +1,3 @@
+//! The integration tests of toolbelt-core, in one binary.
+
+mod suite;

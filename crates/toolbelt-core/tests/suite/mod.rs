@@ -1,0 +1,5 @@
+mod calls;
+mod export;
+mod policy;
+mod registry;
+mod spill;
