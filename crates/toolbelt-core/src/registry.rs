@@ -514,19 +514,45 @@ impl Registry {
 
     fn unknown_tool(&self, name: &str) -> Envelope {
         let names = self.names();
-        let suggestions = closest_names(name, &names, 3);
-        let message = if suggestions.is_empty() {
-            format!("there is no tool named {name:?}")
+        let ranked = closest_names(name, &names, 3);
+        let strong: Vec<String> = ranked
+            .iter()
+            .filter(|(score, _)| *score >= STRONG_MATCH)
+            .map(|(_, n)| n.clone())
+            .collect();
+        let suggestions: Vec<String> = if strong.is_empty() {
+            ranked.into_iter().map(|(_, n)| n).collect()
         } else {
+            strong.clone()
+        };
+        let message = if !strong.is_empty() {
             format!(
                 "there is no tool named {name:?}; did you mean {}?",
+                quote_list(&strong)
+            )
+        } else if !suggestions.is_empty() {
+            format!(
+                "there is no tool named {name:?}; the closest tools are {}",
                 quote_list(&suggestions)
             )
+        } else {
+            format!("there is no tool named {name:?}, and no tools are registered")
         };
+        let mut shown: Vec<&str> = names
+            .iter()
+            .map(String::as_str)
+            .take(MAX_NAMES_IN_HINT)
+            .collect();
+        if names.len() > MAX_NAMES_IN_HINT {
+            shown.push("...");
+        }
         let mut env = Envelope::error(
             ErrorCode::UnknownTool,
             message,
-            Some(format!("available tools: {}", names.join(", "))),
+            Some(format!(
+                "call one of the available tools: {}",
+                shown.join(", ")
+            )),
         );
         env.data = serde_json::json!({ "suggestions": suggestions, "available": names });
         env
@@ -572,9 +598,14 @@ fn quote_list(items: &[String]) -> String {
         .join(", ")
 }
 
-/// The `n` names closest to `name` (case-insensitive, by edit distance and shared
-/// substrings), best first.
-fn closest_names(name: &str, names: &[String], n: usize) -> Vec<String> {
+/// A similarity at which a name is offered as "did you mean".
+const STRONG_MATCH: f64 = 0.8;
+/// How many tool names an unknown-tool hint lists.
+const MAX_NAMES_IN_HINT: usize = 40;
+
+/// The `n` names closest to `name` with their scores (case-insensitive, by
+/// Jaro-Winkler similarity with a bonus for containment), best first.
+fn closest_names(name: &str, names: &[String], n: usize) -> Vec<(f64, String)> {
     let want = normalize(name);
     let mut scored: Vec<(f64, &String)> = names
         .iter()
@@ -586,10 +617,13 @@ fn closest_names(name: &str, names: &[String], n: usize) -> Vec<String> {
             }
             (score, cand)
         })
-        .filter(|(s, _)| *s >= 0.7)
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-    scored.into_iter().take(n).map(|(_, c)| c.clone()).collect()
+    scored
+        .into_iter()
+        .take(n)
+        .map(|(s, c)| (s, c.clone()))
+        .collect()
 }
 
 fn normalize(s: &str) -> String {

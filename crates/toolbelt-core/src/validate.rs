@@ -9,6 +9,7 @@ use crate::tool::Violation;
 /// A compiled JSON Schema (2020-12) that lists all violations of an instance.
 pub struct SchemaValidator {
     inner: jsonschema::Validator,
+    schema: Value,
 }
 
 impl fmt::Debug for SchemaValidator {
@@ -26,7 +27,10 @@ impl SchemaValidator {
         jsonschema::options()
             .with_draft(jsonschema::Draft::Draft202012)
             .build(schema)
-            .map(|inner| SchemaValidator { inner })
+            .map(|inner| SchemaValidator {
+                inner,
+                schema: schema.clone(),
+            })
             .map_err(|e| e.to_string())
     }
 
@@ -43,12 +47,41 @@ impl SchemaValidator {
         let mut out: Vec<Violation> = Vec::new();
         for err in self.inner.iter_errors(instance) {
             let pointer = err.instance_path().to_string();
-            let v = Violation::new(pointer_to_path(&pointer), err.to_string());
+            let message = match err.kind() {
+                jsonschema::error::ValidationErrorKind::AnyOf { .. }
+                | jsonschema::error::ValidationErrorKind::OneOfNotValid { .. } => {
+                    self.choice_message(&err.schema_path().to_string(), err.instance())
+                }
+                _ => None,
+            }
+            .unwrap_or_else(|| err.to_string());
+            let v = Violation::new(pointer_to_path(&pointer), message);
             if !out.contains(&v) {
                 out.push(v);
             }
         }
         out
+    }
+}
+
+impl SchemaValidator {
+    /// For an `anyOf`/`oneOf` whose branches are all constants (or `null`), a message
+    /// listing the allowed values instead of "not valid under any of the schemas".
+    fn choice_message(&self, schema_path: &str, instance: &Value) -> Option<String> {
+        let branches = self.schema.pointer(schema_path)?.as_array()?;
+        let mut allowed: Vec<String> = Vec::new();
+        for b in branches {
+            if let Some(c) = b.get("const") {
+                allowed.push(c.to_string());
+            } else if let Some(Value::Array(vals)) = b.get("enum") {
+                allowed.extend(vals.iter().map(Value::to_string));
+            } else if b.get("type").and_then(Value::as_str) == Some("null") {
+                allowed.push("null".into());
+            } else {
+                return None;
+            }
+        }
+        Some(format!("{instance} is not one of [{}]", allowed.join(", ")))
     }
 }
 

@@ -1,0 +1,33 @@
+//! The built-in tools of toolbelt, one module per tool, each with its description
+//! for models in a `<tool>.md` file beside it.
+//!
+//! - [`Think`]: reason out loud, shown to the user.
+//! - [`SetTodoList`]: the agent's todo list.
+//!
+//! ```
+//! use toolbelt_core::{Registry, Session};
+//!
+//! let mut registry = Registry::new(Session::new(std::env::temp_dir()));
+//! toolbelt_tools::register_builtins(&mut registry).unwrap();
+//! assert!(registry.has("think"));
+//! ```
+
+mod set_todo_list;
+mod think;
+
+pub use set_todo_list::{
+    SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoListOutput, TodoStatus, render,
+};
+pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
+
+use toolbelt_core::{Registry, RegistryError};
+
+/// Registers every built-in tool.
+///
+/// # Errors
+/// A tool of the same name is already registered.
+pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
+    registry.register_typed(Think)?;
+    registry.register_typed(SetTodoList::default())?;
+    Ok(())
+}

@@ -1,0 +1,77 @@
+//! `toolbelt.toml` and the environment: what the command line did not say.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+
+/// The configuration file, all keys optional.
+///
+/// ```toml
+/// profile = "claude"
+/// state_dir = ".toolbelt"
+/// roots = ["."]
+/// timeout_ms = 120000
+///
+/// [output]
+/// max_bytes = 30000
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Name profile: default, claude, kimi, seed003.
+    pub profile: Option<String>,
+    /// State directory; relative to the file's directory.
+    pub state_dir: Option<PathBuf>,
+    /// Workspace roots; relative to the file's directory.
+    #[serde(default)]
+    pub roots: Vec<PathBuf>,
+    /// Default per-call timeout.
+    pub timeout_ms: Option<u64>,
+    /// Output budget.
+    #[serde(default)]
+    pub output: OutputConfig,
+}
+
+/// `[output]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputConfig {
+    /// Bytes of text a model reads from one call before the output is cut and spilled.
+    pub max_bytes: Option<usize>,
+}
+
+impl FileConfig {
+    /// Reads `path`. Relative paths inside are made relative to the file's directory.
+    pub fn load(path: &Path) -> Result<FileConfig> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read config file {}", path.display()))?;
+        let mut cfg: FileConfig = toml::from_str(&text)
+            .with_context(|| format!("invalid config file {}", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        cfg.state_dir = cfg.state_dir.map(|d| base.join(d));
+        cfg.roots = cfg.roots.into_iter().map(|r| base.join(r)).collect();
+        if cfg.output.max_bytes == Some(0) {
+            bail!(
+                "invalid config file {}: output.max_bytes must be > 0",
+                path.display()
+            );
+        }
+        Ok(cfg)
+    }
+
+    /// The explicit file, else `toolbelt.toml` in the first root if present.
+    pub fn discover(explicit: Option<&Path>, first_root: &Path) -> Result<FileConfig> {
+        match explicit {
+            Some(p) => FileConfig::load(p),
+            None => {
+                let p = first_root.join("toolbelt.toml");
+                if p.is_file() {
+                    FileConfig::load(&p)
+                } else {
+                    Ok(FileConfig::default())
+                }
+            }
+        }
+    }
+}

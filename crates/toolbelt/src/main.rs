@@ -1,0 +1,247 @@
+//! `toolbelt`: list the tools, export their schemas for any model API, call them.
+
+mod config;
+mod render;
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use serde_json::Value;
+use toolbelt_core::export::{self, Format};
+use toolbelt_core::output::OutputBudget;
+use toolbelt_core::profile::Profile;
+use toolbelt_core::{CallOptions, Category, Registry, Session, ToolCall};
+
+use crate::config::FileConfig;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "toolbelt",
+    version,
+    about = "The tool layer for LLM agents: typed, validated, jailed tools for any model API."
+)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Args)]
+struct Global {
+    /// Workspace root (repeatable). Defaults to the current directory.
+    #[arg(
+        long = "root",
+        global = true,
+        env = "TOOLBELT_ROOT",
+        value_delimiter = ','
+    )]
+    roots: Vec<PathBuf>,
+    /// Name profile: default, claude, kimi, seed003.
+    #[arg(long, global = true, env = "TOOLBELT_PROFILE")]
+    profile: Option<String>,
+    /// Configuration file (default: <root>/toolbelt.toml when it exists).
+    #[arg(long, global = true, env = "TOOLBELT_CONFIG")]
+    config: Option<PathBuf>,
+    /// State directory (default: <root>/.toolbelt).
+    #[arg(long, global = true, env = "TOOLBELT_STATE_DIR")]
+    state_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the tools.
+    Tools {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Only tools of this category (files, search, shell, web, planning, ...).
+        #[arg(long)]
+        category: Option<String>,
+    },
+    /// Print tool schemas for a model API.
+    Schema {
+        /// openai, openai-strict, openai-responses, anthropic, gemini, mcp or text.
+        #[arg(long, short, default_value = "openai")]
+        format: String,
+        /// Only these tools (exposed names); all when none are given.
+        tools: Vec<String>,
+    },
+    /// Call a tool and print its result envelope.
+    ///
+    /// Exit status: 0 for success or partial, 1 for an error envelope, 2 for bad usage.
+    Call {
+        /// The tool's name (canonical or as exposed by the profile).
+        tool: String,
+        /// Arguments as JSON (default `{}`; `-` reads them from standard input).
+        args: Option<String>,
+        /// Print the exact envelope as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Timeout for this call in milliseconds (at most 600000).
+        #[arg(long)]
+        timeout_ms: Option<u64>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("toolbelt: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn build_registry(g: &Global) -> Result<Registry> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let mut roots: Vec<PathBuf> = g.roots.iter().map(|r| cwd.join(r)).collect();
+    let first = roots.first().cloned().unwrap_or_else(|| cwd.clone());
+    let file = FileConfig::discover(g.config.as_deref(), &first)?;
+    if roots.is_empty() {
+        roots = if file.roots.is_empty() {
+            vec![cwd.clone()]
+        } else {
+            file.roots.clone()
+        };
+    }
+    for r in &roots {
+        if !r.is_dir() {
+            bail!("workspace root {} is not a directory", r.display());
+        }
+    }
+    let first = roots.first().cloned().unwrap_or(cwd);
+    let state_dir = g
+        .state_dir
+        .clone()
+        .or(file.state_dir.clone())
+        .unwrap_or_else(|| first.join(".toolbelt"));
+    let mut budget = OutputBudget::default();
+    if let Some(max) = file.output.max_bytes {
+        budget.max_bytes = max;
+    }
+    let mut session = Session::new(first)
+        .with_roots(roots)
+        .with_state_dir(state_dir)
+        .with_budget(budget);
+    if let Some(ms) = file.timeout_ms {
+        session = session.with_timeout(Duration::from_millis(ms));
+    }
+    let mut registry = Registry::new(session);
+    let profile_name = g.profile.clone().or(file.profile.clone());
+    if let Some(name) = profile_name {
+        let profile = Profile::by_name(&name).with_context(|| {
+            format!("unknown profile {name:?}; choose one of: default, claude, kimi, seed003")
+        })?;
+        registry.set_profile(profile);
+    }
+    toolbelt_tools::register_builtins(&mut registry)?;
+    Ok(registry)
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let registry = build_registry(&cli.global)?;
+    match cli.command {
+        Command::Tools { json, category } => {
+            let category = match category {
+                Some(c) => Some(Category::parse(&c).with_context(|| {
+                    let all: Vec<_> = Category::ALL.iter().map(|c| c.as_str()).collect();
+                    format!("unknown category {c:?}; choose one of: {}", all.join(", "))
+                })?),
+                None => None,
+            };
+            let specs: Vec<_> = registry
+                .definitions()
+                .into_iter()
+                .filter(|s| category.is_none_or(|c| s.category == c))
+                .collect();
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&render::tools_json(&specs))?
+                );
+            } else {
+                print!("{}", render::tools_table(&specs));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Schema { format, tools } => {
+            let fmt = Format::parse(&format).with_context(|| {
+                let all: Vec<_> = Format::ALL.iter().map(|f| f.as_str()).collect();
+                format!(
+                    "unknown format {format:?}; choose one of: {}",
+                    all.join(", ")
+                )
+            })?;
+            let mut specs = registry.definitions();
+            if !tools.is_empty() {
+                for t in &tools {
+                    if !specs.iter().any(|s| &s.name == t) {
+                        let names: Vec<_> = specs.iter().map(|s| s.name.as_str()).collect();
+                        bail!("unknown tool {t:?}; available: {}", names.join(", "));
+                    }
+                }
+                specs.retain(|s| tools.contains(&s.name));
+            }
+            match export::export(&specs, fmt) {
+                Value::String(s) => print!("{s}"),
+                v => println!("{}", serde_json::to_string_pretty(&v)?),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call {
+            tool,
+            args,
+            json,
+            timeout_ms,
+        } => {
+            let raw = match args.as_deref() {
+                None => "{}".to_string(),
+                Some("-") => {
+                    let mut s = String::new();
+                    std::io::stdin()
+                        .read_to_string(&mut s)
+                        .context("cannot read arguments from standard input")?;
+                    s
+                }
+                Some(s) => s.to_string(),
+            };
+            // Malformed JSON is passed on as a string: the registry repairs what it
+            // safely can and otherwise answers INVALID_PARAMS, as it would for a model.
+            let arguments = serde_json::from_str::<Value>(&raw).unwrap_or(Value::String(raw));
+            let opts = CallOptions {
+                timeout: timeout_ms.map(Duration::from_millis),
+                ..CallOptions::default()
+            };
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
+            let env = rt.block_on(registry.execute_call(ToolCall::new(tool, arguments), opts));
+            if json {
+                println!("{}", serde_json::to_string_pretty(&env)?);
+            } else {
+                print!("{}", render::envelope_human(&env));
+            }
+            Ok(if env.is_ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+    }
+}
