@@ -1,1 +1,314 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::{Reply, Status, ToolError, Violation};
+
+#[derive(Deserialize, JsonSchema)]
+struct RangeParams {
+    start: u32,
+    end: u32,
+    #[serde(default)]
+    verbose: bool,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct RangeOut {
+    len: u32,
+}
+
+struct RangeTool;
+
+impl TypedTool for RangeTool {
+    type Params = RangeParams;
+    type Output = RangeOut;
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::describe("range", "Length of a range.")
+            .category(Category::Files)
+            .hints(crate::Hints::read_only())
+    }
+    fn validate(&self, p: &RangeParams) -> Vec<Violation> {
+        if p.start > p.end {
+            vec![Violation::new("start", format!("start ({}) must be <= end ({})", p.start, p.end))]
+        } else {
+            Vec::new()
+        }
+    }
+    async fn call(&self, _ctx: &ToolContext, p: RangeParams) -> ToolResult<RangeOut> {
+        let _ = p.verbose;
+        Ok(Reply::new(RangeOut { len: p.end - p.start }, format!("{}", p.end - p.start)))
+    }
+}
+
+fn registry() -> Registry {
+    let dir = std::env::temp_dir().join("toolbelt-registry-tests");
+    let mut r = Registry::new(Session::new(dir));
+    r.register_typed(RangeTool).unwrap();
+    r
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn success_envelope_has_context_and_stats() {
+    let r = registry();
+    let env = rt().block_on(r.execute("range", json!({"start": 2, "end": 5})));
+    assert_eq!(env.status, Status::Success);
+    assert_eq!(env.data, json!({"len": 3}));
+    assert_eq!(env.text, "3");
+    assert_eq!(env.context.tool, "range");
+    assert!(env.context.call_id.starts_with("call_"));
+    assert_eq!(env.context.params_input, json!({"start": 2, "end": 5}));
+    assert!(env.context.repairs.is_empty());
+    assert!(env.error.is_none());
+}
+
+#[test]
+fn repairs_are_recorded_and_input_kept() {
+    let r = registry();
+    let env = rt().block_on(r.execute("range", json!("{\"arguments\": {\"start\": \"1\", \"end\": 4, \"verbose\": \"true\"}}")));
+    assert_eq!(env.status, Status::Success, "{}", env.text);
+    assert_eq!(env.data, json!({"len": 3}));
+    let actions: Vec<_> = env.context.repairs.iter().map(|r| (r.path.as_str(), r.action.as_str())).collect();
+    assert_eq!(
+        actions,
+        [
+            ("", "stringified JSON arguments parsed"),
+            ("", "unwrapped {\"arguments\": {...}}"),
+            ("start", "string \"1\" -> integer 1"),
+            ("verbose", "string \"true\" -> boolean true"),
+        ]
+    );
+    assert!(env.context.params_input.is_string());
+}
+
+#[test]
+fn all_violations_are_listed() {
+    let r = registry();
+    let env = rt().block_on(r.execute("range", json!({"start": -1, "extra": 1})));
+    assert_eq!(env.error_code(), Some(ErrorCode::InvalidParams));
+    let msg = &env.error.as_ref().unwrap().message;
+    assert!(msg.contains("start: -1 is less than the minimum of 0"), "{msg}");
+    assert!(msg.contains("\"end\" is a required property"), "{msg}");
+    assert!(msg.contains("(3 problems)"), "{msg}");
+    assert_eq!(env.data["violations"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn custom_validator_runs_after_schema() {
+    let r = registry();
+    let env = rt().block_on(r.execute("range", json!({"start": 9, "end": 2})));
+    assert_eq!(env.error_code(), Some(ErrorCode::InvalidParams));
+    assert!(env.text.contains("start: start (9) must be <= end (2)"), "{}", env.text);
+}
+
+#[test]
+fn unknown_tool_names_the_closest() {
+    let r = registry();
+    let env = rt().block_on(r.execute("Range", json!({})));
+    assert_eq!(env.error_code(), Some(ErrorCode::UnknownTool));
+    assert!(env.text.contains("did you mean \"range\"?"), "{}", env.text);
+    assert_eq!(env.data["suggestions"], json!(["range"]));
+    let env = rt().block_on(r.execute("zzz", json!({})));
+    assert!(env.text.contains("the closest tools are \"range\""), "{}", env.text);
+    assert_eq!(env.context.tool, "zzz");
+}
+
+#[test]
+fn malformed_json_is_invalid_params() {
+    let r = registry();
+    let env = rt().block_on(r.execute("range", json!("{\"start\": ")));
+    assert_eq!(env.error_code(), Some(ErrorCode::InvalidParams));
+    let env = rt().block_on(r.execute("range", json!("not json")));
+    assert_eq!(env.error_code(), Some(ErrorCode::InvalidParams));
+    assert!(env.text.contains("not valid JSON"), "{}", env.text);
+}
+
+#[test]
+fn registration_errors() {
+    let mut r = registry();
+    assert!(matches!(r.register_typed(RangeTool), Err(RegistryError::Duplicate(_))));
+    let bad = ToolSpec::new("has space", "x", json!({"type": "object"}));
+    assert!(matches!(
+        r.register_fn(bad, |_c, v| async move { Ok(Reply::new(v, "")) }),
+        Err(RegistryError::InvalidName(_))
+    ));
+    let bad = ToolSpec::new("arr", "x", json!({"type": "array"}));
+    assert!(matches!(
+        r.register_fn(bad, |_c, v| async move { Ok(Reply::new(v, "")) }),
+        Err(RegistryError::InvalidSchema { .. })
+    ));
+    let bad = ToolSpec::new("bad_schema", "x", json!({"type": "object", "properties": {"a": {"type": 5}}}));
+    assert!(matches!(
+        r.register_fn(bad, |_c, v| async move { Ok(Reply::new(v, "")) }),
+        Err(RegistryError::InvalidSchema { .. })
+    ));
+}
+
+#[test]
+fn lookup_order_and_categories() {
+    let mut r = registry();
+    for name in ["zeta", "alpha", "mid"] {
+        r.register_fn(ToolSpec::new(name, "x", json!({"type": "object"})), |_c, v| async move {
+            Ok(Reply::new(v, "ok"))
+        })
+        .unwrap();
+    }
+    assert_eq!(r.names(), ["alpha", "mid", "range", "zeta"]);
+    let defs: Vec<_> = r.definitions().into_iter().map(|s| s.name).collect();
+    assert_eq!(defs, ["alpha", "mid", "range", "zeta"]);
+    assert_eq!(r.by_category(Category::Files).len(), 1);
+    assert!(r.has("mid") && r.get("mid").is_some());
+    assert!(r.unregister("mid").is_some());
+    assert!(!r.has("mid"));
+    assert!(r.unregister("mid").is_none());
+}
+
+#[test]
+fn register_fn_tool_errors_become_envelopes() {
+    let mut r = registry();
+    let spec = ToolSpec::new(
+        "lookup",
+        "Looks up a key.",
+        json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}),
+    );
+    r.register_fn(spec, |_ctx, args: Value| async move {
+        let key = args["key"].as_str().unwrap_or_default().to_string();
+        if key == "a" {
+            Ok(Reply::new(json!({"value": 1}), "a = 1"))
+        } else {
+            Err(ToolError::new(ErrorCode::NotFound, format!("no key {key:?}")).hint("known keys: a"))
+        }
+    })
+    .unwrap();
+    let rt = rt();
+    let ok = rt.block_on(r.execute("lookup", json!({"key": "a"})));
+    assert_eq!(ok.data, json!({"value": 1}));
+    let err = rt.block_on(r.execute("lookup", json!({"key": "b"})));
+    assert_eq!(err.error_code(), Some(ErrorCode::NotFound));
+    assert_eq!(err.text, "ERROR [NOT_FOUND]: no key \"b\"\nHint: known keys: a");
+}
+
+fn sleepy(r: &mut Registry, name: &str, safe: bool, running: Arc<AtomicUsize>, peak: Arc<AtomicUsize>) {
+    let mut spec = ToolSpec::new(
+        name,
+        "Sleeps.",
+        json!({"type": "object", "properties": {"ms": {"type": "integer"}, "tag": {"type": "string"}}}),
+    );
+    spec.hints.concurrency_safe = safe;
+    r.register_fn(spec, move |ctx, args| {
+        let running = Arc::clone(&running);
+        let peak = Arc::clone(&peak);
+        async move {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(now, Ordering::SeqCst);
+            let ms = args["ms"].as_u64().unwrap_or(0);
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                () = ctx.cancel_token().cancelled() => {}
+            }
+            running.fetch_sub(1, Ordering::SeqCst);
+            Ok(Reply::new(args["tag"].clone(), ""))
+        }
+    })
+    .unwrap();
+}
+
+#[test]
+fn batch_keeps_order_and_only_safe_tools_overlap() {
+    let mut r = registry();
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak_safe = Arc::new(AtomicUsize::new(0));
+    sleepy(&mut r, "safe", true, Arc::clone(&running), Arc::clone(&peak_safe));
+    let rt = rt();
+    let calls: Vec<_> = [40, 5, 20, 1]
+        .iter()
+        .enumerate()
+        .map(|(i, ms)| ToolCall::new("safe", json!({"ms": ms, "tag": format!("s{i}")})))
+        .collect();
+    let out = rt.block_on(r.execute_batch(calls, BatchMode::Concurrent { max: 4 }));
+    let tags: Vec<_> = out.iter().map(|e| e.data.clone()).collect();
+    assert_eq!(tags, [json!("s0"), json!("s1"), json!("s2"), json!("s3")]);
+    assert!(peak_safe.load(Ordering::SeqCst) >= 2, "safe calls should overlap");
+
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    sleepy(&mut r, "unsafe", false, Arc::clone(&running), Arc::clone(&peak));
+    let calls: Vec<_> = (0..3)
+        .map(|i| ToolCall::new("unsafe", json!({"ms": 10, "tag": format!("u{i}")})))
+        .collect();
+    let out = rt.block_on(r.execute_batch(calls, BatchMode::Concurrent { max: 4 }));
+    assert_eq!(peak.load(Ordering::SeqCst), 1, "unsafe calls must run alone");
+    assert_eq!(out[2].data, json!("u2"));
+
+    // Sequential mode never overlaps, even safe tools.
+    let peak_seq = Arc::new(AtomicUsize::new(0));
+    sleepy(&mut r, "safe2", true, Arc::new(AtomicUsize::new(0)), Arc::clone(&peak_seq));
+    let calls: Vec<_> = (0..3).map(|_| ToolCall::new("safe2", json!({"ms": 5}))).collect();
+    rt.block_on(r.execute_batch(calls, BatchMode::Sequential));
+    assert_eq!(peak_seq.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn timeout_and_cancellation() {
+    let mut r = registry();
+    sleepy(&mut r, "sleep", true, Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let rt = rt();
+    let opts = CallOptions {
+        timeout: Some(Duration::from_millis(50)),
+        ..CallOptions::default()
+    };
+    let env = rt.block_on(r.execute_call(ToolCall::new("sleep", json!({"ms": 10_000})), opts));
+    assert_eq!(env.error_code(), Some(ErrorCode::Timeout));
+    assert!(env.stats.time_ms < 5_000);
+
+    let token = CancellationToken::new();
+    let opts = CallOptions {
+        cancel: Some(token.clone()),
+        ..CallOptions::default()
+    };
+    let env = rt.block_on(async {
+        let t = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            t.cancel();
+        });
+        r.execute_call(ToolCall::new("sleep", json!({"ms": 10_000})).with_id("c-1"), opts)
+            .await
+    });
+    assert_eq!(env.error_code(), Some(ErrorCode::Cancelled));
+    assert_eq!(env.context.call_id, "c-1");
+}
+
+#[test]
+fn a_panicking_tool_is_an_internal_error_and_the_runtime_lives() {
+    let mut r = registry();
+    r.register_fn(ToolSpec::new("boom", "Panics.", json!({"type": "object"})), |_c, _v| async move {
+        if true {
+            panic!("kaboom");
+        }
+        Ok(Reply::new(json!({}), ""))
+    })
+    .unwrap();
+    let rt = rt();
+    let env = rt.block_on(r.execute("boom", json!({})));
+    assert_eq!(env.error_code(), Some(ErrorCode::Internal));
+    assert!(env.text.contains("kaboom"), "{}", env.text);
+    let env = rt.block_on(r.execute("range", json!({"start": 1, "end": 2})));
+    assert_eq!(env.status, Status::Success);
+}

@@ -17,3 +17,48 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     }
     value
 }
+
+/// Sets `additionalProperties: false` on every object schema with `properties` that
+/// does not say otherwise, so a misspelt argument is reported instead of ignored.
+pub fn close_objects(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.contains_key("properties") && !map.contains_key("additionalProperties") {
+                map.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            for (key, child) in map.iter_mut() {
+                // Values of these keywords are data, not schemas.
+                if matches!(key.as_str(), "enum" | "const" | "default" | "examples") {
+                    continue;
+                }
+                close_objects(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(close_objects),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn closes_nested_objects_but_not_data() {
+        let mut s = json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "object", "properties": {"b": {"type": "string"}}},
+                "m": {"type": "object", "additionalProperties": {"type": "string"}},
+                "d": {"default": {"properties": {}}}
+            }
+        });
+        close_objects(&mut s);
+        assert_eq!(s["additionalProperties"], json!(false));
+        assert_eq!(s["properties"]["a"]["additionalProperties"], json!(false));
+        assert_eq!(s["properties"]["m"]["additionalProperties"], json!({"type": "string"}));
+        assert_eq!(s["properties"]["d"]["default"], json!({"properties": {}}));
+    }
+}

@@ -256,7 +256,9 @@ pub trait TypedTool: Send + Sync + 'static {
     ) -> impl Future<Output = ToolResult<Self::Output>> + Send;
 }
 
-/// Adapts a [`TypedTool`] to [`Tool`], with schemas derived from its types.
+/// Adapts a [`TypedTool`] to [`Tool`], with schemas derived from its types. Object
+/// schemas of the arguments are closed (`additionalProperties: false`) so that a
+/// misspelt argument is reported rather than silently ignored.
 pub struct Typed<T: TypedTool> {
     inner: T,
     spec: ToolSpec,
@@ -275,6 +277,7 @@ impl<T: TypedTool> Typed<T> {
     pub fn new(inner: T) -> Typed<T> {
         let mut spec = inner.spec();
         spec.input_schema = schema_for::<T::Params>();
+        crate::schema::close_objects(&mut spec.input_schema);
         spec.output_schema = Some(schema_for::<T::Output>());
         Typed { inner, spec }
     }
