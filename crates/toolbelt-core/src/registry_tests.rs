@@ -38,14 +38,22 @@ impl TypedTool for RangeTool {
     }
     fn validate(&self, p: &RangeParams) -> Vec<Violation> {
         if p.start > p.end {
-            vec![Violation::new("start", format!("start ({}) must be <= end ({})", p.start, p.end))]
+            vec![Violation::new(
+                "start",
+                format!("start ({}) must be <= end ({})", p.start, p.end),
+            )]
         } else {
             Vec::new()
         }
     }
     async fn call(&self, _ctx: &ToolContext, p: RangeParams) -> ToolResult<RangeOut> {
         let _ = p.verbose;
-        Ok(Reply::new(RangeOut { len: p.end - p.start }, format!("{}", p.end - p.start)))
+        Ok(Reply::new(
+            RangeOut {
+                len: p.end - p.start,
+            },
+            format!("{}", p.end - p.start),
+        ))
     }
 }
 
@@ -81,10 +89,18 @@ fn success_envelope_has_context_and_stats() {
 #[test]
 fn repairs_are_recorded_and_input_kept() {
     let r = registry();
-    let env = rt().block_on(r.execute("range", json!("{\"arguments\": {\"start\": \"1\", \"end\": 4, \"verbose\": \"true\"}}")));
+    let env = rt().block_on(r.execute(
+        "range",
+        json!("{\"arguments\": {\"start\": \"1\", \"end\": 4, \"verbose\": \"true\"}}"),
+    ));
     assert_eq!(env.status, Status::Success, "{}", env.text);
     assert_eq!(env.data, json!({"len": 3}));
-    let actions: Vec<_> = env.context.repairs.iter().map(|r| (r.path.as_str(), r.action.as_str())).collect();
+    let actions: Vec<_> = env
+        .context
+        .repairs
+        .iter()
+        .map(|r| (r.path.as_str(), r.action.as_str()))
+        .collect();
     assert_eq!(
         actions,
         [
@@ -103,7 +119,10 @@ fn all_violations_are_listed() {
     let env = rt().block_on(r.execute("range", json!({"start": -1, "extra": 1})));
     assert_eq!(env.error_code(), Some(ErrorCode::InvalidParams));
     let msg = &env.error.as_ref().unwrap().message;
-    assert!(msg.contains("start: -1 is less than the minimum of 0"), "{msg}");
+    assert!(
+        msg.contains("start: -1 is less than the minimum of 0"),
+        "{msg}"
+    );
     assert!(msg.contains("\"end\" is a required property"), "{msg}");
     assert!(msg.contains("(3 problems)"), "{msg}");
     assert_eq!(env.data["violations"].as_array().unwrap().len(), 3);
@@ -114,7 +133,11 @@ fn custom_validator_runs_after_schema() {
     let r = registry();
     let env = rt().block_on(r.execute("range", json!({"start": 9, "end": 2})));
     assert_eq!(env.error_code(), Some(ErrorCode::InvalidParams));
-    assert!(env.text.contains("start: start (9) must be <= end (2)"), "{}", env.text);
+    assert!(
+        env.text.contains("start: start (9) must be <= end (2)"),
+        "{}",
+        env.text
+    );
 }
 
 #[test]
@@ -125,7 +148,11 @@ fn unknown_tool_names_the_closest() {
     assert!(env.text.contains("did you mean \"range\"?"), "{}", env.text);
     assert_eq!(env.data["suggestions"], json!(["range"]));
     let env = rt().block_on(r.execute("zzz", json!({})));
-    assert!(env.text.contains("the closest tools are \"range\""), "{}", env.text);
+    assert!(
+        env.text.contains("the closest tools are \"range\""),
+        "{}",
+        env.text
+    );
     assert_eq!(env.context.tool, "zzz");
 }
 
@@ -142,7 +169,10 @@ fn malformed_json_is_invalid_params() {
 #[test]
 fn registration_errors() {
     let mut r = registry();
-    assert!(matches!(r.register_typed(RangeTool), Err(RegistryError::Duplicate(_))));
+    assert!(matches!(
+        r.register_typed(RangeTool),
+        Err(RegistryError::Duplicate(_))
+    ));
     let bad = ToolSpec::new("has space", "x", json!({"type": "object"}));
     assert!(matches!(
         r.register_fn(bad, |_c, v| async move { Ok(Reply::new(v, "")) }),
@@ -153,7 +183,11 @@ fn registration_errors() {
         r.register_fn(bad, |_c, v| async move { Ok(Reply::new(v, "")) }),
         Err(RegistryError::InvalidSchema { .. })
     ));
-    let bad = ToolSpec::new("bad_schema", "x", json!({"type": "object", "properties": {"a": {"type": 5}}}));
+    let bad = ToolSpec::new(
+        "bad_schema",
+        "x",
+        json!({"type": "object", "properties": {"a": {"type": 5}}}),
+    );
     assert!(matches!(
         r.register_fn(bad, |_c, v| async move { Ok(Reply::new(v, "")) }),
         Err(RegistryError::InvalidSchema { .. })
@@ -164,9 +198,10 @@ fn registration_errors() {
 fn lookup_order_and_categories() {
     let mut r = registry();
     for name in ["zeta", "alpha", "mid"] {
-        r.register_fn(ToolSpec::new(name, "x", json!({"type": "object"})), |_c, v| async move {
-            Ok(Reply::new(v, "ok"))
-        })
+        r.register_fn(
+            ToolSpec::new(name, "x", json!({"type": "object"})),
+            |_c, v| async move { Ok(Reply::new(v, "ok")) },
+        )
         .unwrap();
     }
     assert_eq!(r.names(), ["alpha", "mid", "range", "zeta"]);
@@ -192,7 +227,10 @@ fn register_fn_tool_errors_become_envelopes() {
         if key == "a" {
             Ok(Reply::new(json!({"value": 1}), "a = 1"))
         } else {
-            Err(ToolError::new(ErrorCode::NotFound, format!("no key {key:?}")).hint("known keys: a"))
+            Err(
+                ToolError::new(ErrorCode::NotFound, format!("no key {key:?}"))
+                    .hint("known keys: a"),
+            )
         }
     })
     .unwrap();
@@ -201,10 +239,19 @@ fn register_fn_tool_errors_become_envelopes() {
     assert_eq!(ok.data, json!({"value": 1}));
     let err = rt.block_on(r.execute("lookup", json!({"key": "b"})));
     assert_eq!(err.error_code(), Some(ErrorCode::NotFound));
-    assert_eq!(err.text, "ERROR [NOT_FOUND]: no key \"b\"\nHint: known keys: a");
+    assert_eq!(
+        err.text,
+        "ERROR [NOT_FOUND]: no key \"b\"\nHint: known keys: a"
+    );
 }
 
-fn sleepy(r: &mut Registry, name: &str, safe: bool, running: Arc<AtomicUsize>, peak: Arc<AtomicUsize>) {
+fn sleepy(
+    r: &mut Registry,
+    name: &str,
+    safe: bool,
+    running: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+) {
     let mut spec = ToolSpec::new(
         name,
         "Sleeps.",
@@ -234,7 +281,13 @@ fn batch_keeps_order_and_only_safe_tools_overlap() {
     let mut r = registry();
     let running = Arc::new(AtomicUsize::new(0));
     let peak_safe = Arc::new(AtomicUsize::new(0));
-    sleepy(&mut r, "safe", true, Arc::clone(&running), Arc::clone(&peak_safe));
+    sleepy(
+        &mut r,
+        "safe",
+        true,
+        Arc::clone(&running),
+        Arc::clone(&peak_safe),
+    );
     let rt = rt();
     let calls: Vec<_> = [40, 5, 20, 1]
         .iter()
@@ -244,22 +297,43 @@ fn batch_keeps_order_and_only_safe_tools_overlap() {
     let out = rt.block_on(r.execute_batch(calls, BatchMode::Concurrent { max: 4 }));
     let tags: Vec<_> = out.iter().map(|e| e.data.clone()).collect();
     assert_eq!(tags, [json!("s0"), json!("s1"), json!("s2"), json!("s3")]);
-    assert!(peak_safe.load(Ordering::SeqCst) >= 2, "safe calls should overlap");
+    assert!(
+        peak_safe.load(Ordering::SeqCst) >= 2,
+        "safe calls should overlap"
+    );
 
     let running = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
-    sleepy(&mut r, "unsafe", false, Arc::clone(&running), Arc::clone(&peak));
+    sleepy(
+        &mut r,
+        "unsafe",
+        false,
+        Arc::clone(&running),
+        Arc::clone(&peak),
+    );
     let calls: Vec<_> = (0..3)
         .map(|i| ToolCall::new("unsafe", json!({"ms": 10, "tag": format!("u{i}")})))
         .collect();
     let out = rt.block_on(r.execute_batch(calls, BatchMode::Concurrent { max: 4 }));
-    assert_eq!(peak.load(Ordering::SeqCst), 1, "unsafe calls must run alone");
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        1,
+        "unsafe calls must run alone"
+    );
     assert_eq!(out[2].data, json!("u2"));
 
     // Sequential mode never overlaps, even safe tools.
     let peak_seq = Arc::new(AtomicUsize::new(0));
-    sleepy(&mut r, "safe2", true, Arc::new(AtomicUsize::new(0)), Arc::clone(&peak_seq));
-    let calls: Vec<_> = (0..3).map(|_| ToolCall::new("safe2", json!({"ms": 5}))).collect();
+    sleepy(
+        &mut r,
+        "safe2",
+        true,
+        Arc::new(AtomicUsize::new(0)),
+        Arc::clone(&peak_seq),
+    );
+    let calls: Vec<_> = (0..3)
+        .map(|_| ToolCall::new("safe2", json!({"ms": 5})))
+        .collect();
     rt.block_on(r.execute_batch(calls, BatchMode::Sequential));
     assert_eq!(peak_seq.load(Ordering::SeqCst), 1);
 }
@@ -267,7 +341,13 @@ fn batch_keeps_order_and_only_safe_tools_overlap() {
 #[test]
 fn timeout_and_cancellation() {
     let mut r = registry();
-    sleepy(&mut r, "sleep", true, Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    sleepy(
+        &mut r,
+        "sleep",
+        true,
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
     let rt = rt();
     let opts = CallOptions {
         timeout: Some(Duration::from_millis(50)),
@@ -288,8 +368,11 @@ fn timeout_and_cancellation() {
             tokio::time::sleep(Duration::from_millis(30)).await;
             t.cancel();
         });
-        r.execute_call(ToolCall::new("sleep", json!({"ms": 10_000})).with_id("c-1"), opts)
-            .await
+        r.execute_call(
+            ToolCall::new("sleep", json!({"ms": 10_000})).with_id("c-1"),
+            opts,
+        )
+        .await
     });
     assert_eq!(env.error_code(), Some(ErrorCode::Cancelled));
     assert_eq!(env.context.call_id, "c-1");
@@ -298,12 +381,15 @@ fn timeout_and_cancellation() {
 #[test]
 fn a_panicking_tool_is_an_internal_error_and_the_runtime_lives() {
     let mut r = registry();
-    r.register_fn(ToolSpec::new("boom", "Panics.", json!({"type": "object"})), |_c, _v| async move {
-        if true {
-            panic!("kaboom");
-        }
-        Ok(Reply::new(json!({}), ""))
-    })
+    r.register_fn(
+        ToolSpec::new("boom", "Panics.", json!({"type": "object"})),
+        |_c, _v| async move {
+            if true {
+                panic!("kaboom");
+            }
+            Ok(Reply::new(json!({}), ""))
+        },
+    )
     .unwrap();
     let rt = rt();
     let env = rt.block_on(r.execute("boom", json!({})));

@@ -58,7 +58,10 @@ mod tests {
         close_objects(&mut s);
         assert_eq!(s["additionalProperties"], json!(false));
         assert_eq!(s["properties"]["a"]["additionalProperties"], json!(false));
-        assert_eq!(s["properties"]["m"]["additionalProperties"], json!({"type": "string"}));
+        assert_eq!(
+            s["properties"]["m"]["additionalProperties"],
+            json!({"type": "string"})
+        );
         assert_eq!(s["properties"]["d"]["default"], json!({"properties": {}}));
     }
 }
