@@ -1,4 +1,67 @@
-//! Name profiles (skeleton; the full table replaces this).
+//! Name profiles: the names a model sees, mapped to the canonical tool names.
+//!
+//! Models are trained on particular tool names (`Read`, `ReadFile`, `createProject`).
+//! A [`Profile`] renames the exposed tools without touching their implementations:
+//! every tool keeps one canonical snake_case name, and the profile says what it is
+//! called in front of a model. Tools a profile does not mention keep their canonical
+//! names.
+//!
+//! ```
+//! use toolbelt_core::profile::Profile;
+//!
+//! let claude = Profile::by_name("claude").unwrap();
+//! assert_eq!(claude.exposed("read_file"), "Read");
+//! assert_eq!(claude.canonical("LS"), Some("list_dir"));
+//! // Tools the profile does not rename keep their names.
+//! assert_eq!(claude.exposed("think"), "think");
+//! ```
+
+/// `claude`: the names of Anthropic's coding agent tools.
+const CLAUDE: &[(&str, &str)] = &[
+    ("read_file", "Read"),
+    ("write_file", "Write"),
+    ("edit_file", "Edit"),
+    ("multi_edit", "MultiEdit"),
+    ("glob", "Glob"),
+    ("grep", "Grep"),
+    ("list_dir", "LS"),
+    ("bash", "Bash"),
+    ("bash_output", "BashOutput"),
+    ("kill_shell", "KillShell"),
+    ("set_todo_list", "TodoWrite"),
+    ("task", "Task"),
+    ("web_fetch", "WebFetch"),
+    ("web_search", "WebSearch"),
+];
+
+/// `kimi`: the names of Moonshot's Kimi CLI tools.
+const KIMI: &[(&str, &str)] = &[
+    ("read_file", "ReadFile"),
+    ("write_file", "WriteFile"),
+    ("edit_file", "StrReplaceFile"),
+    ("glob", "Glob"),
+    ("grep", "Grep"),
+    ("bash", "Bash"),
+    ("think", "Think"),
+    ("set_todo_list", "SetTodoList"),
+    ("web_search", "WebSearch"),
+    ("web_fetch", "WebFetch"),
+    ("task", "Task"),
+];
+
+/// `seed003`: the camelCase names of the project planner's tools.
+const SEED003: &[(&str, &str)] = &[
+    ("create_project", "createProject"),
+    ("update_project", "updateProject"),
+    ("delete_project", "deleteProject"),
+    ("get_project", "getProject"),
+    ("create_goal", "createGoal"),
+    ("link_goal_to_project", "linkGoalToProject"),
+    ("create_task", "createTask"),
+    ("complete_task", "completeTask"),
+    ("write_review", "writeReview"),
+    ("analyze_patterns", "analyzePatterns"),
+];
 
 /// A mapping from canonical tool names to the names shown to a model.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -7,7 +70,55 @@ pub struct Profile {
     map: Vec<(String, String)>,
 }
 
+/// Why a custom profile was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProfileError {
+    /// The profile has no name.
+    #[error("a profile needs a name")]
+    EmptyName,
+    /// A canonical or exposed name is empty.
+    #[error("profile {profile:?} maps {canonical:?} to {exposed:?}; neither name may be empty")]
+    EmptyToolName {
+        /// The profile.
+        profile: String,
+        /// The canonical name of the pair.
+        canonical: String,
+        /// The exposed name of the pair.
+        exposed: String,
+    },
+    /// Two canonical names are exposed under one name, so calls to it would be ambiguous.
+    #[error(
+        "profile {profile:?} exposes both {first:?} and {second:?} as {exposed:?}; give each tool its own name"
+    )]
+    DuplicateExposed {
+        /// The profile.
+        profile: String,
+        /// The exposed name used twice.
+        exposed: String,
+        /// The first canonical name mapped to it.
+        first: String,
+        /// The second canonical name mapped to it.
+        second: String,
+    },
+    /// One canonical name is given two exposed names.
+    #[error("profile {profile:?} renames {canonical:?} twice, as {first:?} and as {second:?}")]
+    DuplicateCanonical {
+        /// The profile.
+        profile: String,
+        /// The canonical name renamed twice.
+        canonical: String,
+        /// The first exposed name.
+        first: String,
+        /// The second exposed name.
+        second: String,
+    },
+}
+
 impl Profile {
+    /// The names of the built-in profiles, each accepted by [`Profile::by_name`].
+    pub const NAMES: [&'static str; 4] = ["default", "claude", "kimi", "seed003"];
+
     /// The default profile: canonical snake_case names.
     pub fn default_profile() -> Profile {
         Profile {
@@ -16,9 +127,74 @@ impl Profile {
         }
     }
 
-    /// A built-in profile by name.
+    /// A built-in profile by name (one of [`Profile::NAMES`]).
     pub fn by_name(name: &str) -> Option<Profile> {
-        (name == "default").then(Profile::default_profile)
+        let table = match name {
+            "default" => return Some(Profile::default_profile()),
+            "claude" => CLAUDE,
+            "kimi" => KIMI,
+            "seed003" => SEED003,
+            _ => return None,
+        };
+        Some(Profile {
+            name: name.to_string(),
+            map: table
+                .iter()
+                .map(|&(c, e)| (c.to_string(), e.to_string()))
+                .collect(),
+        })
+    }
+
+    /// A user-defined profile from `(canonical, exposed)` pairs. Pairs whose two
+    /// names are equal are dropped (they rename nothing).
+    ///
+    /// # Errors
+    ///
+    /// [`ProfileError`] when the profile or a tool name is empty, when two canonical
+    /// names map to one exposed name, or when one canonical name is renamed twice.
+    pub fn custom<I, C, E>(name: impl Into<String>, pairs: I) -> Result<Profile, ProfileError>
+    where
+        I: IntoIterator<Item = (C, E)>,
+        C: Into<String>,
+        E: Into<String>,
+    {
+        let name = name.into();
+        if name.trim().is_empty() {
+            return Err(ProfileError::EmptyName);
+        }
+        let mut map: Vec<(String, String)> = Vec::new();
+        for (canonical, exposed) in pairs {
+            let (canonical, exposed) = (canonical.into(), exposed.into());
+            if canonical.is_empty() || exposed.is_empty() {
+                return Err(ProfileError::EmptyToolName {
+                    profile: name,
+                    canonical,
+                    exposed,
+                });
+            }
+            if let Some((c, e)) = map.iter().find(|(c, _)| *c == canonical) {
+                if *e == exposed {
+                    continue;
+                }
+                return Err(ProfileError::DuplicateCanonical {
+                    profile: name,
+                    canonical: c.clone(),
+                    first: e.clone(),
+                    second: exposed,
+                });
+            }
+            if let Some((c, _)) = map.iter().find(|(_, e)| *e == exposed) {
+                return Err(ProfileError::DuplicateExposed {
+                    profile: name,
+                    exposed,
+                    first: c.clone(),
+                    second: canonical,
+                });
+            }
+            map.push((canonical, exposed));
+        }
+        map.retain(|(c, e)| c != e);
+        Ok(Profile { name, map })
     }
 
     /// The profile's name.
@@ -26,7 +202,13 @@ impl Profile {
         &self.name
     }
 
-    /// The exposed name of `canonical`.
+    /// The renamed tools, as `(canonical, exposed)` pairs in table order.
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
+        self.map.iter().map(|(c, e)| (c.as_str(), e.as_str()))
+    }
+
+    /// The exposed name of `canonical` (`canonical` itself when the profile does not
+    /// rename it).
     pub fn exposed<'a>(&'a self, canonical: &'a str) -> &'a str {
         self.map
             .iter()
@@ -42,3 +224,16 @@ impl Profile {
             .map(|(c, _)| c.as_str())
     }
 }
+
+/// The canonical name a built-in profile (other than `default`) exposes as `exposed`.
+pub(crate) fn built_in_canonical(exposed: &str) -> Option<&'static str> {
+    [CLAUDE, KIMI, SEED003]
+        .into_iter()
+        .flatten()
+        .find(|&&(_, e)| e == exposed)
+        .map(|&(c, _)| c)
+}
+
+#[cfg(test)]
+#[path = "profile_tests.rs"]
+mod tests;
