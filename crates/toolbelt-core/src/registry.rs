@@ -259,10 +259,10 @@ impl Registry {
 
     /// The canonical name for a canonical or exposed name, if registered.
     pub fn resolve<'a>(&'a self, name: &'a str) -> Option<&'a str> {
-        if let Some(c) = self.profile.canonical(name) {
-            if self.tools.contains_key(c) {
-                return Some(c);
-            }
+        if let Some(c) = self.profile.canonical(name)
+            && self.tools.contains_key(c)
+        {
+            return Some(c);
         }
         self.tools.get_key_value(name).map(|(k, _)| k.as_str())
     }

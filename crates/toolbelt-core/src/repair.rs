@@ -64,30 +64,26 @@ pub fn repair_arguments(schema: &Value, args: Value) -> Repaired {
     }
 
     // {"arguments": {...}} and friends, when the schema has no such property.
-    if let Value::Object(map) = &value {
-        if map.len() == 1 {
-            let (key, inner) = map
-                .iter()
-                .next()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .unwrap_or_default();
-            let declared = schema
-                .get("properties")
-                .and_then(Value::as_object)
-                .is_some_and(|p| p.contains_key(&key));
-            if WRAPPER_KEYS.contains(&key.as_str()) && !declared {
-                let unwrapped = match inner {
-                    Value::Object(_) => Some(inner),
-                    Value::String(s) => crate::calls::parse_loose_json(s.trim())
-                        .ok()
-                        .map(|(v, _)| v)
-                        .filter(Value::is_object),
-                    _ => None,
-                };
-                if let Some(u) = unwrapped {
-                    repairs.push(rep("", &format!("unwrapped {{\"{key}\": {{...}}}}")));
-                    value = u;
-                }
+    if let Value::Object(map) = &value
+        && map.len() == 1
+        && let Some((key, inner)) = map.iter().next().map(|(k, v)| (k.clone(), v.clone()))
+    {
+        let declared = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.contains_key(&key));
+        if WRAPPER_KEYS.contains(&key.as_str()) && !declared {
+            let unwrapped = match inner {
+                Value::Object(_) => Some(inner),
+                Value::String(s) => crate::calls::parse_loose_json(s.trim())
+                    .ok()
+                    .map(|(v, _)| v)
+                    .filter(Value::is_object),
+                _ => None,
+            };
+            if let Some(u) = unwrapped {
+                repairs.push(rep("", &format!("unwrapped {{\"{key}\": {{...}}}}")));
+                value = u;
             }
         }
     }
@@ -190,14 +186,15 @@ fn join(path: &str, key: &str) -> String {
 
 fn coerce(schema: &Value, value: &mut Value, path: String, repairs: &mut Vec<Repair>) {
     let types = allowed_types(schema);
-    if !types.is_empty() && !fits(&types, value) {
-        if let Some((new, action)) = coerce_scalar(&types, value) {
-            repairs.push(Repair {
-                path: path.clone(),
-                action,
-            });
-            *value = new;
-        }
+    if !types.is_empty()
+        && !fits(&types, value)
+        && let Some((new, action)) = coerce_scalar(&types, value)
+    {
+        repairs.push(Repair {
+            path: path.clone(),
+            action,
+        });
+        *value = new;
     }
     match value {
         Value::Object(map) => {
@@ -230,22 +227,22 @@ fn coerce_scalar(types: &[&str], value: &Value) -> Option<(Value, String)> {
     match value {
         Value::String(s) => {
             let t = s.trim();
-            if types.contains(&"integer") {
-                if let Ok(i) = t.parse::<i64>() {
-                    return Some((Value::from(i), format!("string {s:?} -> integer {i}")));
-                }
+            if types.contains(&"integer")
+                && let Ok(i) = t.parse::<i64>()
+            {
+                return Some((Value::from(i), format!("string {s:?} -> integer {i}")));
             }
-            if types.contains(&"number") {
-                if let Some(n) = t.parse::<f64>().ok().and_then(Number::from_f64) {
-                    let n = match t.parse::<i64>() {
-                        Ok(i) => Number::from(i),
-                        Err(_) => n,
-                    };
-                    return Some((
-                        Value::Number(n.clone()),
-                        format!("string {s:?} -> number {n}"),
-                    ));
-                }
+            if types.contains(&"number")
+                && let Some(n) = t.parse::<f64>().ok().and_then(Number::from_f64)
+            {
+                let n = match t.parse::<i64>() {
+                    Ok(i) => Number::from(i),
+                    Err(_) => n,
+                };
+                return Some((
+                    Value::Number(n.clone()),
+                    format!("string {s:?} -> number {n}"),
+                ));
             }
             if types.contains(&"boolean") {
                 if t.eq_ignore_ascii_case("true") {
@@ -255,15 +252,13 @@ fn coerce_scalar(types: &[&str], value: &Value) -> Option<(Value, String)> {
                     return Some((Value::Bool(false), format!("string {s:?} -> boolean false")));
                 }
             }
-            if types.contains(&"array") || types.contains(&"object") {
-                if let Ok(v) = serde_json::from_str::<Value>(t) {
-                    if (v.is_array() && types.contains(&"array"))
-                        || (v.is_object() && types.contains(&"object"))
-                    {
-                        let kind = type_name(&v);
-                        return Some((v, format!("stringified {kind} parsed")));
-                    }
-                }
+            if (types.contains(&"array") || types.contains(&"object"))
+                && let Ok(v) = serde_json::from_str::<Value>(t)
+                && ((v.is_array() && types.contains(&"array"))
+                    || (v.is_object() && types.contains(&"object")))
+            {
+                let kind = type_name(&v);
+                return Some((v, format!("stringified {kind} parsed")));
             }
             if types.contains(&"null") && t.eq_ignore_ascii_case("null") {
                 return Some((Value::Null, format!("string {s:?} -> null")));

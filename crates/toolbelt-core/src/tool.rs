@@ -288,13 +288,13 @@ impl<T: TypedTool> Typed<T> {
     }
 }
 
-fn parse_params<P: DeserializeOwned>(args: Value) -> Result<P, Envelope> {
+fn parse_params<P: DeserializeOwned>(args: Value) -> Result<P, Box<Envelope>> {
     serde_json::from_value(args).map_err(|e| {
-        Envelope::error(
+        Box::new(Envelope::error(
             ErrorCode::InvalidParams,
             format!("invalid arguments: {e}"),
             Some("check the tool's input schema".into()),
-        )
+        ))
     })
 }
 
@@ -314,7 +314,7 @@ impl<T: TypedTool> Tool for Typed<T> {
         Box::pin(async move {
             let params = match parse_params::<T::Params>(args) {
                 Ok(p) => p,
-                Err(env) => return env,
+                Err(env) => return *env,
             };
             match self.inner.call(ctx, params).await {
                 Ok(reply) => reply.into_envelope(),
