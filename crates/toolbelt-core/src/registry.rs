@@ -149,11 +149,12 @@ fn valid_name(name: &str) -> bool {
 impl Registry {
     /// An empty registry over `session`, with the default profile and policy.
     pub fn new(session: Session) -> Registry {
+        let policy = Policy::default().with_roots(session.roots());
         Registry {
             session: Arc::new(session),
             tools: BTreeMap::new(),
             profile: Profile::default_profile(),
-            policy: Policy::default(),
+            policy,
             approver: None,
             events: None,
         }
@@ -164,9 +165,9 @@ impl Registry {
         self.profile = profile;
     }
 
-    /// Uses `policy` for permission checks.
+    /// Uses `policy` for permission checks, relative to the session's roots.
     pub fn set_policy(&mut self, policy: Policy) {
-        self.policy = policy;
+        self.policy = policy.with_roots(self.session.roots());
     }
 
     /// Asks `approver` when a rule says `ask` (without one, `ask` refuses).

@@ -88,7 +88,7 @@ pub fn repair_arguments(schema: &Value, args: Value) -> Repaired {
         }
     }
 
-    coerce(schema, &mut value, String::new(), &mut repairs);
+    coerce(schema, schema, &mut value, String::new(), &mut repairs, 0);
     Repaired {
         value,
         repairs,
@@ -104,7 +104,8 @@ fn rep(path: &str, action: &str) -> Repair {
 }
 
 /// The JSON types a schema allows, looking through `type`, `enum`, `const` and `anyOf`/`oneOf`.
-fn allowed_types(schema: &Value) -> Vec<&str> {
+fn allowed_types<'s>(root: &'s Value, schema: &'s Value) -> Vec<&'s str> {
+    let schema = resolve(root, schema);
     let mut out = Vec::new();
     match schema.get("type") {
         Some(Value::String(t)) => out.push(t.as_str()),
@@ -114,7 +115,7 @@ fn allowed_types(schema: &Value) -> Vec<&str> {
     for key in ["anyOf", "oneOf"] {
         if let Some(Value::Array(branches)) = schema.get(key) {
             for b in branches {
-                out.extend(allowed_types(b));
+                out.extend(allowed_types(root, b));
             }
         }
     }
@@ -149,7 +150,8 @@ fn fits(types: &[&str], v: &Value) -> bool {
 }
 
 /// The subschema to descend into for `v`, looking through `anyOf`/`oneOf`.
-fn branch_for<'s>(schema: &'s Value, want: &str) -> Option<&'s Value> {
+fn branch_for<'s>(root: &'s Value, schema: &'s Value, want: &str) -> Option<&'s Value> {
+    let schema = resolve(root, schema);
     if allowed_types_direct(schema).contains(&want)
         || (want == "object" && schema.get("properties").is_some())
         || (want == "array" && schema.get("items").is_some())
@@ -159,7 +161,7 @@ fn branch_for<'s>(schema: &'s Value, want: &str) -> Option<&'s Value> {
     for key in ["anyOf", "oneOf"] {
         if let Some(Value::Array(branches)) = schema.get(key) {
             for b in branches {
-                if let Some(s) = branch_for(b, want) {
+                if let Some(s) = branch_for(root, b, want) {
                     return Some(s);
                 }
             }
@@ -184,8 +186,36 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
-fn coerce(schema: &Value, value: &mut Value, path: String, repairs: &mut Vec<Repair>) {
-    let types = allowed_types(schema);
+/// How many `$ref`s or nesting levels the repair follows before it stops.
+const MAX_REPAIR_DEPTH: usize = 64;
+
+/// The schema a chain of local `$ref`s (`#/...`) ends at.
+fn resolve<'s>(root: &'s Value, mut schema: &'s Value) -> &'s Value {
+    for _ in 0..MAX_REPAIR_DEPTH {
+        match schema.get("$ref").and_then(Value::as_str) {
+            Some(r) if r.starts_with('#') => match root.pointer(&r[1..]) {
+                Some(target) => schema = target,
+                None => break,
+            },
+            _ => break,
+        }
+    }
+    schema
+}
+
+fn coerce(
+    root: &Value,
+    schema: &Value,
+    value: &mut Value,
+    path: String,
+    repairs: &mut Vec<Repair>,
+    depth: usize,
+) {
+    if depth > MAX_REPAIR_DEPTH {
+        return;
+    }
+    let schema = resolve(root, schema);
+    let types = allowed_types(root, schema);
     if !types.is_empty()
         && !fits(&types, value)
         && let Some((new, action)) = coerce_scalar(&types, value)
@@ -198,25 +228,47 @@ fn coerce(schema: &Value, value: &mut Value, path: String, repairs: &mut Vec<Rep
     }
     match value {
         Value::Object(map) => {
-            let Some(s) = branch_for(schema, "object") else {
+            let Some(s) = branch_for(root, schema, "object") else {
                 return;
             };
             let Some(props) = s.get("properties").and_then(Value::as_object) else {
                 return;
             };
+            // `"limit": null` for an optional field that does not take null (what
+            // strict-mode models send for "not given") means the field is absent.
+            let required: Vec<&str> = s
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            map.retain(|k, v| {
+                let drop = v.is_null()
+                    && !required.contains(&k.as_str())
+                    && props.get(k).is_some_and(|ps| {
+                        let t = allowed_types(root, ps);
+                        !t.is_empty() && !t.contains(&"null")
+                    });
+                if drop {
+                    repairs.push(rep(
+                        &join(&path, k),
+                        "null for an optional field -> left out",
+                    ));
+                }
+                !drop
+            });
             for (k, v) in map.iter_mut() {
                 if let Some(ps) = props.get(k) {
-                    coerce(ps, v, join(&path, k), repairs);
+                    coerce(root, ps, v, join(&path, k), repairs, depth + 1);
                 }
             }
         }
         Value::Array(items) => {
-            let Some(s) = branch_for(schema, "array") else {
+            let Some(s) = branch_for(root, schema, "array") else {
                 return;
             };
             let Some(is) = s.get("items") else { return };
             for (i, v) in items.iter_mut().enumerate() {
-                coerce(is, v, format!("{path}[{i}]"), repairs);
+                coerce(root, is, v, format!("{path}[{i}]"), repairs, depth + 1);
             }
         }
         _ => {}

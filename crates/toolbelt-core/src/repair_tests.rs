@@ -76,3 +76,39 @@ fn unparseable_string_reports_error() {
     let r = repair_arguments(&schema(), json!("{not json at all"));
     assert!(r.parse_error.is_some());
 }
+
+#[test]
+fn null_for_optional_field_is_left_out() {
+    let s = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": ["integer", "null"]}, "c": {"type": "string"}},
+        "required": ["c"]
+    });
+    let r = repair_arguments(&s, json!({"a": null, "b": null, "c": null}));
+    // `a` is optional and does not take null: left out. `b` takes null. `c` is required: kept, so validation reports it.
+    assert_eq!(r.value, json!({"b": null, "c": null}));
+    assert_eq!(
+        r.repairs,
+        vec![Repair {
+            path: "a".into(),
+            action: "null for an optional field -> left out".into()
+        }]
+    );
+}
+
+#[test]
+fn local_refs_are_followed() {
+    let s = json!({
+        "type": "object",
+        "properties": {
+            "rows": {"type": "array", "items": {"$ref": "#/$defs/Row"}},
+            "opt": {"anyOf": [{"$ref": "#/$defs/Row"}, {"type": "null"}]}
+        },
+        "$defs": {"Row": {"type": "object", "properties": {"w": {"type": "number"}, "n": {"type": "integer"}}}}
+    });
+    let r = repair_arguments(
+        &s,
+        json!({"rows": [{"w": null, "n": "2"}], "opt": {"w": "1.5"}}),
+    );
+    assert_eq!(r.value, json!({"rows": [{"n": 2}], "opt": {"w": 1.5}}));
+}

@@ -3,6 +3,7 @@
 //!
 //! - [`Think`]: reason out loud, shown to the user.
 //! - [`SetTodoList`]: the agent's todo list.
+//! - [`ReadOutput`]: pages an output that was too long and was saved whole.
 //!
 //! ```
 //! use toolbelt_core::{Registry, Session};
@@ -12,9 +13,11 @@
 //! assert!(registry.has("think"));
 //! ```
 
+mod read_output;
 mod set_todo_list;
 mod think;
 
+pub use read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
 pub use set_todo_list::{
     SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoListOutput, TodoStatus, render,
 };
@@ -29,5 +32,6 @@ use toolbelt_core::{Registry, RegistryError};
 pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register_typed(Think)?;
     registry.register_typed(SetTodoList::default())?;
+    registry.register_typed(ReadOutput)?;
     Ok(())
 }

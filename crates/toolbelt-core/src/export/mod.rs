@@ -47,7 +47,7 @@ use std::fmt;
 use serde_json::{Map, Value, json};
 
 pub use gemini::{check_gemini, gemini_schema};
-pub use strict::{check_strict, drop_strict_nulls, strict_schema};
+pub use strict::{check_strict, strict_schema};
 pub use text::text_prompt;
 
 use crate::spec::ToolSpec;

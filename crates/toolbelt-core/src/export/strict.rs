@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::common::{
     Node, accepts_null, append_note, choices_note, common_type, constant_choices, drop_keywords,
-    is_object_schema, merge_all_of, resolve_ref, tuple_to_items, type_names,
+    is_object_schema, merge_all_of, tuple_to_items, type_names,
 };
 
 /// Keywords strict mode accepts.
@@ -53,9 +53,6 @@ const STRICT_STRING_FORMATS: [&str; 9] = [
     "ipv6",
     "uuid",
 ];
-
-/// How many `$ref` hops [`drop_strict_nulls`] follows before it stops (cycles).
-const MAX_REF_HOPS: usize = 32;
 
 fn keep_strict(node: &Node, keyword: &str) -> bool {
     match keyword {
@@ -409,95 +406,6 @@ fn check_closed_object(node: &Node, at: &str) -> Result<(), String> {
 /// JSON pointer escaping of one segment.
 fn escape_pointer(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
-}
-
-/// Removes from `arguments` the `null`s strict mode made a model send for
-/// properties the original `schema` leaves optional and does not allow to be null
-/// (`#[serde(default)] limit: u32` arrives as `"limit": null`), so the tool sees
-/// them as not given and its defaults apply. Other values are left alone.
-///
-/// The walk follows `properties`, `items`, local `$ref`s, `allOf`, and an
-/// `anyOf`/`oneOf` with a single object alternative (an optional struct); it does
-/// not guess among several object alternatives.
-pub fn drop_strict_nulls(schema: &Value, arguments: &mut Value) {
-    drop_nulls_at(schema, schema, arguments, 0);
-}
-
-/// The schema a chain of local `$ref`s ends at.
-fn follow_refs<'a>(schema: &'a Value, root: &'a Value) -> &'a Value {
-    let mut current = schema;
-    for _ in 0..MAX_REF_HOPS {
-        match current
-            .get("$ref")
-            .and_then(Value::as_str)
-            .and_then(|r| resolve_ref(root, r))
-        {
-            Some(target) => current = target,
-            None => break,
-        }
-    }
-    current
-}
-
-fn drop_nulls_at(schema: &Value, root: &Value, arguments: &mut Value, hops: usize) {
-    let Some(node) = schema.as_object() else {
-        return;
-    };
-    if let Some(target) = node
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| resolve_ref(root, r))
-        && hops < MAX_REF_HOPS
-    {
-        drop_nulls_at(target, root, arguments, hops + 1);
-    }
-    match arguments {
-        Value::Object(map) => {
-            if let Some(properties) = node.get("properties").and_then(Value::as_object) {
-                let required: Vec<&str> = node
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .map(|r| r.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                map.retain(|name, value| {
-                    let stray_null = value.is_null()
-                        && !required.contains(&name.as_str())
-                        && properties.get(name).is_some_and(|s| !accepts_null(s, root));
-                    !stray_null
-                });
-                for (name, value) in map.iter_mut() {
-                    if let Some(sub) = properties.get(name) {
-                        drop_nulls_at(sub, root, value, hops);
-                    }
-                }
-            }
-        }
-        Value::Array(values) => {
-            if let Some(items) = node.get("items") {
-                for value in values {
-                    drop_nulls_at(items, root, value, hops);
-                }
-            }
-        }
-        _ => return,
-    }
-    if let Some(Value::Array(branches)) = node.get("allOf") {
-        for branch in branches {
-            drop_nulls_at(branch, root, arguments, hops);
-        }
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(Value::Array(branches)) = node.get(key) {
-            let objects: Vec<&Value> = branches
-                .iter()
-                .map(|b| follow_refs(b, root))
-                .filter(|b| b.get("properties").is_some())
-                .collect();
-            if let [only] = objects.as_slice() {
-                drop_nulls_at(only, root, arguments, hops);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -482,29 +482,3 @@ fn check_strict_names_the_first_broken_rule_and_where() {
         assert_eq!(check_strict(&schema), Err(expected.to_owned()), "{schema}");
     }
 }
-
-#[test]
-fn drop_strict_nulls_removes_only_nulls_the_original_rejects() {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "limit": {"type": "integer", "default": 5},
-            "note": {"type": ["string", "null"]},
-            "must": {"type": "integer"},
-            "rows": {"type": "array", "items": {"$ref": "#/$defs/Row"}},
-            "opt": {"anyOf": [{"$ref": "#/$defs/Row"}, {"type": "null"}]}
-        },
-        "required": ["must"],
-        "$defs": {"Row": {"type": "object", "properties": {"w": {"type": "number"}}}}
-    });
-    let mut arguments = json!({
-        "limit": null, "note": null, "must": null,
-        "rows": [{"w": null}, {"w": 1.5}],
-        "opt": {"w": null}
-    });
-    drop_strict_nulls(&schema, &mut arguments);
-    assert_eq!(
-        arguments,
-        json!({"note": null, "must": null, "rows": [{}, {"w": 1.5}], "opt": {}})
-    );
-}

@@ -11,11 +11,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use toolbelt_core::export::{
-    Format, check_gemini, check_strict, drop_strict_nulls, export, gemini_schema, strict_schema,
+    Format, check_gemini, check_strict, export, gemini_schema, strict_schema,
 };
 use toolbelt_core::{
-    Category, ErrorCode, Hints, Registry, Reply, Session, Status, ToolContext, ToolResult,
-    ToolSpec, TypedTool,
+    Category, Hints, Registry, Reply, Session, Status, ToolContext, ToolResult, ToolSpec, TypedTool,
 };
 
 /// Bound on every async test.
@@ -143,28 +142,27 @@ async fn run(registry: &Registry, arguments: Value) -> toolbelt_core::Envelope {
     .unwrap()
 }
 
-/// A model in strict mode sends every key, with `null` for what it leaves out.
+/// A model in strict mode sends every key, with `null` for what it leaves out: the
+/// registry leaves those out (and says so) so the tool's defaults apply.
 #[tokio::test]
-async fn strict_mode_arguments_run_once_their_nulls_are_dropped() {
+async fn strict_mode_arguments_run_with_their_nulls_left_out() {
     let registry = registry();
-    let specs = registry.definitions();
-    let original = &specs[0].input_schema;
     let from_model =
         json!({"query": "fn main", "scope": null, "max_results": null, "case_sensitive": null});
-
-    // As sent, `max_results: null` breaks the tool's own schema.
-    let env = run(&registry, from_model.clone()).await;
-    assert_eq!(env.status, Status::Error);
-    assert_eq!(env.error.map(|e| e.code), Some(ErrorCode::InvalidParams));
-
-    let mut arguments = from_model;
-    drop_strict_nulls(original, &mut arguments);
-    let env = run(&registry, arguments).await;
+    let env = run(&registry, from_model).await;
     assert_eq!(env.status, Status::Success, "{:?}", env.error);
     assert_eq!(
         env.data,
         json!({"query": "fn main", "max_results": 50, "case_sensitive": false, "scope": "contents"})
     );
+    let repaired: Vec<_> = env
+        .context
+        .repairs
+        .iter()
+        .map(|r| r.path.as_str())
+        .collect();
+    // `scope` is an Option: null is a valid "not given" and is kept.
+    assert_eq!(repaired, ["case_sensitive", "max_results"]);
 }
 
 /// A random schema in the shapes schemars and hand-written tools produce.
