@@ -404,7 +404,10 @@ impl Registry {
             subject: subject.as_deref(),
             permissions: &spec.permissions,
         });
-        let rule = eval.rule.as_deref().unwrap_or("the default policy");
+        let rule = eval.rule.as_deref().map_or_else(
+            || "the default policy".to_string(),
+            |r| format!("the rule `{r}`"),
+        );
         match eval.decision {
             Decision::Allow => {}
             Decision::Deny => {

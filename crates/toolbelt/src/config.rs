@@ -4,6 +4,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
+use toolbelt_core::policy::PolicyConfig;
+
+/// The smallest output budget accepted: below it, truncation markers alone fill the text.
+const MIN_OUTPUT_BYTES: usize = 1_024;
 
 /// The configuration file, all keys optional.
 ///
@@ -15,6 +19,11 @@ use serde::Deserialize;
 ///
 /// [output]
 /// max_bytes = 30000
+///
+/// [permissions]
+/// deny = ["read_file(./secrets/**)"]
+/// ask = ["bash(git push:*)"]
+/// allow = []
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -31,6 +40,9 @@ pub struct FileConfig {
     /// Output budget.
     #[serde(default)]
     pub output: OutputConfig,
+    /// Permission rules.
+    #[serde(default)]
+    pub permissions: Option<PolicyConfig>,
 }
 
 /// `[output]`.
@@ -51,9 +63,11 @@ impl FileConfig {
         let base = path.parent().unwrap_or(Path::new("."));
         cfg.state_dir = cfg.state_dir.map(|d| base.join(d));
         cfg.roots = cfg.roots.into_iter().map(|r| base.join(r)).collect();
-        if cfg.output.max_bytes == Some(0) {
+        if let Some(max) = cfg.output.max_bytes
+            && max < MIN_OUTPUT_BYTES
+        {
             bail!(
-                "invalid config file {}: output.max_bytes must be > 0",
+                "invalid config file {}: output.max_bytes must be at least {MIN_OUTPUT_BYTES}",
                 path.display()
             );
         }

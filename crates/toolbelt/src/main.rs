@@ -129,10 +129,10 @@ fn build_registry(g: &Global) -> Result<Registry> {
         .clone()
         .or(file.state_dir.clone())
         .unwrap_or_else(|| first.join(".toolbelt"));
-    let mut budget = OutputBudget::default();
-    if let Some(max) = file.output.max_bytes {
-        budget.max_bytes = max;
-    }
+    let budget = file
+        .output
+        .max_bytes
+        .map_or_else(OutputBudget::default, OutputBudget::with_max_bytes);
     let mut session = Session::new(first)
         .with_roots(roots)
         .with_state_dir(state_dir)
@@ -147,6 +147,12 @@ fn build_registry(g: &Global) -> Result<Registry> {
             format!("unknown profile {name:?}; choose one of: default, claude, kimi, seed003")
         })?;
         registry.set_profile(profile);
+    }
+    if let Some(rules) = &file.permissions {
+        let policy = rules
+            .build()
+            .context("invalid [permissions] in the config file")?;
+        registry.set_policy(policy);
     }
     toolbelt_tools::register_builtins(&mut registry)?;
     Ok(registry)
