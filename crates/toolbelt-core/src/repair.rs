@@ -121,29 +121,17 @@ fn allowed_types<'s>(root: &'s Value, schema: &'s Value) -> Vec<&'s str> {
     }
     if let Some(Value::Array(vals)) = schema.get("enum") {
         for v in vals {
-            out.push(type_name(v));
+            out.push(crate::schema::json_type(v));
         }
     }
     if let Some(v) = schema.get("const") {
-        out.push(type_name(v));
+        out.push(crate::schema::json_type(v));
     }
     out
 }
 
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 fn fits(types: &[&str], v: &Value) -> bool {
-    let t = type_name(v);
+    let t = crate::schema::json_type(v);
     types
         .iter()
         .any(|a| *a == t || (*a == "number" && t == "integer"))
@@ -309,7 +297,7 @@ fn coerce_scalar(types: &[&str], value: &Value) -> Option<(Value, String)> {
                 && ((v.is_array() && types.contains(&"array"))
                     || (v.is_object() && types.contains(&"object")))
             {
-                let kind = type_name(&v);
+                let kind = crate::schema::json_type(&v);
                 return Some((v, format!("stringified {kind} parsed")));
             }
             if types.contains(&"null") && t.eq_ignore_ascii_case("null") {

@@ -18,6 +18,19 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     value
 }
 
+/// The JSON Schema type name of a value (`integer` for whole numbers).
+pub(crate) fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 /// Sets `additionalProperties: false` on every object schema with `properties` that
 /// does not say otherwise, so a misspelt argument is reported instead of ignored.
 pub fn close_objects(schema: &mut Value) {

@@ -16,16 +16,6 @@ pub enum ThoughtType {
     Plan,
 }
 
-impl ThoughtType {
-    fn label(self) -> &'static str {
-        match self {
-            ThoughtType::Analysis => "analysis",
-            ThoughtType::Decision => "decision",
-            ThoughtType::Plan => "plan",
-        }
-    }
-}
-
 /// Arguments of `think`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -79,7 +69,7 @@ impl TypedTool for Think {
                     "confidence": 0.8
                 }),
                 serde_json::json!({
-                    "message": "💭 Thinking (decision, confidence 0.8): Option A is faster, option B is easier to maintain; B fits a long-lived codebase.",
+                    "message": "💭 Thinking: Option A is faster, option B is easier to maintain; B fits a long-lived codebase.",
                     "thought": "Option A is faster, option B is easier to maintain; B fits a long-lived codebase.",
                     "type": "decision",
                     "confidence": 0.8
@@ -88,18 +78,7 @@ impl TypedTool for Think {
     }
 
     async fn call(&self, ctx: &ToolContext, p: ThinkParams) -> ToolResult<ThinkOutput> {
-        let mut qualifiers = Vec::new();
-        if let Some(k) = p.kind {
-            qualifiers.push(k.label().to_string());
-        }
-        if let Some(c) = p.confidence {
-            qualifiers.push(format!("confidence {c}"));
-        }
-        let message = if qualifiers.is_empty() {
-            format!("💭 Thinking: {}", p.thought)
-        } else {
-            format!("💭 Thinking ({}): {}", qualifiers.join(", "), p.thought)
-        };
+        let message = format!("💭 Thinking: {}", p.thought);
         ctx.emit(&message);
         let out = ThinkOutput {
             message,

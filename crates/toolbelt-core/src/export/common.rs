@@ -226,19 +226,38 @@ pub(super) fn choices_note(choices: &[Choice]) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(" "))
 }
 
+/// Replaces a `oneOf`/`anyOf` (under `key`) whose branches are all constants by an
+/// `enum` of their values, with a shared `type` when there is one and the branches'
+/// descriptions folded into the node's description. Returns whether it did.
+pub(super) fn union_of_constants_to_enum(node: &mut Node, key: &str) -> bool {
+    let Some(Value::Array(branches)) = node.get(key) else {
+        return false;
+    };
+    let Some(choices) = constant_choices(branches) else {
+        return false;
+    };
+    node.remove(key);
+    let values: Vec<Value> = choices.iter().map(|c| c.value.clone()).collect();
+    if !node.contains_key("type")
+        && let Some(ty) = common_type(&values)
+    {
+        node.insert("type".to_owned(), Value::String(ty.to_owned()));
+    }
+    node.insert("enum".to_owned(), Value::Array(values));
+    if let Some(note) = choices_note(&choices) {
+        append_note(node, &note);
+    }
+    true
+}
+
 /// The JSON type name of every value if they all share one, for an `enum` built
 /// from constants.
 pub(super) fn common_type(values: &[Value]) -> Option<&'static str> {
     let mut ty = None;
     for v in values {
-        let t = match v {
-            Value::Null => return None,
-            Value::Bool(_) => "boolean",
-            Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-            Value::Number(_) => "number",
-            Value::String(_) => "string",
-            Value::Array(_) => "array",
-            Value::Object(_) => "object",
+        let t = match crate::schema::json_type(v) {
+            "null" => return None,
+            t => t,
         };
         match ty {
             None => ty = Some(t),

@@ -7,8 +7,8 @@
 use serde_json::{Value, json};
 
 use super::common::{
-    MAX_REF_DEPTH, Node, append_note, choices_note, common_type, constant_choices, drop_keywords,
-    merge_all_of, render_list, resolve_ref, tuple_to_items, type_names,
+    MAX_REF_DEPTH, Node, append_note, common_type, drop_keywords, merge_all_of, render_list,
+    resolve_ref, tuple_to_items, type_names, union_of_constants_to_enum,
 };
 
 /// Keywords Gemini's `Schema` accepts (and this exporter writes).
@@ -212,23 +212,7 @@ fn constants_to_enum(node: &mut Node) {
         node.insert("enum".to_owned(), json!([constant]));
     }
     for key in ["oneOf", "anyOf"] {
-        let Some(Value::Array(branches)) = node.get(key) else {
-            continue;
-        };
-        let Some(choices) = constant_choices(branches) else {
-            continue;
-        };
-        node.remove(key);
-        let values: Vec<Value> = choices.iter().map(|c| c.value.clone()).collect();
-        if !node.contains_key("type")
-            && let Some(ty) = common_type(&values)
-        {
-            node.insert("type".to_owned(), json!(ty));
-        }
-        node.insert("enum".to_owned(), Value::Array(values));
-        if let Some(note) = choices_note(&choices) {
-            append_note(node, &note);
-        }
+        union_of_constants_to_enum(node, key);
     }
 }
 

@@ -12,8 +12,8 @@
 use serde_json::{Value, json};
 
 use super::common::{
-    Node, accepts_null, append_note, choices_note, common_type, constant_choices, drop_keywords,
-    is_object_schema, merge_all_of, tuple_to_items, type_names,
+    Node, accepts_null, drop_keywords, is_object_schema, merge_all_of, tuple_to_items, type_names,
+    union_of_constants_to_enum,
 };
 
 /// Keywords strict mode accepts.
@@ -118,22 +118,7 @@ fn strict_node(value: &mut Value, root: &Value, is_root: bool) {
 /// `oneOf`/`anyOf` of constants -> `enum`; any other `oneOf` -> `anyOf`.
 fn unions_to_strict(node: &mut Node) {
     for key in ["oneOf", "anyOf"] {
-        let Some(Value::Array(branches)) = node.get(key) else {
-            continue;
-        };
-        if let Some(choices) = constant_choices(branches) {
-            node.remove(key);
-            let values: Vec<Value> = choices.iter().map(|c| c.value.clone()).collect();
-            if !node.contains_key("type")
-                && let Some(ty) = common_type(&values)
-            {
-                node.insert("type".to_owned(), json!(ty));
-            }
-            node.insert("enum".to_owned(), Value::Array(values));
-            if let Some(note) = choices_note(&choices) {
-                append_note(node, &note);
-            }
-        }
+        union_of_constants_to_enum(node, key);
     }
     if let Some(one_of) = node.remove("oneOf") {
         // Alternatives that exclude each other (how serde enums are written) mean
