@@ -114,7 +114,7 @@ async fn env_file_is_refused_naming_the_built_in_rule() {
     assert_eq!(
         env.error,
         denied(
-            r#"read_note on ".env" is denied by deny secret file .env (built-in)"#,
+            r#"read_note on ".env" is denied by the rule `deny secret file .env (built-in)`"#,
             DENIED_HINT
         )
     );
@@ -122,7 +122,7 @@ async fn env_file_is_refused_naming_the_built_in_rule() {
     assert_eq!(
         env.error,
         denied(
-            r#"read_note on "config/../deploy/id_rsa" is denied by deny secret file id_rsa* (built-in)"#,
+            r#"read_note on "config/../deploy/id_rsa" is denied by the rule `deny secret file id_rsa* (built-in)`"#,
             DENIED_HINT
         )
     );
@@ -154,7 +154,7 @@ async fn an_explicit_deny_rule_refuses() {
     assert_eq!(
         env.error,
         denied(
-            r#"read_note on "drafts/plan.md" is denied by read_note(drafts/**)"#,
+            r#"read_note on "drafts/plan.md" is denied by the rule `read_note(drafts/**)`"#,
             DENIED_HINT
         )
     );
@@ -177,7 +177,7 @@ async fn an_ask_rule_refuses_without_an_approver() {
     assert_eq!(
         env.error,
         denied(
-            r#"read_note on "private/diary.md" needs approval under read_note(private/*) and was not approved"#,
+            r#"read_note on "private/diary.md" needs approval under the rule `read_note(private/*)` and was not approved"#,
             "this call needs approval, which is not available here; ask the user to add an allow rule"
         )
     );
@@ -213,7 +213,7 @@ async fn an_ask_rule_refuses_when_declined() {
     assert_eq!(
         env.error,
         denied(
-            r#"read_note on "private/diary.md" needs approval under read_note(private/*) and was not approved"#,
+            r#"read_note on "private/diary.md" needs approval under the rule `read_note(private/*)` and was not approved"#,
             "the user declined this call; do not retry it unchanged"
         )
     );
@@ -239,7 +239,7 @@ async fn rules_may_name_the_tool_as_the_profile_exposes_it() {
     assert_eq!(
         env.error,
         denied(
-            r#"Note on "drafts/a.md" is denied by Note(drafts/**)"#,
+            r#"Note on "drafts/a.md" is denied by the rule `Note(drafts/**)`"#,
             DENIED_HINT
         )
     );
