@@ -1,0 +1,3 @@
+//! The integration tests of toolbelt-tools, in one binary.
+
+mod suite;

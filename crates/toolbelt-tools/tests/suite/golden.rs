@@ -1,0 +1,149 @@
+//! The built-in tools' public face: their schemas in every export format, their
+//! descriptions, and their examples, which must be true.
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+use tempfile::TempDir;
+use toolbelt_core::export::{Format, check_gemini, check_strict, export};
+use toolbelt_core::{ErrorCode, SchemaValidator, ToolSpec};
+
+use super::{builtins, call, error_message, success_data};
+
+const BUILTIN_NAMES: [&str; 3] = ["read_output", "set_todo_list", "think"];
+
+fn definitions() -> Vec<ToolSpec> {
+    let dir = TempDir::new().unwrap();
+    builtins(dir.path()).definitions()
+}
+
+#[test]
+fn definitions_list_every_builtin_in_a_stable_order() {
+    let names: Vec<String> = definitions().into_iter().map(|s| s.name).collect();
+    assert_eq!(names, BUILTIN_NAMES);
+}
+
+#[test]
+fn every_export_format_matches_its_snapshot() {
+    let specs = definitions();
+    for format in Format::ALL {
+        let name = format!("builtins__{}", format.as_str().replace('-', "_"));
+        match export(&specs, format) {
+            Value::String(prompt) => {
+                assert_eq!(format, Format::Text);
+                insta::assert_snapshot!(name, prompt);
+            }
+            value => insta::assert_json_snapshot!(name, value),
+        }
+    }
+}
+
+#[test]
+fn every_description_matches_its_snapshot() {
+    for spec in definitions() {
+        assert!(!spec.summary().is_empty(), "{} has no summary", spec.name);
+        insta::assert_snapshot!(format!("description__{}", spec.name), spec.description);
+    }
+}
+
+#[test]
+fn openai_strict_export_is_strict_for_every_builtin() {
+    let tools = export(&definitions(), Format::OpenAiStrict);
+    let tools = tools.as_array().unwrap();
+    assert_eq!(tools.len(), BUILTIN_NAMES.len());
+    for tool in tools {
+        let function = &tool["function"];
+        let name = function["name"].as_str().unwrap();
+        assert_eq!(
+            function["strict"],
+            Value::Bool(true),
+            "{name} is not strict"
+        );
+        if let Err(why) = check_strict(&function["parameters"]) {
+            panic!("{name}: {why}");
+        }
+    }
+}
+
+#[test]
+fn gemini_export_is_accepted_for_every_builtin() {
+    let exported = export(&definitions(), Format::Gemini);
+    let declarations = exported["functionDeclarations"].as_array().unwrap();
+    assert_eq!(declarations.len(), BUILTIN_NAMES.len());
+    for declaration in declarations {
+        let name = declaration["name"].as_str().unwrap();
+        // Every built-in takes arguments, so every declaration has parameters.
+        let parameters = declaration
+            .get("parameters")
+            .unwrap_or_else(|| panic!("{name} has no parameters"));
+        if let Err(why) = check_gemini(parameters) {
+            panic!("{name}: {why}");
+        }
+    }
+}
+
+#[test]
+fn every_example_is_valid_against_the_schemas() {
+    for spec in definitions() {
+        assert!(!spec.examples.is_empty(), "{} has no example", spec.name);
+        let input = SchemaValidator::new(&spec.input_schema).unwrap();
+        let output_schema = spec
+            .output_schema
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} has no output schema", spec.name));
+        let output = SchemaValidator::new(output_schema).unwrap();
+        for example in &spec.examples {
+            let wrong_input = input.violations(&example.input);
+            assert!(
+                wrong_input.is_empty(),
+                "{}: input of {:?}: {wrong_input:?}",
+                spec.name,
+                example.description
+            );
+            let wrong_output = output.violations(&example.output);
+            assert!(
+                wrong_output.is_empty(),
+                "{}: output of {:?}: {wrong_output:?}",
+                spec.name,
+                example.description
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn examples_of_think_and_set_todo_list_are_what_the_tools_return() {
+    for spec in definitions() {
+        if spec.name == "read_output" {
+            continue;
+        }
+        for example in &spec.examples {
+            let dir = TempDir::new().unwrap();
+            let registry = builtins(dir.path());
+            let env = call(&registry, &spec.name, example.input.clone()).await;
+            assert_eq!(
+                success_data(&env),
+                &example.output,
+                "{}: {:?}",
+                spec.name,
+                example.description
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn read_output_example_names_a_well_formed_id() {
+    // The example's output id was never spilled in a fresh session: the id is
+    // well formed (NOT_FOUND), not rejected as invalid (INVALID_PARAMS).
+    let dir = TempDir::new().unwrap();
+    let registry = builtins(dir.path());
+    let spec = registry.get("read_output").unwrap().spec().clone();
+    for example in &spec.examples {
+        let env = call(&registry, "read_output", example.input.clone()).await;
+        let message = error_message(&env, ErrorCode::NotFound);
+        assert!(
+            message.contains(example.input["output_id"].as_str().unwrap()),
+            "{message}"
+        );
+    }
+}

@@ -1,0 +1,74 @@
+//! The built-in tools, exercised through a [`Registry`] as a model would call them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod golden;
+mod read_output;
+mod set_todo_list;
+mod think;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolbelt_core::{Envelope, ErrorCode, Registry, Session, Status};
+
+/// Bound on every call a test makes.
+const CALL_TIMEOUT_MS: u64 = 10_000;
+
+/// A registry holding the built-in tools, in a session rooted at `root`.
+fn builtins(root: &Path) -> Registry {
+    registry_with(Session::new(root))
+}
+
+/// A registry holding the built-in tools in `session`.
+fn registry_with(session: Session) -> Registry {
+    let mut registry = Registry::new(session);
+    toolbelt_tools::register_builtins(&mut registry).unwrap();
+    registry
+}
+
+/// Executes one call, failing the test if it takes longer than [`CALL_TIMEOUT_MS`].
+async fn call(registry: &Registry, tool: &str, arguments: Value) -> Envelope {
+    tokio::time::timeout(
+        Duration::from_millis(CALL_TIMEOUT_MS),
+        registry.execute(tool, arguments),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{tool} did not answer within {CALL_TIMEOUT_MS} ms"))
+}
+
+/// Asserts a successful envelope and returns its data.
+#[track_caller]
+fn success_data(env: &Envelope) -> &Value {
+    assert_eq!(
+        env.status,
+        Status::Success,
+        "expected success, got {env:#?}"
+    );
+    assert_eq!(env.error, None);
+    &env.data
+}
+
+/// Asserts an error envelope with `code` and returns its message.
+#[track_caller]
+fn error_message(env: &Envelope, code: ErrorCode) -> &str {
+    assert_eq!(env.status, Status::Error, "expected an error, got {env:#?}");
+    let error = env.error.as_ref().unwrap();
+    assert_eq!(error.code, code, "wrong code in {env:#?}");
+    &error.message
+}
+
+/// The `(path, message)` pairs of an INVALID_PARAMS envelope's `data.violations`.
+#[track_caller]
+fn violation_paths(env: &Envelope) -> Vec<String> {
+    let violations = env.data["violations"].as_array().unwrap();
+    assert_eq!(
+        env.stats.counters.get("violations"),
+        Some(&json!(violations.len()))
+    );
+    violations
+        .iter()
+        .map(|v| v["path"].as_str().unwrap().to_string())
+        .collect()
+}

@@ -1,0 +1,3 @@
+//! The integration tests of the `toolbelt` command, in one binary.
+
+mod suite;

@@ -1,0 +1,799 @@
+//! `toolbelt tools | schema | call`, run as a child process in a temporary root.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use toolbelt_core::export::{Format, export, text_prompt};
+use toolbelt_core::{Registry, Session};
+
+/// Bound on one run of the binary.
+const RUN_TIMEOUT_MS: u64 = 30_000;
+/// How often a running child is checked.
+const POLL_INTERVAL_MS: u64 = 5;
+/// Variables the binary reads, removed from every child so that the caller's
+/// environment cannot change what a test sees.
+const TOOLBELT_ENV: [&str; 5] = [
+    "TOOLBELT_ROOT",
+    "TOOLBELT_PROFILE",
+    "TOOLBELT_CONFIG",
+    "TOOLBELT_STATE_DIR",
+    "RUST_LOG",
+];
+/// The only top-level keys of an envelope.
+const ENVELOPE_KEYS: [&str; 6] = ["status", "data", "text", "stats", "context", "error"];
+/// Every `--format` name.
+const FORMAT_NAMES: [&str; 7] = [
+    "openai",
+    "openai-strict",
+    "openai-responses",
+    "anthropic",
+    "gemini",
+    "mcp",
+    "text",
+];
+
+/// The outcome of one run.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `toolbelt --root <root> <args>` in `root`.
+fn toolbelt(root: &Path, args: &[&str]) -> Run {
+    run(root, args, None)
+}
+
+/// Runs `toolbelt --root <root> <args>` in `root` with `stdin` as its input.
+/// Fails the test if the binary runs longer than [`RUN_TIMEOUT_MS`], dies from a
+/// signal or panics.
+fn run(root: &Path, args: &[&str], stdin: Option<&str>) -> Run {
+    let mut child = command(root, args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(input) = stdin {
+        // Dropping the handle closes the pipe: the binary reads to its end.
+        let mut pipe = child.stdin.take().unwrap();
+        pipe.write_all(input.as_bytes()).unwrap();
+    }
+    let run = finish(child, args);
+    assert!(
+        !run.stderr.contains("panicked"),
+        "toolbelt {args:?} panicked:\n{}",
+        run.stderr
+    );
+    run
+}
+
+/// `toolbelt --root <root> <args>` in `root`, stderr piped, without the caller's
+/// `TOOLBELT_*` variables.
+fn command(root: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolbelt"));
+    command
+        .arg("--root")
+        .arg(root)
+        .args(args)
+        .current_dir(root)
+        .stderr(Stdio::piped());
+    for var in TOOLBELT_ENV {
+        command.env_remove(var);
+    }
+    command
+}
+
+/// Collects the output of `child` (stdout only when piped) and waits for it to
+/// exit, killing it and failing the test after [`RUN_TIMEOUT_MS`].
+fn finish(mut child: Child, args: &[&str]) -> Run {
+    fn collect(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<String> {
+        thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut pipe) = pipe {
+                pipe.read_to_string(&mut s).unwrap();
+            }
+            s
+        })
+    }
+    let out = collect(child.stdout.take());
+    let err = collect(child.stderr.take());
+    let deadline = Instant::now() + Duration::from_millis(RUN_TIMEOUT_MS);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("toolbelt {args:?} did not finish within {RUN_TIMEOUT_MS} ms");
+        }
+        thread::sleep(Duration::from_millis(POLL_INTERVAL_MS));
+    };
+    Run {
+        code: status
+            .code()
+            .unwrap_or_else(|| panic!("toolbelt {args:?} was killed: {status}")),
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// The JSON on stdout.
+#[track_caller]
+fn stdout_json(run: &Run) -> Value {
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", run.stdout))
+}
+
+/// The envelope printed by `call --json`, checked to have only envelope keys.
+#[track_caller]
+fn envelope(run: &Run) -> Value {
+    let env = stdout_json(run);
+    let keys: BTreeSet<&str> = env
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let allowed: BTreeSet<&str> = ENVELOPE_KEYS.into_iter().collect();
+    assert!(keys.is_subset(&allowed), "unexpected keys in {env:#}");
+    for key in ["status", "data", "text", "stats", "context"] {
+        assert!(keys.contains(key), "{key} missing in {env:#}");
+    }
+    assert_eq!(keys.contains("error"), env["status"] == "error", "{env:#}");
+    env
+}
+
+/// Asserts a usage error: exit status 2, nothing on stdout, `needle` on stderr.
+#[track_caller]
+fn assert_usage_error(run: &Run, needle: &str) {
+    assert_eq!(run.code, 2, "{run:#?}");
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr.contains(needle),
+        "{needle:?} not in {}",
+        run.stderr
+    );
+}
+
+/// `(12 ms)` -> `(<ms> ms)`: call times vary from run to run.
+fn redact_ms(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(end) = rest.find(" ms)") {
+        let head = &rest[..end];
+        match head.rfind('(') {
+            Some(open)
+                if open + 1 < head.len()
+                    && head[open + 1..].bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                out.push_str(&head[..=open]);
+                out.push_str("<ms>");
+            }
+            _ => out.push_str(head),
+        }
+        out.push_str(" ms)");
+        rest = &rest[end + " ms)".len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The names in `tools --json` output.
+fn tool_names(run: &Run) -> Vec<String> {
+    assert_eq!(run.code, 0, "{run:#?}");
+    stdout_json(run)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// What the library exports for the built-ins, to compare the command's output with.
+fn library_definitions(root: &Path) -> Vec<toolbelt_core::ToolSpec> {
+    let mut registry = Registry::new(Session::new(root));
+    toolbelt_tools::register_builtins(&mut registry).unwrap();
+    registry.definitions()
+}
+
+// --- schema -----------------------------------------------------------------
+
+fn type_includes(ty: Option<&Value>, wanted: &str) -> bool {
+    match ty {
+        Some(Value::String(t)) => t == wanted,
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == wanted),
+        _ => false,
+    }
+}
+
+/// Checks that every object schema in `schema` (at any depth: properties, items,
+/// combinators, definitions) has `additionalProperties: false` and requires every
+/// one of its properties; adds what is wrong to `problems`. Returns how many object
+/// schemas it checked.
+fn check_closed_objects(schema: &Value, at: &str, problems: &mut Vec<String>) -> usize {
+    let Value::Object(node) = schema else {
+        return 0;
+    };
+    let mut checked = 0;
+    if node.contains_key("properties") || type_includes(node.get("type"), "object") {
+        if node.get("additionalProperties") != Some(&Value::Bool(false)) {
+            problems.push(format!("{at}: additionalProperties is not false"));
+        }
+        let properties: BTreeSet<&str> = node
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let required: Vec<&str> = node
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let required_set: BTreeSet<&str> = required.iter().copied().collect();
+        if required_set.len() != required.len() {
+            problems.push(format!("{at}: required lists a property twice"));
+        }
+        if required_set != properties {
+            problems.push(format!(
+                "{at}: required {required_set:?} is not the properties {properties:?}"
+            ));
+        }
+        checked += 1;
+    }
+    for (key, child) in node {
+        let child_at = format!("{at}/{key}");
+        match (key.as_str(), child) {
+            ("properties" | "$defs" | "definitions", Value::Object(subs)) => {
+                for (name, sub) in subs {
+                    checked += check_closed_objects(sub, &format!("{child_at}/{name}"), problems);
+                }
+            }
+            ("items" | "additionalProperties" | "not" | "contains", _) => {
+                checked += check_closed_objects(child, &child_at, problems);
+            }
+            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(subs)) => {
+                for (i, sub) in subs.iter().enumerate() {
+                    checked += check_closed_objects(sub, &format!("{child_at}/{i}"), problems);
+                }
+            }
+            _ => {}
+        }
+    }
+    checked
+}
+
+#[test]
+fn openai_strict_schema_closes_every_object_and_requires_every_property() {
+    let dir = TempDir::new().unwrap();
+    let run = toolbelt(dir.path(), &["schema", "--format", "openai-strict"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let tools = stdout_json(&run);
+    let tools = tools.as_array().unwrap();
+    assert_eq!(tools.len(), 3);
+    let mut checked = 0;
+    for tool in tools {
+        let function = &tool["function"];
+        let name = function["name"].as_str().unwrap();
+        assert_eq!(function["strict"], json!(true), "{name}");
+        let mut problems = Vec::new();
+        let here = check_closed_objects(&function["parameters"], name, &mut problems);
+        assert_eq!(problems, Vec::<String>::new());
+        assert!(here >= 1, "{name}: no object schema checked");
+        checked += here;
+    }
+    // think, set_todo_list and one todo, read_output.
+    assert_eq!(checked, 4);
+}
+
+#[test]
+fn the_walker_finds_open_objects_and_missing_required_at_any_depth() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "a": {"type": "object", "properties": {"b": {"type": "string"}}, "required": ["b"]},
+            "list": {"type": "array", "items": {"$ref": "#/$defs/Item"}}
+        },
+        "required": ["a", "list"],
+        "additionalProperties": false,
+        "$defs": {
+            "Item": {
+                "type": ["object", "null"],
+                "properties": {"x": {"type": "string"}, "y": {"type": "string"}},
+                "required": ["x"],
+                "additionalProperties": false
+            }
+        }
+    });
+    let mut problems = Vec::new();
+    assert_eq!(check_closed_objects(&schema, "t", &mut problems), 3);
+    problems.sort();
+    assert_eq!(
+        problems,
+        [
+            "t/$defs/Item: required {\"x\"} is not the properties {\"x\", \"y\"}",
+            "t/properties/a: additionalProperties is not false",
+        ]
+    );
+}
+
+#[test]
+fn every_schema_format_prints_what_the_library_exports() {
+    let dir = TempDir::new().unwrap();
+    let specs = library_definitions(dir.path());
+    for name in FORMAT_NAMES {
+        let format = Format::parse(name).unwrap();
+        let run = toolbelt(dir.path(), &["schema", "--format", name]);
+        assert_eq!(run.code, 0, "{run:#?}");
+        assert_eq!(run.stderr, "");
+        if format == Format::Text {
+            assert_eq!(run.stdout, text_prompt(&specs));
+        } else {
+            assert_eq!(stdout_json(&run), export(&specs, format), "{name}");
+        }
+    }
+    // openai is the default.
+    let run = toolbelt(dir.path(), &["schema"]);
+    assert_eq!(stdout_json(&run), export(&specs, Format::OpenAi));
+}
+
+#[test]
+fn schema_of_named_tools_only() {
+    let dir = TempDir::new().unwrap();
+    let run = toolbelt(dir.path(), &["schema", "think"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let tools = stdout_json(&run);
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["think"]);
+
+    let run = toolbelt(
+        dir.path(),
+        &["schema", "-f", "anthropic", "think", "read_output"],
+    );
+    let tools = stdout_json(&run);
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read_output", "think"]);
+}
+
+#[test]
+fn schema_usage_errors_exit_2() {
+    let dir = TempDir::new().unwrap();
+    let run = toolbelt(dir.path(), &["schema", "--format", "bogus"]);
+    assert_usage_error(
+        &run,
+        "unknown format \"bogus\"; choose one of: openai, openai-strict, openai-responses, anthropic, gemini, mcp, text",
+    );
+    let run = toolbelt(dir.path(), &["schema", "nope"]);
+    assert_usage_error(
+        &run,
+        "unknown tool \"nope\"; available: read_output, set_todo_list, think",
+    );
+}
+
+// --- call ---------------------------------------------------------------------
+
+#[test]
+fn invalid_todos_print_an_error_envelope_naming_both_violations() {
+    let dir = TempDir::new().unwrap();
+    let run = toolbelt(
+        dir.path(),
+        &[
+            "call",
+            "set_todo_list",
+            r#"{"todos":[{"title":"","status":"Started"}]}"#,
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 1, "{run:#?}");
+    let env = envelope(&run);
+    let keys: Vec<&str> = env
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut all_six = ENVELOPE_KEYS.to_vec();
+    all_six.sort_unstable();
+    let mut keys_sorted = keys.clone();
+    keys_sorted.sort_unstable();
+    assert_eq!(keys_sorted, all_six);
+    assert_eq!(env["status"], "error");
+    assert_eq!(env["error"]["code"], "INVALID_PARAMS");
+    let message = env["error"]["message"].as_str().unwrap();
+    for needle in ["todos[0].title", "todos[0].status", "\"Started\""] {
+        assert!(message.contains(needle), "{needle} not in {message}");
+    }
+    let paths: BTreeSet<&str> = env["data"]["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, BTreeSet::from(["todos[0].title", "todos[0].status"]));
+    assert_eq!(env["context"]["tool"], "set_todo_list");
+    assert_eq!(
+        env["context"]["params_input"],
+        json!({"todos": [{"title": "", "status": "Started"}]})
+    );
+    assert!(
+        env["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("ERROR [INVALID_PARAMS]: ")
+    );
+}
+
+#[test]
+fn unknown_tool_suggests_the_closest_ones() {
+    let dir = TempDir::new().unwrap();
+    let run = toolbelt(dir.path(), &["call", "nope", "{}", "--json"]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    let env = envelope(&run);
+    assert_eq!(env["error"]["code"], "UNKNOWN_TOOL");
+    assert!(
+        !env["data"]["suggestions"].as_array().unwrap().is_empty(),
+        "{env:#}"
+    );
+
+    let run = toolbelt(
+        dir.path(),
+        &["call", "Think", r#"{"thought":"x"}"#, "--json"],
+    );
+    assert_eq!(run.code, 1, "{run:#?}");
+    let env = envelope(&run);
+    assert_eq!(env["error"]["code"], "UNKNOWN_TOOL");
+    assert_eq!(env["data"]["suggestions"], json!(["think"]));
+    let message = env["error"]["message"].as_str().unwrap();
+    assert!(message.contains("did you mean \"think\"?"), "{message}");
+}
+
+#[test]
+fn malformed_json_arguments_are_invalid_params_not_a_crash() {
+    let dir = TempDir::new().unwrap();
+    for args in ["{bad", r#"{"thought": "#, "[1,", "\"unterminated"] {
+        let run = toolbelt(dir.path(), &["call", "think", args, "--json"]);
+        assert_eq!(run.code, 1, "{args}: {run:#?}");
+        let env = envelope(&run);
+        assert_eq!(env["error"]["code"], "INVALID_PARAMS", "{args}: {env:#}");
+    }
+}
+
+#[test]
+fn trailing_comma_is_repaired_and_recorded() {
+    let dir = TempDir::new().unwrap();
+    let run = toolbelt(
+        dir.path(),
+        &["call", "think", r#"{"thought":"x",}"#, "--json"],
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    let env = envelope(&run);
+    assert_eq!(env["status"], "success");
+    assert_eq!(env["data"]["message"], "💭 Thinking: x");
+    assert_eq!(
+        env["context"]["repairs"],
+        json!([{"path": "", "action": "stringified JSON arguments parsed (removed trailing comma)"}])
+    );
+    assert_eq!(env["context"]["params_input"], r#"{"thought":"x",}"#);
+}
+
+#[test]
+fn arguments_from_stdin() {
+    let dir = TempDir::new().unwrap();
+    let run = run(
+        dir.path(),
+        &["call", "think", "-", "--json"],
+        Some(r#"{"thought": "read from standard input"}"#),
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    let env = envelope(&run);
+    assert_eq!(
+        env["data"]["message"],
+        "💭 Thinking: read from standard input"
+    );
+}
+
+#[test]
+#[ignore = "print!/println! panic on a closed stdout: `toolbelt schema | head -1` exits 101"]
+fn closed_stdout_is_not_a_panic() {
+    let dir = TempDir::new().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let args = ["schema", "--format", "mcp"];
+    let child = command(dir.path(), &args)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .spawn()
+        .unwrap();
+    // The child's first write fails with EPIPE (Rust ignores SIGPIPE).
+    let run = finish(child, &args);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    assert_ne!(run.code, 101, "{}", run.stderr);
+}
+
+#[test]
+fn call_without_arguments_sends_an_empty_object() {
+    let dir = TempDir::new().unwrap();
+    let run = toolbelt(dir.path(), &["call", "set_todo_list", "--json"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let env = envelope(&run);
+    assert_eq!(env["data"]["updated"], false);
+    assert_eq!(env["context"]["params_input"], json!({}));
+}
+
+#[test]
+fn human_rendering_of_a_success_an_error_and_a_repair() {
+    let dir = TempDir::new().unwrap();
+    let run = toolbelt(
+        dir.path(),
+        &[
+            "call",
+            "set_todo_list",
+            r#"{"todos":[{"title":"A","status":"Done"},{"title":"B","status":"In Progress"},{"title":"C","status":"Pending"}]}"#,
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    insta::assert_snapshot!("call_human_success", redact_ms(&run.stdout));
+
+    let run = toolbelt(
+        dir.path(),
+        &[
+            "call",
+            "set_todo_list",
+            r#"{"todos":[{"title":"","status":"Started"}]}"#,
+        ],
+    );
+    assert_eq!(run.code, 1, "{run:#?}");
+    insta::assert_snapshot!("call_human_error", redact_ms(&run.stdout));
+
+    let run = toolbelt(
+        dir.path(),
+        &["call", "think", r#"{"thought":"x","confidence":"0.5",}"#],
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    insta::assert_snapshot!("call_human_repaired", redact_ms(&run.stdout));
+}
+
+#[test]
+fn redact_ms_replaces_only_call_times() {
+    assert_eq!(
+        redact_ms("✓ think (12 ms)\n(x ms) (7 ms)"),
+        "✓ think (<ms> ms)\n(x ms) (<ms> ms)"
+    );
+}
+
+// --- tools, profiles, configuration ---------------------------------------------
+
+#[test]
+fn tools_table_and_json() {
+    let dir = TempDir::new().unwrap();
+    let run = toolbelt(dir.path(), &["tools"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    insta::assert_snapshot!("tools_table", run.stdout);
+
+    let run = toolbelt(dir.path(), &["tools", "--json"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    insta::assert_json_snapshot!("tools_json", stdout_json(&run));
+}
+
+#[test]
+fn tools_of_one_category() {
+    let dir = TempDir::new().unwrap();
+    let run = toolbelt(dir.path(), &["tools", "--json", "--category", "planning"]);
+    assert_eq!(tool_names(&run), ["set_todo_list", "think"]);
+    let run = toolbelt(dir.path(), &["tools", "--json", "--category", "system"]);
+    assert_eq!(tool_names(&run), ["read_output"]);
+    let run = toolbelt(dir.path(), &["tools", "--json", "--category", "web"]);
+    assert_eq!(tool_names(&run), Vec::<String>::new());
+
+    let run = toolbelt(dir.path(), &["tools", "--category", "planning"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let rows: Vec<&str> = run
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(rows, ["set_todo_list", "think"]);
+}
+
+#[test]
+fn unknown_category_exits_2_listing_the_categories() {
+    let dir = TempDir::new().unwrap();
+    let run = toolbelt(dir.path(), &["tools", "--category", "bogus"]);
+    assert_usage_error(&run, "unknown category \"bogus\"; choose one of: ");
+    assert!(run.stderr.contains("planning"), "{}", run.stderr);
+}
+
+#[test]
+fn claude_profile_exposes_todo_write() {
+    let dir = TempDir::new().unwrap();
+    let run = toolbelt(dir.path(), &["--profile", "claude", "tools", "--json"]);
+    assert_eq!(tool_names(&run), ["read_output", "TodoWrite", "think"]);
+
+    let run = toolbelt(
+        dir.path(),
+        &[
+            "--profile",
+            "claude",
+            "call",
+            "TodoWrite",
+            r#"{"todos":[{"title":"ship","status":"Pending"}]}"#,
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    let env = envelope(&run);
+    assert_eq!(env["data"]["brief"], "- ship [Pending]\n");
+    assert_eq!(env["context"]["tool"], "set_todo_list");
+    assert_eq!(env["context"]["exposed_name"], "TodoWrite");
+
+    let run = toolbelt(
+        dir.path(),
+        &[
+            "--profile",
+            "claude",
+            "schema",
+            "-f",
+            "anthropic",
+            "TodoWrite",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(stdout_json(&run)[0]["name"], "TodoWrite");
+}
+
+#[test]
+fn unknown_profile_exits_2() {
+    let dir = TempDir::new().unwrap();
+    let run = toolbelt(dir.path(), &["--profile", "gpt", "tools"]);
+    assert_usage_error(
+        &run,
+        "unknown profile \"gpt\"; choose one of: default, claude, kimi, seed003",
+    );
+}
+
+#[test]
+fn config_file_in_the_root_sets_the_profile() {
+    let dir = TempDir::new().unwrap();
+    std::fs::write(dir.path().join("toolbelt.toml"), "profile = \"kimi\"\n").unwrap();
+    let run = toolbelt(dir.path(), &["tools", "--json"]);
+    assert_eq!(tool_names(&run), ["read_output", "SetTodoList", "Think"]);
+    // The command line wins over the file.
+    let run = toolbelt(dir.path(), &["--profile", "default", "tools", "--json"]);
+    assert_eq!(tool_names(&run), ["read_output", "set_todo_list", "think"]);
+}
+
+#[test]
+fn explicit_config_file_is_used() {
+    let dir = TempDir::new().unwrap();
+    let config = dir.path().join("elsewhere.toml");
+    std::fs::write(&config, "profile = \"claude\"\n").unwrap();
+    let run = toolbelt(
+        dir.path(),
+        &["--config", config.to_str().unwrap(), "tools", "--json"],
+    );
+    assert_eq!(tool_names(&run), ["read_output", "TodoWrite", "think"]);
+}
+
+#[test]
+fn bad_config_file_exits_2_naming_the_file() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("toolbelt.toml");
+    let shown = path.display().to_string();
+    for text in [
+        "profile = \n",
+        "colour = \"red\"\n",
+        "[output]\nmax_bytes = \"big\"\n",
+        "[output]\nmax_bytes = 0\n",
+    ] {
+        std::fs::write(&path, text).unwrap();
+        let run = toolbelt(dir.path(), &["tools"]);
+        assert_usage_error(&run, &format!("invalid config file {shown}"));
+    }
+    std::fs::write(&path, "profile = \"nobody\"\n").unwrap();
+    let run = toolbelt(dir.path(), &["tools"]);
+    assert_usage_error(&run, "unknown profile \"nobody\"");
+}
+
+#[test]
+fn missing_root_and_bad_usage_exit_2() {
+    let dir = TempDir::new().unwrap();
+    let missing = dir.path().join("missing");
+    let run = toolbelt(dir.path(), &["--root", missing.to_str().unwrap(), "tools"]);
+    // The last --root is added to the first; the missing one is refused.
+    assert_usage_error(&run, "is not a directory");
+
+    let run = toolbelt(dir.path(), &["call"]);
+    assert_eq!(run.code, 2, "{run:#?}");
+    let run = toolbelt(dir.path(), &[]);
+    assert_eq!(run.code, 2, "{run:#?}");
+}
+
+/// A todo list whose rendering is far over `max_bytes` of the config below.
+fn long_todo_list() -> Value {
+    let todos: Vec<Value> = (1..=40)
+        .map(|n| json!({"title": format!("step number {n} of the long plan"), "status": "Pending"}))
+        .collect();
+    json!({ "todos": todos })
+}
+
+#[test]
+fn output_budget_from_config_spills_into_the_state_dir() {
+    let dir = TempDir::new().unwrap();
+    let root = dir.path().join("root");
+    let state = dir.path().join("state");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("toolbelt.toml"), "[output]\nmax_bytes = 700\n").unwrap();
+    let state_arg = state.to_str().unwrap();
+
+    let args = long_todo_list().to_string();
+    let run = toolbelt(
+        &root,
+        &[
+            "--state-dir",
+            state_arg,
+            "call",
+            "set_todo_list",
+            &args,
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    let env = envelope(&run);
+    assert_eq!(env["status"], "partial");
+    assert!(env["text"].as_str().unwrap().len() <= 700, "{env:#}");
+    let id = env["data"]["output_id"].as_str().unwrap();
+    let spilled = state.join("tool-output").join(format!("{id}.txt"));
+    let full = std::fs::read_to_string(&spilled).unwrap();
+    assert!(
+        full.ends_with("- step number 40 of the long plan [Pending]"),
+        "{full}"
+    );
+    assert!(!root.join(".toolbelt").exists());
+
+    let read = format!(r#"{{"output_id": "{id}", "offset": -1}}"#);
+    let run = toolbelt(
+        &root,
+        &[
+            "--state-dir",
+            state_arg,
+            "call",
+            "read_output",
+            &read,
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    let env = envelope(&run);
+    assert_eq!(
+        env["text"],
+        "    41\t- step number 40 of the long plan [Pending]\n[lines 41-41 of 41; end of output]"
+    );
+
+    // Without --state-dir the output lives under the root, where this id is unknown.
+    let run = toolbelt(&root, &["call", "read_output", &read, "--json"]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert_eq!(envelope(&run)["error"]["code"], "NOT_FOUND");
+}

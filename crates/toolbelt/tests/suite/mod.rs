@@ -1,0 +1,5 @@
+//! The `toolbelt` binary, run as a user runs it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod cli;
