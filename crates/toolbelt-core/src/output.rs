@@ -105,6 +105,8 @@ const FIT_SLACK_BYTES: usize = 32;
 const MAX_FIT_ROUNDS: usize = 64;
 /// Room kept for the footer line of a page of [`read_spilled`].
 const PAGE_FOOTER_RESERVE_BYTES: usize = 160;
+/// The smallest page [`read_spilled_within`] makes: a cut line and its footer.
+const MIN_PAGE_BYTES: usize = 1_024;
 
 /// The markers by their first byte, so that classifying a line is one pass over it.
 type MarkerTable = Vec<Vec<(&'static [u8], Severity)>>;
@@ -1355,6 +1357,25 @@ pub fn read_spilled(
     offset: i64,
     limit: usize,
 ) -> Result<SpilledPage, SpillError> {
+    read_spilled_within(spill_dir, output_id, offset, limit, MAX_PAGE_BYTES)
+}
+
+/// [`read_spilled`] with the page held to `max_page_bytes` (at most
+/// [`MAX_PAGE_BYTES`]; lines are cut at a quarter of it when that is less than
+/// [`MAX_PAGE_LINE_BYTES`]), so that a page fits a smaller output budget and is
+/// never truncated and spilled again itself.
+///
+/// # Errors
+/// As [`read_spilled`].
+pub fn read_spilled_within(
+    spill_dir: &Path,
+    output_id: &str,
+    offset: i64,
+    limit: usize,
+    max_page_bytes: usize,
+) -> Result<SpilledPage, SpillError> {
+    let max_page_bytes = max_page_bytes.clamp(MIN_PAGE_BYTES, MAX_PAGE_BYTES);
+    let max_line_bytes = MAX_PAGE_LINE_BYTES.min(max_page_bytes / 4);
     let path = spilled_path(spill_dir, output_id)
         .ok_or_else(|| SpillError::InvalidId(output_id.to_string()))?;
     let io_err = |source: io::Error| SpillError::Io {
@@ -1412,12 +1433,11 @@ pub fn read_spilled(
 
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, open()?);
     skip_lines(&mut reader, start - 1).map_err(io_err)?;
-    let mut line = Vec::with_capacity(MAX_PAGE_LINE_BYTES);
+    let mut line = Vec::with_capacity(max_line_bytes);
     let mut line_no = start;
     while line_no < start + limit as u64 {
         line.clear();
-        let Some(len) =
-            read_line_capped(&mut reader, &mut line, MAX_PAGE_LINE_BYTES).map_err(io_err)?
+        let Some(len) = read_line_capped(&mut reader, &mut line, max_line_bytes).map_err(io_err)?
         else {
             break;
         };
@@ -1436,7 +1456,7 @@ pub fn read_spilled(
             ));
         }
         if page.first_line != 0
-            && page.text.len() + rendered.len() + 1 + PAGE_FOOTER_RESERVE_BYTES > MAX_PAGE_BYTES
+            && page.text.len() + rendered.len() + 1 + PAGE_FOOTER_RESERVE_BYTES > max_page_bytes
         {
             break;
         }

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::output::{
-    DEFAULT_READ_LIMIT_LINES, MAX_READ_LIMIT_LINES, SpillError, read_spilled,
+    DEFAULT_READ_LIMIT_LINES, MAX_READ_LIMIT_LINES, SpillError, read_spilled_within,
 };
 use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
@@ -76,7 +76,10 @@ impl TypedTool for ReadOutput {
             .map_or(DEFAULT_READ_LIMIT_LINES, |l| l as usize)
             .clamp(1, MAX_READ_LIMIT_LINES);
         let dir = ctx.session().spill_dir();
-        let page = read_spilled(&dir, &p.output_id, p.offset.unwrap_or(1), limit).map_err(|e| {
+        // The page is held to the session's budget so it is never cut and spilled again.
+        let max_page_bytes = ctx.session().budget().max_bytes;
+        let offset = p.offset.unwrap_or(1);
+        let page = read_spilled_within(&dir, &p.output_id, offset, limit, max_page_bytes).map_err(|e| {
             match e {
                 SpillError::InvalidId(_) => ToolError::new(ErrorCode::InvalidParams, e.to_string()),
                 SpillError::NotFound(_) => ToolError::new(ErrorCode::NotFound, e.to_string())

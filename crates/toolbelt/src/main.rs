@@ -3,7 +3,7 @@
 mod config;
 mod render;
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -99,10 +99,29 @@ fn main() -> ExitCode {
         .init();
     match run(cli) {
         Ok(code) => code,
+        // A reader that stopped reading (`toolbelt schema | head`) is not an error.
+        Err(e) if e.is::<ClosedStdout>() => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("toolbelt: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Standard output was closed by its reader.
+#[derive(Debug, thiserror::Error)]
+#[error("standard output was closed")]
+struct ClosedStdout;
+
+/// Writes `text` to standard output and flushes it.
+fn out(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(ClosedStdout.into()),
+        r => r.context("cannot write to standard output"),
     }
 }
 
@@ -175,12 +194,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 .filter(|s| category.is_none_or(|c| s.category == c))
                 .collect();
             if json {
-                println!(
-                    "{}",
+                out(&format!(
+                    "{}\n",
                     serde_json::to_string_pretty(&render::tools_json(&specs))?
-                );
+                ))?;
             } else {
-                print!("{}", render::tools_table(&specs));
+                out(&render::tools_table(&specs))?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -203,8 +222,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 specs.retain(|s| tools.contains(&s.name));
             }
             match export::export(&specs, fmt) {
-                Value::String(s) => print!("{s}"),
-                v => println!("{}", serde_json::to_string_pretty(&v)?),
+                Value::String(s) => out(&s)?,
+                v => out(&format!("{}\n", serde_json::to_string_pretty(&v)?))?,
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -239,9 +258,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 .context("cannot start the async runtime")?;
             let env = rt.block_on(registry.execute_call(ToolCall::new(tool, arguments), opts));
             if json {
-                println!("{}", serde_json::to_string_pretty(&env)?);
+                out(&format!("{}\n", serde_json::to_string_pretty(&env)?))?;
             } else {
-                print!("{}", render::envelope_human(&env));
+                out(&render::envelope_human(&env))?;
             }
             Ok(if env.is_ok() {
                 ExitCode::SUCCESS

@@ -30,7 +30,7 @@ async fn plain_thought_becomes_the_thinking_message() {
 }
 
 #[tokio::test]
-async fn type_and_confidence_qualify_the_message() {
+async fn type_and_confidence_are_kept_beside_the_message() {
     let dir = TempDir::new().unwrap();
     let registry = builtins(dir.path());
     let env = call(
@@ -42,7 +42,7 @@ async fn type_and_confidence_qualify_the_message() {
     assert_eq!(
         success_data(&env),
         &json!({
-            "message": "💭 Thinking (plan, confidence 0.25): Fix the lexer first.",
+            "message": "💭 Thinking: Fix the lexer first.",
             "thought": "Fix the lexer first.",
             "type": "plan",
             "confidence": 0.25
@@ -57,7 +57,7 @@ async fn type_and_confidence_qualify_the_message() {
     .await;
     assert_eq!(
         success_data(&env)["message"],
-        json!("💭 Thinking (analysis): Two callers.")
+        json!("💭 Thinking: Two callers.")
     );
 
     let env = call(
@@ -66,10 +66,8 @@ async fn type_and_confidence_qualify_the_message() {
         json!({"thought": "Unsure.", "confidence": 0}),
     )
     .await;
-    assert_eq!(
-        success_data(&env)["message"],
-        json!("💭 Thinking (confidence 0): Unsure.")
-    );
+    assert_eq!(success_data(&env)["message"], json!("💭 Thinking: Unsure."));
+    assert_eq!(success_data(&env)["confidence"], json!(0.0));
 }
 
 #[tokio::test]
@@ -159,7 +157,7 @@ async fn the_message_is_emitted_as_a_ui_event() {
         *events.0.lock().unwrap(),
         [(
             "think".to_string(),
-            "💭 Thinking (decision): Read the log.".to_string()
+            "💭 Thinking: Read the log.".to_string()
         )]
     );
 }
