@@ -216,21 +216,13 @@ impl Captured {
     /// an error) and sets `truncated: true` and `output_id` in `data` when it is an
     /// object, else in `context`. The spill file's path goes to `context.output_path`.
     pub fn apply_to(self, env: &mut Envelope) {
-        self.counters_into(&mut env.stats.counters);
-        if self.truncated {
-            if env.status == Status::Success {
-                env.status = Status::Partial;
-            }
-            let marks = self.marks();
-            match &mut env.data {
-                Value::Object(data) => data.extend(marks),
-                _ => env.context.extra.extend(marks),
-            }
-            if let Some(path) = &self.spill_path {
-                env.context
-                    .extra
-                    .insert("output_path".into(), path.display().to_string().into());
-            }
+        self.annotate(
+            &mut env.stats.counters,
+            &mut env.data,
+            &mut env.context.extra,
+        );
+        if self.truncated && env.status == Status::Success {
+            env.status = Status::Partial;
         }
         env.text = self.text;
     }
@@ -240,21 +232,31 @@ impl Captured {
     /// reply is partial when truncated, with the same counters as [`Captured::apply_to`].
     pub fn into_reply(self, data: Value) -> Reply<Value> {
         let mut reply = Reply::new(data, String::new()).partial(self.truncated);
-        self.counters_into(&mut reply.stats);
-        if self.truncated {
-            let marks = self.marks();
-            match &mut reply.data {
-                Value::Object(data) => data.extend(marks),
-                _ => reply.context.extend(marks),
-            }
-            if let Some(path) = &self.spill_path {
-                reply
-                    .context
-                    .insert("output_path".into(), path.display().to_string().into());
-            }
-        }
+        self.annotate(&mut reply.stats, &mut reply.data, &mut reply.context);
         reply.text = self.text;
         reply
+    }
+
+    /// The counters; when truncated, `truncated`/`output_id` into `data` when it is
+    /// an object (else into `context`) and the spill path into `context.output_path`.
+    fn annotate(
+        &self,
+        counters: &mut std::collections::BTreeMap<String, Value>,
+        data: &mut Value,
+        context: &mut Map<String, Value>,
+    ) {
+        self.counters_into(counters);
+        if !self.truncated {
+            return;
+        }
+        let marks = self.marks();
+        match data {
+            Value::Object(data) => data.extend(marks),
+            _ => context.extend(marks),
+        }
+        if let Some(path) = &self.spill_path {
+            context.insert("output_path".into(), path.display().to_string().into());
+        }
     }
 
     fn counters_into(&self, counters: &mut std::collections::BTreeMap<String, Value>) {
@@ -285,14 +287,24 @@ pub fn apply_budget(text: &str, budget: &OutputBudget, spill_dir: &Path) -> io::
 }
 
 /// Bounds `text` to `budget` exactly as [`apply_budget`] does, without writing
-/// anything: the markers say the full output could not be saved.
-pub fn truncate_in_memory(text: &str, budget: &OutputBudget) -> String {
+/// anything: the markers say the full output could not be saved, and there is no
+/// `output_id`.
+pub fn truncate_in_memory(text: &str, budget: &OutputBudget) -> Captured {
     let mut sink = OutputSink::without_spill(budget.clone());
-    let captured = sink.write(text.as_bytes()).and_then(|()| sink.finish());
-    match captured {
-        Ok(c) => c.text,
+    match sink.write(text.as_bytes()).and_then(|()| sink.finish()) {
+        Ok(c) => c,
         // Unreachable without a spill file; keep the budget anyway.
-        Err(_) => hard_cut(text.to_string(), budget.max_bytes),
+        Err(_) => Captured {
+            truncated: text.len() > budget.max_bytes,
+            text: hard_cut(text.to_string(), budget.max_bytes),
+            output_id: None,
+            total_bytes: text.len() as u64,
+            total_lines: text.lines().count() as u64,
+            spill_path: None,
+            omitted_bytes: text.len().saturating_sub(budget.max_bytes) as u64,
+            omitted_lines: 0,
+            error_lines: 0,
+        },
     }
 }
 

@@ -197,7 +197,7 @@ fn truncated_rendering_markers() {
 #[test]
 fn in_memory_truncation_says_the_output_was_not_saved() {
     let text = log(300, &[(150, "FAILED tests/test_api.py::test_login")]);
-    let cut = truncate_in_memory(&text, &small_budget());
+    let cut = truncate_in_memory(&text, &small_budget()).text;
     assert!(cut.len() <= 1_000);
     assert!(cut.contains("; the full output could not be saved; the omitted lines that look like errors or warnings: ...]\n[line 150] FAILED tests/test_api.py::test_login\n"), "{cut}");
     assert!(cut.ends_with("not shown above]"), "{cut}");

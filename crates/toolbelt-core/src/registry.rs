@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolContext};
-use crate::envelope::{Envelope, ErrorCode, Status};
+use crate::envelope::{Envelope, ErrorCode};
 use crate::policy::{Decision, Policy, Request};
 use crate::profile::Profile;
 use crate::repair::repair_arguments;
@@ -504,14 +504,7 @@ impl Registry {
             Ok(captured) => captured.apply_to(env),
             Err(e) => {
                 tracing::error!("could not spill output: {e}");
-                let cut = crate::output::truncate_in_memory(&env.text, self.session.budget());
-                env.text = cut;
-                if env.status == Status::Success {
-                    env.status = Status::Partial;
-                }
-                if let Value::Object(m) = &mut env.data {
-                    m.insert("truncated".into(), Value::Bool(true));
-                }
+                crate::output::truncate_in_memory(&env.text, self.session.budget()).apply_to(env);
             }
         }
     }

@@ -181,11 +181,11 @@ const MAX_REPAIR_DEPTH: usize = 64;
 fn resolve<'s>(root: &'s Value, mut schema: &'s Value) -> &'s Value {
     for _ in 0..MAX_REPAIR_DEPTH {
         match schema.get("$ref").and_then(Value::as_str) {
-            Some(r) if r.starts_with('#') => match root.pointer(&r[1..]) {
+            Some(r) => match crate::schema::resolve_ref(root, r) {
                 Some(target) => schema = target,
                 None => break,
             },
-            _ => break,
+            None => break,
         }
     }
     schema

@@ -18,6 +18,11 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     value
 }
 
+/// The schema a local reference (`#/$defs/Row`) points at in `root`.
+pub(crate) fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    root.pointer(reference.strip_prefix('#')?)
+}
+
 /// The JSON Schema type name of a value (`integer` for whole numbers).
 pub(crate) fn json_type(v: &Value) -> &'static str {
     match v {

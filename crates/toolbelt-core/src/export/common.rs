@@ -289,11 +289,7 @@ pub(super) fn is_object_schema(node: &Node) -> bool {
     type_names(node).iter().any(|t| t == "object") || node.contains_key("properties")
 }
 
-/// The schema `$ref` points to, for local references (`#`, `#/$defs/Name`).
-pub(super) fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
-    let pointer = reference.strip_prefix('#')?;
-    root.pointer(pointer)
-}
+pub(super) use crate::schema::resolve_ref;
 
 /// True when the schema accepts `null`.
 pub(super) fn accepts_null(schema: &Value, root: &Value) -> bool {
