@@ -1,0 +1,1 @@
+//! Unified diffs of text changes.

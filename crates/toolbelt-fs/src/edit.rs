@@ -1,0 +1,1 @@
+//! The string-replacement engine behind edit_file and multi_edit.

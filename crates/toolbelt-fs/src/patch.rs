@@ -1,0 +1,1 @@
+//! The `*** Begin Patch` envelope: parsing and applying hunks.

@@ -1,0 +1,1 @@
+//! Encodings, binary and image sniffing, and numbered line rendering.

@@ -1,0 +1,1 @@
+//! glob: file names matching a pattern.

@@ -1,0 +1,1 @@
+//! grep: file contents matching a pattern.

@@ -1,0 +1,1 @@
+//! The directory tree behind list_dir.

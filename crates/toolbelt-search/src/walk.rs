@@ -1,0 +1,1 @@
+//! The parallel, .gitignore-aware walk shared by grep and glob.
