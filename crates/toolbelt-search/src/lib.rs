@@ -1,8 +1,78 @@
 //! grep and glob for toolbelt, in process on ripgrep's crates (`grep-searcher`,
 //! `grep-regex`, `ignore`), through the roots of a [`toolbelt_fs::Jail`], and the
 //! directory tree of list_dir.
+//!
+//! - [`grep::Grep`]: a compiled search (pattern, filters, output mode, paging) run over
+//!   a directory or file with a parallel walk; returns a [`grep::GrepReport`] with the
+//!   rendered text (`path:line: text`) and the structured matches.
+//! - [`glob::Glob`]: files (and optionally directories) whose path matches a `**`
+//!   glob, sorted by modification time or path; returns a [`glob::GlobReport`].
+//! - [`Opener`] opens the files found (kernel-checked beneath the root for a
+//!   workspace), [`Budget`] bounds a run in time and lets it be cancelled.
+//!
+//! Both walks follow ripgrep's defaults: hidden entries skipped, `.gitignore`
+//! (inside git repositories), `.ignore` and `.rgignore` honoured, symbolic links
+//! never followed. Results are sorted, so the same tree gives the same answer.
+//!
+//! ```
+//! use std::fs::File;
+//! use std::path::Path;
+//! use toolbelt_search::Budget;
+//! use toolbelt_search::grep::{Grep, GrepOptions, OutputMode};
+//!
+//! let dir = tempfile::tempdir()?;
+//! std::fs::write(dir.path().join("main.rs"), "fn main() {\n    run();\n}\n")?;
+//! let grep = Grep::new(GrepOptions {
+//!     output_mode: OutputMode::Content,
+//!     ..GrepOptions::new("run")
+//! })?;
+//! let open = |p: &Path| File::open(p);
+//! let report = grep.run(dir.path(), dir.path(), &open, &Budget::unlimited());
+//! assert_eq!(report.text, "main.rs:2:     run();\n");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod glob;
 pub mod grep;
 pub mod tree;
 mod walk;
+
+pub use walk::{
+    Budget, MAX_REPORTED_ERRORS, MAX_THREADS, Opener, Stop, display_path, file_type_names,
+};
+
+/// Why a search could not start. Messages are written for the model.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SearchError {
+    /// The regular expression does not compile.
+    #[error(
+        "invalid regular expression {pattern:?}: {reason}\nEscape special characters \
+         (e.g. `\\(`, `\\.`) or set fixed_strings=true to search for the text literally."
+    )]
+    Pattern {
+        /// The pattern as given.
+        pattern: String,
+        /// The compiler's explanation.
+        reason: String,
+    },
+    /// A glob does not parse.
+    #[error(
+        "invalid glob {glob:?}: {reason}\nUse `*` within a name, `**` across directories, \
+         `{{a,b}}` for alternatives and `[abc]` for character classes."
+    )]
+    Glob {
+        /// The glob as given.
+        glob: String,
+        /// The parser's explanation.
+        reason: String,
+    },
+    /// A file type name is not in ripgrep's table.
+    #[error("unknown file type {name:?}; did you mean one of: {}? Or filter with a glob such as \"*.ext\" instead.", similar.join(", "))]
+    UnknownFileType {
+        /// The name as given.
+        name: String,
+        /// Known names close to it.
+        similar: Vec<String>,
+    },
+}
