@@ -15,7 +15,7 @@
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use ignore::{DirEntry, WalkState};
 
 use crate::SearchError;
@@ -75,7 +75,9 @@ impl GlobOptions {
 #[derive(Debug, Clone)]
 pub struct Glob {
     opts: GlobOptions,
-    matcher: GlobMatcher,
+    /// A set of one glob: sets pick a fast strategy (extension, literal, prefix)
+    /// where a lone glob always runs a regex.
+    matcher: GlobSet,
     /// The pattern has no `/`: match file names.
     by_name: bool,
     /// The pattern ended in `/`.
@@ -149,12 +151,15 @@ impl Glob {
         if pat.is_empty() {
             return Err(bad("the pattern is empty"));
         }
-        let matcher = GlobBuilder::new(pat)
+        let glob = GlobBuilder::new(pat)
             .literal_separator(true)
             .backslash_escape(true)
             .build()
-            .map_err(|e| bad(&e.kind().to_string()))?
-            .compile_matcher();
+            .map_err(|e| bad(&e.kind().to_string()))?;
+        let matcher = GlobSetBuilder::new()
+            .add(glob)
+            .build()
+            .map_err(|e| bad(&e.kind().to_string()))?;
         let by_name = !pat.contains('/');
         let parts: Vec<&str> = pat.split('/').collect();
         let mut prefix = PathBuf::new();
@@ -224,7 +229,9 @@ impl Glob {
         match self.opts.sort {
             GlobSort::Path => walk::sort_by_path(&mut found, |f| &f.path),
             GlobSort::Modified => found.sort_unstable_by(|a, b| {
-                b.modified.cmp(&a.modified).then_with(|| a.path.cmp(&b.path))
+                b.modified
+                    .cmp(&a.modified)
+                    .then_with(|| walk::cmp_paths(&a.path, &b.path))
             }),
         }
         report.total = found.len();
@@ -266,10 +273,7 @@ impl Glob {
         dir
     }
 
-    fn matches(&self, root: &Path, path: &Path, is_dir: bool) -> bool {
-        if self.dirs_only && !is_dir {
-            return false;
-        }
+    fn matches(&self, root: &Path, path: &Path) -> bool {
         if self.by_name {
             return path.file_name().is_some_and(|n| self.matcher.is_match(n));
         }
@@ -298,11 +302,13 @@ impl Worker for GlobWorker<'_> {
             return WalkState::Continue;
         };
         let is_dir = ft.is_dir();
-        let listable = ft.is_file() || (is_dir && self.glob.opts.include_dirs && entry.depth() > 0);
-        if !listable || !self.glob.matches(self.root, entry.path(), is_dir) {
+        let g = self.glob;
+        let listable = (ft.is_file() && !g.dirs_only)
+            || (is_dir && (g.opts.include_dirs || g.dirs_only) && entry.depth() > 0);
+        if !listable || !g.matches(self.root, entry.path()) {
             return WalkState::Continue;
         }
-        let modified = match self.glob.opts.sort {
+        let modified = match g.opts.sort {
             GlobSort::Modified => entry.metadata().ok().and_then(|m| m.modified().ok()),
             GlobSort::Path => None,
         };

@@ -378,5 +378,21 @@ pub fn display_path(path: &Path, base: &Path) -> String {
 /// Sorts `items` by `key` path, component by component (so `a/b` precedes `a.b`,
 /// like a tree listing).
 pub(crate) fn sort_by_path<T>(items: &mut [T], key: impl Fn(&T) -> &PathBuf) {
-    items.sort_unstable_by(|a, b| key(a).cmp(key(b)));
+    items.sort_unstable_by(|a, b| cmp_paths(key(a), key(b)));
 }
+
+/// Component-wise order of two normalized paths (no `.`, `..` or doubled `/`, as a
+/// walk produces them), computed on the bytes with `/` below every other byte: the
+/// same order as [`Path`]'s `Ord`, several times faster.
+pub(crate) fn cmp_paths(a: &Path, b: &Path) -> std::cmp::Ordering {
+    let (a, b) = (a.as_os_str().as_encoded_bytes(), b.as_os_str().as_encoded_bytes());
+    let key = |c: u8| if c == b'/' { 0 } else { u16::from(c) + 1 };
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        Some(i) => key(a[i]).cmp(&key(b[i])),
+        None => a.len().cmp(&b.len()),
+    }
+}
+
+#[cfg(test)]
+#[path = "walk_tests.rs"]
+mod tests;
