@@ -226,16 +226,13 @@ impl Glob {
         report.error_samples = end.errors;
         report.stop = end.stop;
         let mut found: Vec<Found> = outs.into_iter().flatten().collect();
-        match self.opts.sort {
-            GlobSort::Path => walk::sort_by_path(&mut found, |f| &f.path),
-            GlobSort::Modified => found.sort_unstable_by(|a, b| {
-                b.modified
-                    .cmp(&a.modified)
-                    .then_with(|| walk::cmp_paths(&a.path, &b.path))
-            }),
-        }
+        sort_found(&mut found, self.opts.sort);
         report.total = found.len();
-        let limit = if self.opts.limit == 0 { usize::MAX } else { self.opts.limit };
+        let limit = if self.opts.limit == 0 {
+            usize::MAX
+        } else {
+            self.opts.limit
+        };
         let mut text = String::new();
         for f in found.into_iter().skip(self.opts.offset).take(limit) {
             let path = walk::display_path(&f.path, base);
@@ -282,6 +279,18 @@ impl Glob {
     }
 }
 
+/// Sorts `found` by `sort`; stable, so sorted runs are merged in linear time.
+fn sort_found(found: &mut [Found], sort: GlobSort) {
+    match sort {
+        GlobSort::Path => walk::sort_by_path(found, |f| &f.path),
+        GlobSort::Modified => found.sort_by(|a, b| {
+            b.modified
+                .cmp(&a.modified)
+                .then_with(|| walk::cmp_paths(&a.path, &b.path))
+        }),
+    }
+}
+
 struct Found {
     path: PathBuf,
     is_dir: bool,
@@ -320,7 +329,9 @@ impl Worker for GlobWorker<'_> {
         WalkState::Continue
     }
 
-    fn finish(self) -> Vec<Found> {
+    fn finish(mut self) -> Vec<Found> {
+        // Each thread sorts its own share; the final sort then only merges runs.
+        sort_found(&mut self.found, self.glob.opts.sort);
         self.found
     }
 }

@@ -85,7 +85,11 @@ impl Budget {
 
     /// Why the work must stop now, if it must.
     pub(crate) fn check(&self) -> Option<Stop> {
-        if self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+        if self
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+        {
             return Some(Stop::Cancelled);
         }
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
@@ -216,7 +220,10 @@ fn types(names: &[String]) -> Result<Option<Types>, SearchError> {
 /// Up to five known types for `name`: first those with a `*.<name>` glob (`rs` ->
 /// `rust`), then names sharing a prefix with it (`python` -> `py`).
 fn similar_types(name: &str, defs: &[FileTypeDef]) -> Vec<String> {
-    let lower = name.trim_start_matches("*.").trim_start_matches('.').to_ascii_lowercase();
+    let lower = name
+        .trim_start_matches("*.")
+        .trim_start_matches('.')
+        .to_ascii_lowercase();
     let ext = format!("*.{lower}");
     let by_ext = defs
         .iter()
@@ -244,7 +251,10 @@ fn similar_types(name: &str, defs: &[FileTypeDef]) -> Vec<String> {
 pub fn file_type_names() -> Vec<String> {
     let mut b = TypesBuilder::new();
     b.add_defaults();
-    b.definitions().iter().map(|d| d.name().to_owned()).collect()
+    b.definitions()
+        .iter()
+        .map(|d| d.name().to_owned())
+        .collect()
 }
 
 /// Runs `make()` workers over the walk of `builder`, checking `budget` before every
@@ -265,8 +275,14 @@ where
         make: &make,
     };
     builder.build_parallel().visit(&mut vb);
-    let outs = shared.outs.into_inner().unwrap_or_else(PoisonError::into_inner);
-    let mut end = shared.end.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let outs = shared
+        .outs
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    let mut end = shared
+        .end
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
     end.stop = match shared.stop.load(Ordering::Relaxed) {
         STOP_TIMED_OUT => Some(Stop::TimedOut),
         STOP_CANCELLED => Some(Stop::Cancelled),
@@ -354,7 +370,11 @@ impl<W: Worker> Drop for Visitor<'_, W> {
                 .push(out);
         }
         if self.error_count > 0 {
-            let mut end = self.shared.end.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut end = self
+                .shared
+                .end
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             end.error_count += self.error_count;
             for e in self.errors.drain(..) {
                 if end.errors.len() < MAX_REPORTED_ERRORS {
@@ -376,21 +396,37 @@ pub fn display_path(path: &Path, base: &Path) -> String {
 }
 
 /// Sorts `items` by `key` path, component by component (so `a/b` precedes `a.b`,
-/// like a tree listing).
+/// like a tree listing). Already sorted runs (e.g. one per walker thread) are merged
+/// rather than sorted again.
 pub(crate) fn sort_by_path<T>(items: &mut [T], key: impl Fn(&T) -> &PathBuf) {
-    items.sort_unstable_by(|a, b| cmp_paths(key(a), key(b)));
+    items.sort_by(|a, b| cmp_paths(key(a), key(b)));
 }
 
 /// Component-wise order of two normalized paths (no `.`, `..` or doubled `/`, as a
 /// walk produces them), computed on the bytes with `/` below every other byte: the
 /// same order as [`Path`]'s `Ord`, several times faster.
 pub(crate) fn cmp_paths(a: &Path, b: &Path) -> std::cmp::Ordering {
-    let (a, b) = (a.as_os_str().as_encoded_bytes(), b.as_os_str().as_encoded_bytes());
+    let (a, b) = (
+        a.as_os_str().as_encoded_bytes(),
+        b.as_os_str().as_encoded_bytes(),
+    );
     let key = |c: u8| if c == b'/' { 0 } else { u16::from(c) + 1 };
-    match a.iter().zip(b).position(|(x, y)| x != y) {
+    match first_difference(a, b) {
         Some(i) => key(a[i]).cmp(&key(b[i])),
         None => a.len().cmp(&b.len()),
     }
+}
+
+/// Index of the first byte where `a` and `b` differ, within the shorter one.
+fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
+    const WORD: usize = 8;
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    // Paths from one walk share long prefixes: skip them a word at a time.
+    while i + WORD <= n && a[i..i + WORD] == b[i..i + WORD] {
+        i += WORD;
+    }
+    (i..n).find(|&j| a[j] != b[j])
 }
 
 #[cfg(test)]
