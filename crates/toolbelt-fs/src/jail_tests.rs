@@ -21,7 +21,10 @@ fn climbs_out_counts_depth() {
 #[test]
 fn check_input_refuses_what_no_path_should_be() {
     assert!(check_input("src/main.rs").is_ok());
-    assert!(check_input("~user/x").is_ok(), "only `~` and `~/...` mean home");
+    assert!(
+        check_input("~user/x").is_ok(),
+        "only `~` and `~/...` mean home"
+    );
     for bad in ["", "a\0b", "~", "~/x"] {
         assert!(check_input(bad).is_err(), "{bad:?}");
     }
