@@ -1,5 +1,6 @@
 //! What every call gets: [`Session`] (shared: roots, cwd, state dir, limits) and
 //! [`ToolContext`] (per call: id, cancellation, progress, events).
+//! The session also holds the [`FileStamps`] of optimistic locking.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -9,6 +10,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::output::{OutputBudget, OutputSink};
+use crate::policy::Policy;
+use crate::stamps::FileStamps;
 
 /// Default per-call timeout.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -24,6 +27,7 @@ pub struct Session {
     state_dir: PathBuf,
     budget: OutputBudget,
     timeout: Duration,
+    stamps: Arc<FileStamps>,
 }
 
 impl Session {
@@ -36,6 +40,7 @@ impl Session {
             roots: vec![root],
             budget: OutputBudget::default(),
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+            stamps: Arc::new(FileStamps::new()),
         }
     }
 
@@ -101,6 +106,12 @@ impl Session {
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
+
+    /// What the agent last saw of each file (optimistic locking). Clones of a
+    /// session share it.
+    pub fn file_stamps(&self) -> &Arc<FileStamps> {
+        &self.stamps
+    }
 }
 
 /// Receives progress of long calls (MCP progress notifications, progress bars).
@@ -124,6 +135,7 @@ pub struct ToolContext {
     cancel: CancellationToken,
     progress: Option<Arc<dyn ProgressSink>>,
     events: Option<Arc<dyn EventSink>>,
+    policy: Option<Arc<Policy>>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -147,6 +159,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             progress: None,
             events: None,
+            policy: None,
         }
     }
 
@@ -166,6 +179,19 @@ impl ToolContext {
     pub fn with_events(mut self, sink: Option<Arc<dyn EventSink>>) -> ToolContext {
         self.events = sink;
         self
+    }
+
+    /// Gives the call the registry's permission policy, so that a tool can check
+    /// what it reaches beyond its arguments (the target of a symlink, the files a
+    /// search opens).
+    pub fn with_policy(mut self, policy: Option<Arc<Policy>>) -> ToolContext {
+        self.policy = policy;
+        self
+    }
+
+    /// The permission policy, when the call came through a registry.
+    pub fn policy(&self) -> Option<&Arc<Policy>> {
+        self.policy.as_ref()
     }
 
     /// This call's id.
