@@ -19,7 +19,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use ignore::{DirEntry, WalkState};
 
 use crate::SearchError;
-use crate::walk::{self, Budget, Filter, Stop, Worker};
+use crate::walk::{self, Budget, Filter, Stop, Withhold, Worker};
 
 /// Default page size in entries.
 pub const DEFAULT_LIMIT: usize = 200;
@@ -85,6 +85,7 @@ pub struct Glob {
     /// Literal leading directories of the pattern.
     prefix: PathBuf,
     hidden: bool,
+    withhold: Withhold,
 }
 
 /// One entry found.
@@ -111,6 +112,8 @@ pub struct GlobReport {
     pub offset: usize,
     /// Where the next page starts, when entries remain.
     pub next_offset: Option<usize>,
+    /// Matching files not listed because the [`Withhold`] covers them.
+    pub withheld: usize,
     /// Entries that could not be read.
     pub errors: usize,
     /// The first of those errors.
@@ -182,7 +185,15 @@ impl Glob {
             dirs_only,
             prefix,
             hidden,
+            withhold: Withhold::nothing(),
         })
+    }
+
+    /// Never lists the files `withhold` covers; they are counted in
+    /// [`GlobReport::withheld`].
+    pub fn withholding(mut self, withhold: Withhold) -> Glob {
+        self.withhold = withhold;
+        self
     }
 
     /// The options in effect.
@@ -221,11 +232,16 @@ impl Glob {
             glob: self,
             root,
             found: Vec::new(),
+            withheld: 0,
         });
         report.errors = end.error_count;
         report.error_samples = end.errors;
         report.stop = end.stop;
-        let mut found: Vec<Found> = outs.into_iter().flatten().collect();
+        let mut found: Vec<Found> = Vec::new();
+        for (f, withheld) in outs {
+            found.extend(f);
+            report.withheld += withheld;
+        }
         sort_found(&mut found, self.opts.sort);
         report.total = found.len();
         let limit = if self.opts.limit == 0 {
@@ -301,10 +317,11 @@ struct GlobWorker<'a> {
     glob: &'a Glob,
     root: &'a Path,
     found: Vec<Found>,
+    withheld: usize,
 }
 
 impl Worker for GlobWorker<'_> {
-    type Out = Vec<Found>;
+    type Out = (Vec<Found>, usize);
 
     fn visit(&mut self, entry: DirEntry) -> WalkState {
         let Some(ft) = entry.file_type() else {
@@ -315,6 +332,10 @@ impl Worker for GlobWorker<'_> {
         let listable = (ft.is_file() && !g.dirs_only)
             || (is_dir && (g.opts.include_dirs || g.dirs_only) && entry.depth() > 0);
         if !listable || !g.matches(self.root, entry.path()) {
+            return WalkState::Continue;
+        }
+        if !is_dir && g.withhold.covers(entry.path()) {
+            self.withheld += 1;
             return WalkState::Continue;
         }
         let modified = match g.opts.sort {
@@ -329,10 +350,10 @@ impl Worker for GlobWorker<'_> {
         WalkState::Continue
     }
 
-    fn finish(mut self) -> Vec<Found> {
+    fn finish(mut self) -> (Vec<Found>, usize) {
         // Each thread sorts its own share; the final sort then only merges runs.
         sort_found(&mut self.found, self.glob.opts.sort);
-        self.found
+        (self.found, self.withheld)
     }
 }
 

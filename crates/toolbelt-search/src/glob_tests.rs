@@ -301,3 +301,13 @@ fn names_agree_with_fd() {
         .collect();
     assert_eq!(ours, expected);
 }
+
+#[test]
+fn withheld_files_are_not_listed_but_counted() {
+    let dir = tree(&["app/.env", "app/.env.example"]);
+    let r = Glob::new(by_path(".env*"))
+        .unwrap()
+        .withholding(crate::Withhold::files(|p| p.ends_with(".env")))
+        .run(dir.path(), dir.path(), &Budget::unlimited());
+    assert_eq!((r.text.as_str(), r.withheld), ("app/.env.example\n", 1));
+}

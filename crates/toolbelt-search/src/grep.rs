@@ -24,8 +24,8 @@ use grep_searcher::{
 };
 use ignore::{DirEntry, WalkState};
 
-use crate::walk::{self, Budget, Filter, Opener, Stop, Worker};
 use crate::SearchError;
+use crate::walk::{self, Budget, Filter, Opener, Stop, Withhold, Worker};
 
 /// Default page size in entries (output lines, or files).
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
@@ -129,6 +129,7 @@ pub struct Grep {
     opts: GrepOptions,
     matcher: RegexMatcher,
     searcher: SearcherBuilder,
+    withhold: Withhold,
 }
 
 /// Kind of a rendered content line.
@@ -187,6 +188,8 @@ pub struct GrepReport {
     pub files_searched: usize,
     /// Files skipped because they hold binary data.
     pub binary_skipped: usize,
+    /// Files not searched because the [`Withhold`] covers them.
+    pub withheld: usize,
     /// Files or directories that could not be read.
     pub errors: usize,
     /// The first of those errors (at most [`crate::MAX_REPORTED_ERRORS`]).
@@ -230,7 +233,15 @@ impl Grep {
             opts,
             matcher,
             searcher,
+            withhold: Withhold::nothing(),
         })
+    }
+
+    /// Never searches the files `withhold` covers; they are counted in
+    /// [`GrepReport::withheld`].
+    pub fn withholding(mut self, withhold: Withhold) -> Grep {
+        self.withhold = withhold;
+        self
     }
 
     /// The options in effect (context lines capped).
@@ -248,7 +259,13 @@ impl Grep {
     ///
     /// Symbolic links are neither searched nor followed; file contents are only read
     /// through `opener` (see [`Opener`]).
-    pub fn run(&self, root: &Path, base: &Path, opener: &dyn Opener, budget: &Budget) -> GrepReport {
+    pub fn run(
+        &self,
+        root: &Path,
+        base: &Path,
+        opener: &dyn Opener,
+        budget: &Budget,
+    ) -> GrepReport {
         let builder = match walk::builder(root, &filter(&self.opts)) {
             Ok(b) => b,
             // Validated in `new`; a root-relative glob cannot fail later.
@@ -286,6 +303,7 @@ impl Grep {
             files.extend(o.files);
             report.files_searched += o.searched;
             report.binary_skipped += o.binary;
+            report.withheld += o.withheld;
             report.errors += o.error_count;
             for e in o.errors {
                 if report.error_samples.len() < walk::MAX_REPORTED_ERRORS {
@@ -294,7 +312,11 @@ impl Grep {
             }
         }
         walk::sort_by_path(&mut files, |f| &f.path);
-        let lines = kept.inner.into_inner().unwrap_or_else(PoisonError::into_inner).files;
+        let lines = kept
+            .inner
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+            .files;
         self.page(&mut report, &files, lines, base);
         report
     }
@@ -311,7 +333,11 @@ impl Grep {
         report.files_matched = files.len();
         report.matches = files.iter().map(|f| f.count).sum();
         report.offset = o.offset;
-        let limit = if o.head_limit == 0 { usize::MAX } else { o.head_limit };
+        let limit = if o.head_limit == 0 {
+            usize::MAX
+        } else {
+            o.head_limit
+        };
         let mut text = String::new();
         match o.output_mode {
             OutputMode::FilesWithMatches | OutputMode::Count => {
@@ -473,14 +499,19 @@ impl Kept {
             return true;
         }
         let k = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        k.total < self.need || k.files.last_key_value().is_some_and(|(last, _)| path < last.as_path())
+        k.total < self.need
+            || k.files
+                .last_key_value()
+                .is_some_and(|(last, _)| path < last.as_path())
     }
 
     /// Offers the lines of `path` (`entries` of them, breaks aside).
     fn offer(&self, path: &Path, lines: Vec<Line>, entries: u64) {
         let mut k = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let fits = k.total < self.need
-            || k.files.last_key_value().is_some_and(|(last, _)| path < last.as_path());
+            || k.files
+                .last_key_value()
+                .is_some_and(|(last, _)| path < last.as_path());
         if !fits {
             return;
         }
@@ -506,6 +537,7 @@ struct WorkerOut {
     files: Vec<FileHit>,
     searched: usize,
     binary: usize,
+    withheld: usize,
     error_count: usize,
     errors: Vec<String>,
 }
@@ -532,7 +564,11 @@ impl GrepWorker<'_> {
             OutputMode::FilesWithMatches => {
                 let mut sink = FirstMatch::default();
                 self.searcher.search_file(matcher, file, &mut sink)?;
-                (u64::from(sink.found), u64::from(sink.found), sink.binary && !sink.found)
+                (
+                    u64::from(sink.found),
+                    u64::from(sink.found),
+                    sink.binary && !sink.found,
+                )
             }
             OutputMode::Count => {
                 let mut sink = Counter::default();
@@ -579,6 +615,10 @@ impl Worker for GrepWorker<'_> {
             return WalkState::Continue;
         }
         let path = entry.path();
+        if self.grep.withhold.covers(path) {
+            self.out.withheld += 1;
+            return WalkState::Continue;
+        }
         let file = match self.opener.open(path) {
             Ok(f) => f,
             Err(e) => {
@@ -742,7 +782,11 @@ fn original_len(orig: &[u8], prefix: &str) -> usize {
         let valid = chunk.valid();
         let n = valid.chars().count();
         if n >= chars {
-            return bytes + valid.char_indices().nth(chars).map_or(valid.len(), |(i, _)| i);
+            return bytes
+                + valid
+                    .char_indices()
+                    .nth(chars)
+                    .map_or(valid.len(), |(i, _)| i);
         }
         chars -= n;
         bytes += valid.len();

@@ -27,7 +27,9 @@ fn open(p: &Path) -> io::Result<File> {
 }
 
 fn grep_in(root: &Path, opts: GrepOptions) -> GrepReport {
-    Grep::new(opts).unwrap().run(root, root, &open, &Budget::unlimited())
+    Grep::new(opts)
+        .unwrap()
+        .run(root, root, &open, &Budget::unlimited())
 }
 
 fn content(pattern: &str) -> GrepOptions {
@@ -43,8 +45,14 @@ fn text(dir: &TempDir, opts: GrepOptions) -> String {
 
 fn code_tree() -> TempDir {
     tree(&[
-        ("src/main.rs", b"fn main() {\n    let x = run();\n    println!(\"{x}\");\n}\n"),
-        ("src/lib.rs", b"pub fn run() -> u32 {\n    42\n}\n// Run the thing\n"),
+        (
+            "src/main.rs",
+            b"fn main() {\n    let x = run();\n    println!(\"{x}\");\n}\n",
+        ),
+        (
+            "src/lib.rs",
+            b"pub fn run() -> u32 {\n    42\n}\n// Run the thing\n",
+        ),
         ("app.py", b"def run():\n    return 42\n\nrun()\n"),
         ("README.md", b"# Runner\nCall run() to run.\n"),
     ])
@@ -85,10 +93,19 @@ fn structured_lines_and_totals() {
         ]
     );
     assert_eq!(
-        (r.total_entries, r.shown, r.matches, r.files_matched, r.files_searched),
+        (
+            r.total_entries,
+            r.shown,
+            r.matches,
+            r.files_matched,
+            r.files_searched
+        ),
         (2, 2, 2, 2, 4)
     );
-    assert_eq!((r.next_offset, r.stop, r.binary_skipped, r.errors), (None, None, 0, 0));
+    assert_eq!(
+        (r.next_offset, r.stop, r.binary_skipped, r.errors),
+        (None, None, 0, 0)
+    );
 }
 
 #[test]
@@ -122,20 +139,38 @@ fn count_gives_matching_lines_per_file() {
         },
     );
     // Smart case: lowercase pattern also matches "Runner" and "Run".
-    assert_eq!(r.text, "README.md:2\napp.py:2\nsrc/lib.rs:2\nsrc/main.rs:1\n");
+    assert_eq!(
+        r.text,
+        "README.md:2\napp.py:2\nsrc/lib.rs:2\nsrc/main.rs:1\n"
+    );
     assert_eq!(r.matches, 7);
 }
 
 #[test]
 fn smart_case_sensitive_when_pattern_has_uppercase() {
     let dir = code_tree();
-    assert_eq!(text(&dir, content("Run")), "README.md:1: # Runner\nsrc/lib.rs:4: // Run the thing\n");
     assert_eq!(
-        text(&dir, GrepOptions { case: CaseMode::Insensitive, ..content("RUNNER") }),
+        text(&dir, content("Run")),
+        "README.md:1: # Runner\nsrc/lib.rs:4: // Run the thing\n"
+    );
+    assert_eq!(
+        text(
+            &dir,
+            GrepOptions {
+                case: CaseMode::Insensitive,
+                ..content("RUNNER")
+            }
+        ),
         "README.md:1: # Runner\n"
     );
     assert_eq!(
-        text(&dir, GrepOptions { case: CaseMode::Sensitive, ..content("runner") }),
+        text(
+            &dir,
+            GrepOptions {
+                case: CaseMode::Sensitive,
+                ..content("runner")
+            }
+        ),
         ""
     );
 }
@@ -145,11 +180,23 @@ fn fixed_strings_match_literally() {
     let dir = tree(&[("a.txt", b"a.c\nabc\n(x)\n")]);
     assert_eq!(text(&dir, content("a.c")), "a.txt:1: a.c\na.txt:2: abc\n");
     assert_eq!(
-        text(&dir, GrepOptions { fixed_strings: true, ..content("a.c") }),
+        text(
+            &dir,
+            GrepOptions {
+                fixed_strings: true,
+                ..content("a.c")
+            }
+        ),
         "a.txt:1: a.c\n"
     );
     assert_eq!(
-        text(&dir, GrepOptions { fixed_strings: true, ..content("(x)") }),
+        text(
+            &dir,
+            GrepOptions {
+                fixed_strings: true,
+                ..content("(x)")
+            }
+        ),
         "a.txt:3: (x)\n"
     );
 }
@@ -158,7 +205,13 @@ fn fixed_strings_match_literally() {
 fn whole_word_needs_boundaries() {
     let dir = tree(&[("a.txt", b"run\nrunner\nrerun it\nrun_fast\n(run)\n")]);
     assert_eq!(
-        text(&dir, GrepOptions { whole_word: true, ..content("run") }),
+        text(
+            &dir,
+            GrepOptions {
+                whole_word: true,
+                ..content("run")
+            }
+        ),
         "a.txt:1: run\na.txt:5: (run)\n"
     );
 }
@@ -192,7 +245,10 @@ fn newline_in_pattern_without_multiline_is_refused_with_a_hint() {
 fn bad_regex_says_what_to_do() {
     let err = Grep::new(content("fn main(")).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.starts_with("invalid regular expression \"fn main(\""), "{msg}");
+    assert!(
+        msg.starts_with("invalid regular expression \"fn main(\""),
+        "{msg}"
+    );
     assert!(msg.contains("fixed_strings=true"), "{msg}");
 }
 
@@ -240,7 +296,8 @@ fn file_types_from_ripgreps_table() {
     })
     .unwrap_err();
     assert!(
-        err.to_string().starts_with("unknown file type \"rs\"; did you mean one of: rust"),
+        err.to_string()
+            .starts_with("unknown file type \"rs\"; did you mean one of: rust"),
         "{err}"
     );
 }
@@ -250,7 +307,14 @@ fn context_lines_groups_and_separators() {
     let body = b"1\n2\nhit a\n4\n5\n6\n7\n8\nhit b\n10\nhit c\n12\n";
     let dir = tree(&[("a.txt", body), ("b.txt", b"x\nhit d\n")]);
     assert_eq!(
-        text(&dir, GrepOptions { before_context: 1, after_context: 1, ..content("hit") }),
+        text(
+            &dir,
+            GrepOptions {
+                before_context: 1,
+                after_context: 1,
+                ..content("hit")
+            }
+        ),
         "a.txt-2- 2\n\
          a.txt:3: hit a\n\
          a.txt-4- 4\n\
@@ -265,11 +329,23 @@ fn context_lines_groups_and_separators() {
          b.txt:2: hit d\n"
     );
     assert_eq!(
-        text(&dir, GrepOptions { after_context: 2, ..content("hit c") }),
+        text(
+            &dir,
+            GrepOptions {
+                after_context: 2,
+                ..content("hit c")
+            }
+        ),
         "a.txt:11: hit c\na.txt-12- 12\n"
     );
     assert_eq!(
-        text(&dir, GrepOptions { before_context: 2, ..content("hit b") }),
+        text(
+            &dir,
+            GrepOptions {
+                before_context: 2,
+                ..content("hit b")
+            }
+        ),
         "a.txt-7- 7\na.txt-8- 8\na.txt:9: hit b\n"
     );
 }
@@ -282,7 +358,10 @@ fn context_is_capped_at_twenty_lines() {
         ..content("x")
     })
     .unwrap();
-    assert_eq!((g.options().before_context, g.options().after_context), (20, 20));
+    assert_eq!(
+        (g.options().before_context, g.options().after_context),
+        (20, 20)
+    );
 }
 
 fn numbered_tree() -> TempDir {
@@ -294,15 +373,27 @@ fn numbered_tree() -> TempDir {
             (name, body.into_bytes())
         })
         .collect();
-    let refs: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
     tree(&refs)
 }
 
 #[test]
 fn head_limit_and_offset_page_through_content() {
     let dir = numbered_tree();
-    let all = grep_in(dir.path(), GrepOptions { head_limit: 0, ..content("^m") });
-    assert_eq!((all.total_entries, all.shown, all.next_offset), (36, 36, None));
+    let all = grep_in(
+        dir.path(),
+        GrepOptions {
+            head_limit: 0,
+            ..content("^m")
+        },
+    );
+    assert_eq!(
+        (all.total_entries, all.shown, all.next_offset),
+        (36, 36, None)
+    );
     let page = grep_in(
         dir.path(),
         GrepOptions {
@@ -312,7 +403,15 @@ fn head_limit_and_offset_page_through_content() {
         },
     );
     assert_eq!(page.lines, all.lines[7..12].to_vec());
-    assert_eq!((page.total_entries, page.shown, page.offset, page.next_offset), (36, 5, 7, Some(12)));
+    assert_eq!(
+        (
+            page.total_entries,
+            page.shown,
+            page.offset,
+            page.next_offset
+        ),
+        (36, 5, 7, Some(12))
+    );
     let last = grep_in(
         dir.path(),
         GrepOptions {
@@ -322,8 +421,17 @@ fn head_limit_and_offset_page_through_content() {
         },
     );
     assert_eq!((last.shown, last.next_offset), (2, None));
-    let past = grep_in(dir.path(), GrepOptions { offset: 99, ..content("^m") });
-    assert_eq!((past.text.as_str(), past.shown, past.next_offset), ("", 0, None));
+    let past = grep_in(
+        dir.path(),
+        GrepOptions {
+            offset: 99,
+            ..content("^m")
+        },
+    );
+    assert_eq!(
+        (past.text.as_str(), past.shown, past.next_offset),
+        ("", 0, None)
+    );
 }
 
 #[test]
@@ -338,7 +446,10 @@ fn head_limit_pages_files() {
         },
     );
     assert_eq!(r.text, "d0/f05.txt\nd0/f08.txt\n");
-    assert_eq!((r.total_entries, r.next_offset, r.files_matched), (12, Some(3), 12));
+    assert_eq!(
+        (r.total_entries, r.next_offset, r.files_matched),
+        (12, Some(3), 12)
+    );
     let counts = grep_in(
         dir.path(),
         GrepOptions {
@@ -380,7 +491,13 @@ fn ignore_files_are_honoured_unless_include_ignored() {
     ]);
     assert_eq!(text(&dir, GrepOptions::new("needle")), "src/a.rs\n");
     assert_eq!(
-        text(&dir, GrepOptions { include_ignored: true, ..GrepOptions::new("needle") }),
+        text(
+            &dir,
+            GrepOptions {
+                include_ignored: true,
+                ..GrepOptions::new("needle")
+            }
+        ),
         "debug.log\nsrc/a.rs\ntarget/out.rs\nvendor/v.rs\n"
     );
 }
@@ -400,7 +517,13 @@ fn hidden_files_only_when_asked() {
     ]);
     assert_eq!(text(&dir, GrepOptions::new("needle")), "shown.txt\n");
     assert_eq!(
-        text(&dir, GrepOptions { hidden: true, ..GrepOptions::new("needle") }),
+        text(
+            &dir,
+            GrepOptions {
+                hidden: true,
+                ..GrepOptions::new("needle")
+            }
+        ),
         ".config/x.toml\n.env\nshown.txt\n"
     );
 }
@@ -415,13 +538,26 @@ fn binary_files_are_skipped_and_counted() {
         ("text.txt", b"needle\n"),
     ]);
     for mode in [OutputMode::Content, OutputMode::Count] {
-        let r = grep_in(dir.path(), GrepOptions { output_mode: mode, ..GrepOptions::new("needle") });
-        assert_eq!((r.files_matched, r.binary_skipped, r.files_searched), (1, 2, 3), "{mode:?}");
+        let r = grep_in(
+            dir.path(),
+            GrepOptions {
+                output_mode: mode,
+                ..GrepOptions::new("needle")
+            },
+        );
+        assert_eq!(
+            (r.files_matched, r.binary_skipped, r.files_searched),
+            (1, 2, 3),
+            "{mode:?}"
+        );
         assert!(r.text.starts_with("text.txt:"), "{mode:?}: {}", r.text);
     }
     // files_with_matches stops at the first match, before late.dat's NUL is read (as rg -l).
     let r = grep_in(dir.path(), GrepOptions::new("needle"));
-    assert_eq!((r.text.as_str(), r.binary_skipped), ("late.dat\ntext.txt\n", 1));
+    assert_eq!(
+        (r.text.as_str(), r.binary_skipped),
+        ("late.dat\ntext.txt\n", 1)
+    );
 }
 
 #[test]
@@ -447,7 +583,13 @@ fn crlf_line_endings_are_not_shown() {
 fn long_lines_are_cut_with_a_marker() {
     let long = format!("needle{}\n", "x".repeat(1000));
     let dir = tree(&[("min.js", long.as_bytes())]);
-    let r = grep_in(dir.path(), GrepOptions { max_line_chars: 10, ..content("needle") });
+    let r = grep_in(
+        dir.path(),
+        GrepOptions {
+            max_line_chars: 10,
+            ..content("needle")
+        },
+    );
     assert_eq!(r.text, "min.js:1: needlexxxx [… 996 more bytes]\n");
 }
 
@@ -478,7 +620,11 @@ proptest! {
 fn symlinks_to_outside_files_and_dirs_are_not_searched() {
     let outside = tree(&[("secret.txt", b"needle\n"), ("dir/inner.txt", b"needle\n")]);
     let dir = tree(&[("inside.txt", b"needle\n")]);
-    std::os::unix::fs::symlink(outside.path().join("secret.txt"), dir.path().join("link.txt")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.txt"),
+        dir.path().join("link.txt"),
+    )
+    .unwrap();
     std::os::unix::fs::symlink(outside.path().join("dir"), dir.path().join("linkdir")).unwrap();
     let r = grep_in(dir.path(), content("needle"));
     assert_eq!(r.text, "inside.txt:1: needle\n");
@@ -489,7 +635,9 @@ fn symlinks_to_outside_files_and_dirs_are_not_searched() {
 fn a_single_file_root_is_searched() {
     let dir = code_tree();
     let file = dir.path().join("src/lib.rs");
-    let r = Grep::new(content("42")).unwrap().run(&file, dir.path(), &open, &Budget::unlimited());
+    let r = Grep::new(content("42"))
+        .unwrap()
+        .run(&file, dir.path(), &open, &Budget::unlimited());
     assert_eq!(r.text, "src/lib.rs:2:     42\n");
 }
 
@@ -515,10 +663,19 @@ fn unreadable_files_are_counted_and_named() {
             File::open(p)
         }
     };
-    let r = Grep::new(GrepOptions::new("run")).unwrap().run(dir.path(), dir.path(), &refuse, &Budget::unlimited());
+    let r = Grep::new(GrepOptions::new("run")).unwrap().run(
+        dir.path(),
+        dir.path(),
+        &refuse,
+        &Budget::unlimited(),
+    );
     assert_eq!(r.text, "README.md\nsrc/lib.rs\nsrc/main.rs\n");
     assert_eq!(r.errors, 1);
-    assert!(r.error_samples[0].ends_with("app.py: refused"), "{:?}", r.error_samples);
+    assert!(
+        r.error_samples[0].ends_with("app.py: refused"),
+        "{:?}",
+        r.error_samples
+    );
 }
 
 #[test]
@@ -537,9 +694,12 @@ fn an_expired_deadline_returns_partial_results_marked_timed_out() {
 fn cancellation_stops_the_walk() {
     let dir = code_tree();
     let flag = Arc::new(AtomicBool::new(true));
-    let r = Grep::new(GrepOptions::new("run"))
-        .unwrap()
-        .run(dir.path(), dir.path(), &open, &Budget::unlimited().with_cancel(flag));
+    let r = Grep::new(GrepOptions::new("run")).unwrap().run(
+        dir.path(),
+        dir.path(),
+        &open,
+        &Budget::unlimited().with_cancel(flag),
+    );
     assert_eq!((r.stop, r.files_searched), (Some(Stop::Cancelled), 0));
 }
 
@@ -548,15 +708,24 @@ fn cancellation_stops_the_walk() {
 fn rg_fixture() -> TempDir {
     let mut many = String::new();
     for i in 0..300 {
-        many.push_str(&format!("line {i} {}\n", if i % 7 == 0 { "Needle" } else { "hay" }));
+        many.push_str(&format!(
+            "line {i} {}\n",
+            if i % 7 == 0 { "Needle" } else { "hay" }
+        ));
     }
     tree(&[
         (".git/HEAD", b"ref: refs/heads/main\n"),
         (".gitignore", b"build/\n"),
         ("build/gen.rs", b"needle in build\n"),
         (".hidden/h.rs", b"needle hidden\n"),
-        ("src/main.rs", b"fn main() {\n    needle();\n}\n\nfn needle() {}\n"),
-        ("src/util/mod.rs", b"// NEEDLE\npub fn needles() {}\npub fn x() { needle_x(); }\n"),
+        (
+            "src/main.rs",
+            b"fn main() {\n    needle();\n}\n\nfn needle() {}\n",
+        ),
+        (
+            "src/util/mod.rs",
+            b"// NEEDLE\npub fn needles() {}\npub fn x() { needle_x(); }\n",
+        ),
         ("src/util/many.txt", many.as_bytes()),
         ("docs/a b.md", b"A needle.\r\nNo match.\r\nneedle again\r\n"),
         ("data.bin", b"needle\x00\x01\x02\x03"),
@@ -570,11 +739,17 @@ fn rg(dir: &Path, args: &[&str]) -> Option<String> {
     let out = match Command::new("rg").current_dir(dir).args(args).output() {
         Ok(o) => o,
         Err(_) => {
-            eprintln!("note: `rg` not found; skipping the comparison with ripgrep (cargo install ripgrep)");
+            eprintln!(
+                "note: `rg` not found; skipping the comparison with ripgrep (cargo install ripgrep)"
+            );
             return None;
         }
     };
-    assert!(out.status.code().is_some_and(|c| c <= 1), "rg {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "rg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
@@ -589,12 +764,22 @@ fn from_rg_content(s: &str) -> String {
         // path never contains ':' or '-<digits>-' in the fixture.
         let (sep, idx) = line
             .match_indices([':', '-'])
-            .find(|(i, _)| line[i + 1..].chars().next().is_some_and(|c| c.is_ascii_digit()))
+            .find(|(i, _)| {
+                line[i + 1..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_digit())
+            })
             .map(|(i, s)| (s.chars().next().unwrap(), i))
             .unwrap();
         let rest = &line[idx + 1..];
         let end = rest.find(sep).unwrap();
-        out.push_str(&format!("{}{sep}{}{sep} {}\n", &line[..idx], &rest[..end], rest[end + 1..].trim_end_matches('\r')));
+        out.push_str(&format!(
+            "{}{sep}{}{sep} {}\n",
+            &line[..idx],
+            &rest[..end],
+            rest[end + 1..].trim_end_matches('\r')
+        ));
     }
     out
 }
@@ -602,26 +787,138 @@ fn from_rg_content(s: &str) -> String {
 #[test]
 fn output_modes_agree_with_ripgrep() {
     let dir = rg_fixture();
-    let base = ["--smart-case", "--sort", "path", "--color", "never", "--no-heading", "--with-filename"];
+    let base = [
+        "--smart-case",
+        "--sort",
+        "path",
+        "--color",
+        "never",
+        "--no-heading",
+        "--with-filename",
+    ];
     let cases: Vec<(Vec<&str>, GrepOptions)> = vec![
-        (vec!["-l", "needle"], GrepOptions { head_limit: 0, ..GrepOptions::new("needle") }),
-        (vec!["-c", "needle"], GrepOptions { head_limit: 0, output_mode: OutputMode::Count, ..GrepOptions::new("needle") }),
-        (vec!["-c", "-s", "needle"], GrepOptions { head_limit: 0, case: CaseMode::Sensitive, output_mode: OutputMode::Count, ..GrepOptions::new("needle") }),
-        (vec!["-c", "-w", "needle"], GrepOptions { head_limit: 0, whole_word: true, output_mode: OutputMode::Count, ..GrepOptions::new("needle") }),
-        (vec!["-n", "needle"], GrepOptions { head_limit: 0, ..content("needle") }),
-        (vec!["-n", "-i", "-F", "NEEDLE("], GrepOptions { head_limit: 0, fixed_strings: true, case: CaseMode::Insensitive, ..content("NEEDLE(") }),
-        (vec!["-n", "-C", "2", "Needle"], GrepOptions { head_limit: 0, before_context: 2, after_context: 2, ..content("Needle") }),
-        (vec!["-n", "-A", "1", "-t", "rust", "needle"], GrepOptions { head_limit: 0, after_context: 1, file_types: vec!["rust".into()], ..content("needle") }),
-        (vec!["-l", "-g", "!*.rs", "needle"], GrepOptions { head_limit: 0, globs: vec!["!*.rs".into()], ..GrepOptions::new("needle") }),
-        (vec!["-l", "--no-ignore", "--hidden", "needle"], GrepOptions { head_limit: 0, include_ignored: true, hidden: true, ..GrepOptions::new("needle") }),
-        (vec!["-n", "-U", "--multiline-dotall", "main.*needle\\(\\)"], GrepOptions { head_limit: 0, multiline: true, ..content("main.*needle\\(\\)") }),
+        (
+            vec!["-l", "needle"],
+            GrepOptions {
+                head_limit: 0,
+                ..GrepOptions::new("needle")
+            },
+        ),
+        (
+            vec!["-c", "needle"],
+            GrepOptions {
+                head_limit: 0,
+                output_mode: OutputMode::Count,
+                ..GrepOptions::new("needle")
+            },
+        ),
+        (
+            vec!["-c", "-s", "needle"],
+            GrepOptions {
+                head_limit: 0,
+                case: CaseMode::Sensitive,
+                output_mode: OutputMode::Count,
+                ..GrepOptions::new("needle")
+            },
+        ),
+        (
+            vec!["-c", "-w", "needle"],
+            GrepOptions {
+                head_limit: 0,
+                whole_word: true,
+                output_mode: OutputMode::Count,
+                ..GrepOptions::new("needle")
+            },
+        ),
+        (
+            vec!["-n", "needle"],
+            GrepOptions {
+                head_limit: 0,
+                ..content("needle")
+            },
+        ),
+        (
+            vec!["-n", "-i", "-F", "NEEDLE("],
+            GrepOptions {
+                head_limit: 0,
+                fixed_strings: true,
+                case: CaseMode::Insensitive,
+                ..content("NEEDLE(")
+            },
+        ),
+        (
+            vec!["-n", "-C", "2", "Needle"],
+            GrepOptions {
+                head_limit: 0,
+                before_context: 2,
+                after_context: 2,
+                ..content("Needle")
+            },
+        ),
+        (
+            vec!["-n", "-A", "1", "-t", "rust", "needle"],
+            GrepOptions {
+                head_limit: 0,
+                after_context: 1,
+                file_types: vec!["rust".into()],
+                ..content("needle")
+            },
+        ),
+        (
+            vec!["-l", "-g", "!*.rs", "needle"],
+            GrepOptions {
+                head_limit: 0,
+                globs: vec!["!*.rs".into()],
+                ..GrepOptions::new("needle")
+            },
+        ),
+        (
+            vec!["-l", "--no-ignore", "--hidden", "needle"],
+            GrepOptions {
+                head_limit: 0,
+                include_ignored: true,
+                hidden: true,
+                ..GrepOptions::new("needle")
+            },
+        ),
+        (
+            vec!["-n", "-U", "--multiline-dotall", "main.*needle\\(\\)"],
+            GrepOptions {
+                head_limit: 0,
+                multiline: true,
+                ..content("main.*needle\\(\\)")
+            },
+        ),
     ];
     for (args, opts) in cases {
         let mode = opts.output_mode;
         let Some(expected) = rg(dir.path(), &[&base[..], &args[..]].concat()) else {
             return;
         };
-        let expected = if mode == OutputMode::Content { from_rg_content(&expected) } else { expected };
+        let expected = if mode == OutputMode::Content {
+            from_rg_content(&expected)
+        } else {
+            expected
+        };
         assert_eq!(text(&dir, opts), expected, "rg {args:?}");
     }
+}
+
+#[test]
+fn withheld_files_are_not_searched_but_counted() {
+    let dir = tree(&[
+        ("app/.env", b"needle=secret\n"),
+        ("app/main.rs", b"needle\n"),
+    ]);
+    let g = Grep::new(GrepOptions {
+        hidden: true,
+        ..content("needle")
+    })
+    .unwrap()
+    .withholding(Withhold::files(|p| p.ends_with(".env")));
+    let r = g.run(dir.path(), dir.path(), &open, &Budget::unlimited());
+    assert_eq!(
+        (r.text.as_str(), r.withheld, r.files_searched),
+        ("app/main.rs:1: needle\n", 1, 1)
+    );
 }

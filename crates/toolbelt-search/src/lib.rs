@@ -38,7 +38,7 @@ pub mod tree;
 mod walk;
 
 pub use walk::{
-    Budget, MAX_REPORTED_ERRORS, MAX_THREADS, Opener, Stop, display_path, file_type_names,
+    Budget, MAX_REPORTED_ERRORS, MAX_THREADS, Opener, Stop, Withhold, display_path, file_type_names,
 };
 
 /// Why a search could not start. Messages are written for the model.

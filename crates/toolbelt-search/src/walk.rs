@@ -51,6 +51,39 @@ where
     }
 }
 
+/// Files a search must not show although the walk finds them (for a workspace, the
+/// built-in secret files: `.env`, private keys, cloud credentials). Withheld files
+/// are neither opened nor listed, only counted.
+#[derive(Clone, Default)]
+pub struct Withhold(Option<Arc<dyn Fn(&Path) -> bool + Send + Sync>>);
+
+impl Withhold {
+    /// Withholds nothing.
+    pub fn nothing() -> Withhold {
+        Withhold(None)
+    }
+
+    /// Withholds the files for which `f` (given the absolute path) is true.
+    pub fn files(f: impl Fn(&Path) -> bool + Send + Sync + 'static) -> Withhold {
+        Withhold(Some(Arc::new(f)))
+    }
+
+    /// Whether `path` is withheld.
+    pub fn covers(&self, path: &Path) -> bool {
+        self.0.as_ref().is_some_and(|f| f(path))
+    }
+}
+
+impl std::fmt::Debug for Withhold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Withhold(fn)"
+        } else {
+            "Withhold(nothing)"
+        })
+    }
+}
+
 /// When a walk gives up early: a deadline and a cancellation flag, checked before
 /// every entry.
 #[derive(Debug, Clone, Default)]
