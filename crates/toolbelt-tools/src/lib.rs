@@ -4,6 +4,7 @@
 //! - [`Think`]: reason out loud, shown to the user.
 //! - [`SetTodoList`]: the agent's todo list.
 //! - [`ReadOutput`]: pages an output that was too long and was saved whole.
+//! - [`Grep`]: searches file contents (ripgrep's engine); [`Glob`]: finds files by name.
 //!
 //! ```
 //! use toolbelt_core::{Registry, Session};
@@ -15,10 +16,14 @@
 
 #[allow(dead_code)]
 mod files;
+mod glob;
+mod grep;
 mod read_output;
 mod set_todo_list;
 mod think;
 
+pub use glob::{Glob, GlobFound, GlobParams, GlobResult, GlobSortParam};
+pub use grep::{Grep, GrepFile, GrepLine, GrepMode, GrepParams, GrepResult};
 pub use read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
 pub use set_todo_list::{
     SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoListOutput, TodoStatus, render,
@@ -35,5 +40,7 @@ pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register_typed(Think)?;
     registry.register_typed(SetTodoList::default())?;
     registry.register_typed(ReadOutput)?;
+    registry.register_typed(Grep)?;
+    registry.register_typed(Glob)?;
     Ok(())
 }
