@@ -220,8 +220,9 @@ impl Grep {
         // Fail on bad filters now rather than at the first run.
         walk::builder(Path::new("."), &filter(&opts))?;
         let mut searcher = SearcherBuilder::new();
+        // Line numbers cost a count of every newline read; only content shows them.
         searcher
-            .line_number(true)
+            .line_number(opts.output_mode == OutputMode::Content)
             .multi_line(opts.multiline)
             .binary_detection(BinaryDetection::quit(b'\x00'));
         if opts.output_mode == OutputMode::Content {

@@ -159,13 +159,13 @@ impl TypedTool for Glob {
             .with_cancel(Arc::clone(&cancel.flag));
         let skip_secrets = ws.skips_secret_files();
         let (report, shown_root) = blocking(move || {
-            let (root, base, shown_root) = search_root(&ws, &path)?;
+            let at = search_root(&ws, &path)?;
             let engine = if skip_secrets {
-                engine.withholding(secret_files())
+                engine.withholding(secret_files(&at.root))
             } else {
                 engine
             };
-            Ok((engine.run(&root, &base, &budget), shown_root))
+            Ok((engine.run(&at.path, &at.base, &budget), at.shown))
         })
         .await?;
         drop(cancel);

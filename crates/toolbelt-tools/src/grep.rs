@@ -217,14 +217,14 @@ impl TypedTool for Grep {
         let path = p.path.clone().unwrap_or_else(|| ".".to_owned());
         let skip_secrets = ws.skips_secret_files();
         let (report, shown_root) = blocking(move || {
-            let (root, base, shown_root) = search_root(&ws, &path)?;
+            let at = search_root(&ws, &path)?;
             let engine = if skip_secrets {
-                engine.withholding(secret_files())
+                engine.withholding(secret_files(&at.root))
             } else {
                 engine
             };
             let open = |abs: &Path| ws.jail.open_walked(abs);
-            Ok((engine.run(&root, &base, &open, &budget), shown_root))
+            Ok((engine.run(&at.path, &at.base, &open, &budget), at.shown))
         })
         .await?;
         drop(cancel);
@@ -305,14 +305,35 @@ pub(crate) fn search_timeout(ctx: &ToolContext, asked_ms: Option<u64>) -> Durati
     asked.min(ceiling)
 }
 
-/// The built-in secret files, withheld from search results.
-pub(crate) fn secret_files() -> Withhold {
-    Withhold::files(|p| secret_file_label(&p.to_string_lossy()).is_some())
+/// The built-in secret files, withheld from search results. Paths are checked
+/// relative to `root` (the workspace root they lie in): the patterns match at any
+/// depth, and the root's own location (say, beneath `~/.config`) must not count.
+pub(crate) fn secret_files(root: &Path) -> Withhold {
+    let skip = root.as_os_str().len() + 1;
+    Withhold::files(move |p| {
+        let bytes = p.as_os_str().as_encoded_bytes();
+        let rel = bytes.get(skip..).unwrap_or(bytes);
+        match std::str::from_utf8(rel) {
+            Ok(rel) => secret_file_label(rel).is_some(),
+            Err(_) => secret_file_label(&String::from_utf8_lossy(rel)).is_some(),
+        }
+    })
 }
 
-/// Resolves `path` for a search: the root to walk, the base paths are shown
-/// relative to (the working directory, as the kernel sees it) and `path` as shown.
-pub(crate) fn search_root(ws: &Workspace, path: &str) -> Result<(PathBuf, PathBuf, String), ToolError> {
+/// Where a search runs, resolved through the jail.
+pub(crate) struct SearchRoot {
+    /// The file or directory to walk.
+    pub path: PathBuf,
+    /// The workspace root it lies in.
+    pub root: PathBuf,
+    /// What paths are shown relative to: the working directory, as the kernel sees it.
+    pub base: PathBuf,
+    /// `path` as shown to the model.
+    pub shown: String,
+}
+
+/// Resolves `path` for a search.
+pub(crate) fn search_root(ws: &Workspace, path: &str) -> Result<SearchRoot, ToolError> {
     let p: WorkPath = ws.resolve(path)?;
     match ws.jail.metadata(&p) {
         Ok(m) if matches!(m.kind, EntryKind::File | EntryKind::Dir) => {}
@@ -331,7 +352,12 @@ pub(crate) fn search_root(ws: &Workspace, path: &str) -> Result<(PathBuf, PathBu
         .jail
         .resolve(&ws.cwd, ".")
         .map_or_else(|_| ws.cwd.clone(), |b| b.abs().to_path_buf());
-    Ok((p.abs().to_path_buf(), base, ws.display(&p)))
+    Ok(SearchRoot {
+        path: p.abs().to_path_buf(),
+        root: p.root().to_path_buf(),
+        base,
+        shown: ws.display(&p),
+    })
 }
 
 /// Sets a search's cancellation flag when the call is cancelled, and when the call
