@@ -399,8 +399,10 @@ impl Grep {
                         text.push(sep);
                         text.push_str(&l.number.to_string());
                         text.push(sep);
-                        text.push(' ');
-                        text.push_str(&l.text);
+                        if !l.text.is_empty() {
+                            text.push(' ');
+                            text.push_str(&l.text);
+                        }
                         text.push('\n');
                         report.lines.push(MatchLine {
                             path: path.clone(),
@@ -705,8 +707,8 @@ impl Collect<'_> {
     }
 
     fn push(&mut self, first_line: Option<u64>, bytes: &[u8], kind: LineKind) {
-        let mut number = first_line.unwrap_or(0);
-        for line in bytes.split_inclusive(|b| *b == b'\n') {
+        let lines = bytes.split_inclusive(|b| *b == b'\n');
+        for (number, line) in (first_line.unwrap_or(0)..).zip(lines) {
             self.entries += 1;
             if self.wanted() {
                 self.collected += 1;
@@ -716,7 +718,6 @@ impl Collect<'_> {
                     text: render_line(line, self.max_chars),
                 });
             }
-            number += 1;
         }
     }
 }

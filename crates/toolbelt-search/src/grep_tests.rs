@@ -774,11 +774,16 @@ fn from_rg_content(s: &str) -> String {
             .unwrap();
         let rest = &line[idx + 1..];
         let end = rest.find(sep).unwrap();
+        let text = rest[end + 1..].trim_end_matches('\r');
+        let text = if text.is_empty() {
+            String::new()
+        } else {
+            format!(" {text}")
+        };
         out.push_str(&format!(
-            "{}{sep}{}{sep} {}\n",
+            "{}{sep}{}{sep}{text}\n",
             &line[..idx],
-            &rest[..end],
-            rest[end + 1..].trim_end_matches('\r')
+            &rest[..end]
         ));
     }
     out

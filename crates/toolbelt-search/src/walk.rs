@@ -55,7 +55,9 @@ where
 /// built-in secret files: `.env`, private keys, cloud credentials). Withheld files
 /// are neither opened nor listed, only counted.
 #[derive(Clone, Default)]
-pub struct Withhold(Option<Arc<dyn Fn(&Path) -> bool + Send + Sync>>);
+pub struct Withhold(Option<Arc<WithholdFn>>);
+
+type WithholdFn = dyn Fn(&Path) -> bool + Send + Sync;
 
 impl Withhold {
     /// Withholds nothing.

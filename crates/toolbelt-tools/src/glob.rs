@@ -170,12 +170,18 @@ impl TypedTool for Glob {
         .await?;
         drop(cancel);
         if report.stop == Some(Stop::Cancelled) {
-            return Err(ToolError::new(ErrorCode::Cancelled, "the search was cancelled"));
+            return Err(ToolError::new(
+                ErrorCode::Cancelled,
+                "the search was cancelled",
+            ));
         }
         if report.timed_out() && report.entries.is_empty() {
             return Err(ToolError::new(
                 ErrorCode::Timeout,
-                format!("nothing matched {pattern:?} within the {} ms budget", timeout.as_millis()),
+                format!(
+                    "nothing matched {pattern:?} within the {} ms budget",
+                    timeout.as_millis()
+                ),
             )
             .hint("narrow `path` or the pattern's leading directories, or raise timeout_ms"));
         }
@@ -223,9 +229,13 @@ fn render(
     timeout: Duration,
 ) -> String {
     let mut text = r.text.clone();
-    let what = if p.include_dirs { ("entry", "entries") } else { ("file", "files") };
+    let what = if p.include_dirs {
+        ("entry", "entries")
+    } else {
+        ("file", "files")
+    };
     if r.total == 0 {
-        text.push_str(&format!("No {} match {pattern:?} in {shown_root}.", what.1));
+        text.push_str(&format!("No {} in {shown_root} match {pattern:?}.", what.1));
         if p.respect_gitignore.unwrap_or(true) || !p.include_hidden {
             text.push_str(
                 " Files excluded by .gitignore and hidden files were skipped \

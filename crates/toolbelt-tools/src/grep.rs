@@ -229,7 +229,10 @@ impl TypedTool for Grep {
         .await?;
         drop(cancel);
         if report.stop == Some(Stop::Cancelled) {
-            return Err(ToolError::new(ErrorCode::Cancelled, "the search was cancelled"));
+            return Err(ToolError::new(
+                ErrorCode::Cancelled,
+                "the search was cancelled",
+            ));
         }
         if report.timed_out() && report.shown == 0 {
             return Err(ToolError::new(
@@ -340,7 +343,11 @@ pub(crate) fn search_root(ws: &Workspace, path: &str) -> Result<SearchRoot, Tool
         Ok(m) => {
             return Err(ToolError::new(
                 ErrorCode::InvalidParams,
-                format!("{} is a {}, not a file or directory", ws.display(&p), m.kind.describe()),
+                format!(
+                    "{} is a {}, not a file or directory",
+                    ws.display(&p),
+                    m.kind.describe()
+                ),
             ));
         }
         Err(FsError::NotFound { .. }) => return Err(ws.not_found(&p)),
@@ -409,7 +416,11 @@ fn render(p: &GrepParams, shown_root: &str, r: &GrepReport, timeout: Duration) -
             GrepMode::FilesWithMatches => format!("Found {}", files(r.files_matched)),
             _ => format!(
                 "Found {} in {}",
-                plural(usize::try_from(r.matches).unwrap_or(usize::MAX), "matching line", "matching lines"),
+                plural(
+                    usize::try_from(r.matches).unwrap_or(usize::MAX),
+                    "matching line",
+                    "matching lines"
+                ),
                 files(r.files_matched)
             ),
         };
@@ -434,7 +445,10 @@ fn render(p: &GrepParams, shown_root: &str, r: &GrepReport, timeout: Duration) -
     }
     let mut notes = Vec::new();
     if r.binary_skipped > 0 {
-        notes.push(format!("{} skipped.", plural(r.binary_skipped, "binary file", "binary files")));
+        notes.push(format!(
+            "{} skipped.",
+            plural(r.binary_skipped, "binary file", "binary files")
+        ));
     }
     if r.withheld > 0 {
         notes.push(format!(
@@ -444,7 +458,10 @@ fn render(p: &GrepParams, shown_root: &str, r: &GrepReport, timeout: Duration) -
     }
     if r.errors > 0 {
         let first = r.error_samples.first().map_or("", String::as_str);
-        notes.push(format!("{} could not be read (first: {first}).", plural(r.errors, "entry", "entries")));
+        notes.push(format!(
+            "{} could not be read (first: {first}).",
+            plural(r.errors, "entry", "entries")
+        ));
     }
     if r.timed_out() {
         notes.push(format!(
