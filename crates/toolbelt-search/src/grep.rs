@@ -29,6 +29,9 @@ use crate::walk::{self, Budget, Filter, Opener, Stop, Withhold, Worker};
 
 /// Default page size in entries (output lines, or files).
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
+/// Most entries on one page, also when all are asked for (`head_limit: 0`): content
+/// lines are held in memory until the walk ends, so a page has a ceiling.
+pub const MAX_PAGE_ENTRIES: usize = 100_000;
 /// Most context lines before or after a match.
 pub const MAX_CONTEXT_LINES: usize = 20;
 /// Default cap on the characters shown of one line.
@@ -85,7 +88,7 @@ pub struct GrepOptions {
     pub before_context: usize,
     /// Context lines after each match (content mode; at most [`MAX_CONTEXT_LINES`]).
     pub after_context: usize,
-    /// Entries per page; 0 = unlimited.
+    /// Entries per page; 0 = all (both capped at [`MAX_PAGE_ENTRIES`]).
     pub head_limit: usize,
     /// Entries skipped before the page.
     pub offset: usize,
@@ -216,6 +219,10 @@ impl Grep {
         opts.before_context = opts.before_context.min(MAX_CONTEXT_LINES);
         opts.after_context = opts.after_context.min(MAX_CONTEXT_LINES);
         opts.max_line_chars = opts.max_line_chars.max(1);
+        opts.head_limit = match opts.head_limit {
+            0 => MAX_PAGE_ENTRIES,
+            n => n.min(MAX_PAGE_ENTRIES),
+        };
         let matcher = build_matcher(&opts)?;
         // Fail on bad filters now rather than at the first run.
         walk::builder(Path::new("."), &filter(&opts))?;
@@ -278,10 +285,7 @@ impl Grep {
                 };
             }
         };
-        let need = match self.opts.head_limit {
-            0 => u64::MAX,
-            n => (self.opts.offset as u64).saturating_add(n as u64),
-        };
+        let need = (self.opts.offset as u64).saturating_add(self.opts.head_limit as u64);
         let kept = Kept {
             need,
             inner: Mutex::new(KeptInner::default()),
@@ -334,11 +338,7 @@ impl Grep {
         report.files_matched = files.len();
         report.matches = files.iter().map(|f| f.count).sum();
         report.offset = o.offset;
-        let limit = if o.head_limit == 0 {
-            usize::MAX
-        } else {
-            o.head_limit
-        };
+        let limit = o.head_limit;
         let mut text = String::new();
         match o.output_mode {
             OutputMode::FilesWithMatches | OutputMode::Count => {
@@ -498,9 +498,6 @@ struct KeptInner {
 impl Kept {
     /// Whether lines of `path` could fall on the page.
     fn wants(&self, path: &Path) -> bool {
-        if self.need == u64::MAX {
-            return true;
-        }
         let k = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         k.total < self.need
             || k.files

@@ -351,6 +351,24 @@ fn context_lines_groups_and_separators() {
 }
 
 #[test]
+fn a_page_has_a_ceiling_also_when_everything_is_asked_for() {
+    let all = Grep::new(GrepOptions {
+        head_limit: 0,
+        ..content("x")
+    })
+    .unwrap();
+    let huge = Grep::new(GrepOptions {
+        head_limit: 10_000_000,
+        ..content("x")
+    })
+    .unwrap();
+    assert_eq!(
+        (all.options().head_limit, huge.options().head_limit),
+        (MAX_PAGE_ENTRIES, MAX_PAGE_ENTRIES)
+    );
+}
+
+#[test]
 fn context_is_capped_at_twenty_lines() {
     let g = Grep::new(GrepOptions {
         before_context: 500,
