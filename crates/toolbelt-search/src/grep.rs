@@ -31,7 +31,7 @@ use crate::walk::{self, Budget, Filter, Opener, Stop, Withhold, Worker};
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
 /// Most entries on one page, also when all are asked for (`head_limit: 0`): content
 /// lines are held in memory until the walk ends, so a page has a ceiling.
-pub const MAX_PAGE_ENTRIES: usize = 100_000;
+pub const MAX_PAGE_ENTRIES: usize = 10_000;
 /// Most context lines before or after a match.
 pub const MAX_CONTEXT_LINES: usize = 20;
 /// Default cap on the characters shown of one line.

@@ -71,7 +71,7 @@ pub struct GrepParams {
     /// Let the pattern span lines; `.` then matches newlines too.
     #[serde(default)]
     pub multiline: bool,
-    /// Entries to return: output lines in content mode, files otherwise (default 250; 0 = all, up to 100000).
+    /// Entries to return: output lines in content mode, files otherwise (default 250; 0 = all, up to 10000).
     #[serde(default)]
     pub head_limit: Option<u32>,
     /// Entries to skip first, to read the next page (default 0).
