@@ -4,6 +4,8 @@
 //! - [`Think`]: reason out loud, shown to the user.
 //! - [`SetTodoList`]: the agent's todo list.
 //! - [`ReadOutput`]: pages an output that was too long and was saved whole.
+//! - [`ReadFile`], [`WriteFile`], [`ListDir`]: files in the workspace, read as
+//!   numbered lines, written atomically, listed as a tree.
 //!
 //! ```
 //! use toolbelt_core::{Registry, Session};
@@ -15,15 +17,23 @@
 
 #[allow(dead_code)]
 mod files;
+mod list_dir;
+mod read_file;
 mod read_output;
 mod set_todo_list;
 mod think;
+mod write_file;
 
+pub use list_dir::{ListDir, ListDirNode, ListDirOutput, ListDirParams};
+pub use read_file::{
+    ImageData, MAX_IMAGE_BYTES, MAX_READ_BYTES, ReadFile, ReadFileOutput, ReadFileParams, ReadKind,
+};
 pub use read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
 pub use set_todo_list::{
     SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoListOutput, TodoStatus, render,
 };
 pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
+pub use write_file::{WriteFile, WriteFileOutput, WriteFileParams, WriteMode};
 
 use toolbelt_core::{Registry, RegistryError};
 
@@ -35,5 +45,8 @@ pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register_typed(Think)?;
     registry.register_typed(SetTodoList::default())?;
     registry.register_typed(ReadOutput)?;
+    registry.register_typed(ReadFile)?;
+    registry.register_typed(WriteFile)?;
+    registry.register_typed(ListDir)?;
     Ok(())
 }

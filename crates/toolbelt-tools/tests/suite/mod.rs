@@ -3,9 +3,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod golden;
+mod list_dir;
+mod read_file;
 mod read_output;
 mod set_todo_list;
 mod think;
+mod write_file;
 
 use std::path::Path;
 use std::time::Duration;
