@@ -66,7 +66,7 @@ pub struct ListDirNode {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     /// True for a dependency or build directory (`node_modules`, `target`, ...) that was not descended into; list it directly to see inside.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub collapsed: bool,
     /// The entries shown beneath a directory whose contents were listed (absent below the depth limit).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -170,9 +170,9 @@ fn list(ws: &Workspace, p: &ListDirParams) -> Result<Reply<ListDirOutput>, ToolE
         dirs_only: p.dirs_only.unwrap_or(false),
         sizes: p.sizes.unwrap_or(false),
         offset: p.offset.map_or(1, |o| o as usize),
-        limit: p
-            .limit
-            .map_or(tree::DEFAULT_LIMIT_ENTRIES, |l| l.min(MAX_LIST_LIMIT) as usize),
+        limit: p.limit.map_or(tree::DEFAULT_LIMIT_ENTRIES, |l| {
+            l.min(MAX_LIST_LIMIT) as usize
+        }),
     };
     let tree = listing(path.abs(), &shown, &opts)?;
     Ok(reply(shown, tree))

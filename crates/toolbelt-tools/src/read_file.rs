@@ -15,9 +15,9 @@ use crate::files::{Workspace, blocking, fs_error, workspace};
 use crate::list_dir::{ListDirNode, listing};
 
 /// The largest file read into memory; larger ones are refused with TOO_LARGE.
-pub const MAX_READ_BYTES: u64 = 128 * 1024 * 1024;
+pub const MAX_READ_BYTES: u64 = 100_000_000;
 /// The largest image attached; larger ones are described, not attached.
-pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+pub const MAX_IMAGE_BYTES: u64 = 5_000_000;
 /// Most lines one call may ask for.
 pub const MAX_READ_LIMIT_LINES: u32 = 10_000;
 /// Bytes kept free below the output cap for the notes after the footer.
@@ -78,7 +78,7 @@ pub struct ReadFileOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encoding: Option<String>,
     /// Text: true when bytes were not valid in the encoding and are shown as U+FFFD; such files cannot be edited.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lossy: bool,
     /// Text: number of the first line shown (0 when none).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -93,10 +93,10 @@ pub struct ReadFileOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<usize>,
     /// Text: lines shown cut because they were over 2000 characters.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cut_lines: Vec<usize>,
     /// Text: true when the output's byte cap ended the window before `limit`.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped_by_bytes: bool,
     /// Image: the attached image.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -150,8 +150,8 @@ impl TypedTool for ReadFile {
                 "Read the last 2 lines of a file",
                 serde_json::json!({"path": "src/main.rs", "offset": -2}),
                 serde_json::json!({
-                    "path": "src/main.rs", "kind": "text", "size": 45,
-                    "content_hash": "5d0f8e4c1a2b3c4d", "encoding": "utf-8",
+                    "path": "src/main.rs", "kind": "text", "size": 44,
+                    "content_hash": "3789fcea967e6d69", "encoding": "utf-8",
                     "first_line": 3, "last_line": 4, "total_lines": 4
                 }),
             )
@@ -184,8 +184,8 @@ fn read(
         FsError::TooLarge { size, .. } => ToolError::new(
             ErrorCode::TooLarge,
             format!(
-                "{shown} is {} ({size} bytes), over the {} read_file reads into memory",
-                text::human_bytes(usize::try_from(size).unwrap_or(usize::MAX)),
+                "{shown} is {}, over the {} read_file reads into memory",
+                size_words(size),
                 text::human_bytes(usize::try_from(MAX_READ_BYTES).unwrap_or(usize::MAX)),
             ),
         )

@@ -101,7 +101,7 @@ pub struct WriteFileOutput {
     /// Line endings of the new content: lf, crlf, mixed or none.
     pub line_ending: String,
     /// Directories created for the file, as shown to the model.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub created_dirs: Vec<String>,
     /// The unified diff, when it is small or for a dry run.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -134,7 +134,7 @@ impl TypedTool for WriteFile {
                 serde_json::json!({"path": "notes/todo.md", "content": "- ship it\n", "mode": "create_new"}),
                 serde_json::json!({
                     "path": "notes/todo.md", "mode": "create_new", "created": true, "changed": true,
-                    "dry_run": false, "bytes": 10, "lines": 1, "content_hash": "86b4bd9fbd8b2b1e",
+                    "dry_run": false, "bytes": 10, "lines": 1, "content_hash": "b5584a5a7a3cd0a2",
                     "encoding": "utf-8", "line_ending": "lf", "created_dirs": ["notes"],
                     "diff": "--- notes/todo.md\n+++ notes/todo.md\n@@ -0,0 +1 @@\n+- ship it\n"
                 }),
@@ -220,9 +220,9 @@ fn write(ws: &Workspace, p: WriteFileParams) -> Result<Reply<WriteFileOutput>, T
     // Appending never loses unseen content, so it needs no prior read; the stamp is
     // refreshed only when the agent's view was current.
     let fresh = match &before {
-        Some(b) if mode == WriteMode::Append && p.expected_hash.is_none() => ws
-            .check_fresh(&path, &b.bytes, None)
-            .is_ok(),
+        Some(b) if mode == WriteMode::Append && p.expected_hash.is_none() => {
+            ws.check_fresh(&path, &b.bytes, None).is_ok()
+        }
         _ => true,
     };
 
@@ -409,7 +409,10 @@ fn merged(
                         shown,
                         total,
                         format!("lines {start}-{end} are not all in the file"),
-                        format!("replace lines within 1-{total}; insert appends at {}", total + 1),
+                        format!(
+                            "replace lines within 1-{total}; insert appends at {}",
+                            total + 1
+                        ),
                     ));
                 }
                 (start - 1, end)
@@ -421,10 +424,11 @@ fn merged(
             }
             // Inserting after a last line without a line break: give it one.
             let mut fixed_last = String::new();
-            if from == total && last_unterminated {
-                if let Some(last) = lines.pop() {
-                    fixed_last = format!("{last}{eol}");
-                }
+            if from == total
+                && last_unterminated
+                && let Some(last) = lines.pop()
+            {
+                fixed_last = format!("{last}{eol}");
             }
             let mut out = String::with_capacity(b.text.len() + block.len() + 2);
             for l in &lines[..from.min(lines.len())] {

@@ -139,8 +139,9 @@ async fn offset_and_limit_page_through_entries() {
         (&json!(3), &json!(9), &json!(4))
     );
     assert!(
-        env.text
-            .ends_with("[9 entries: 5 directories, 4 files; showing 3 of 9; continue with offset=4]"),
+        env.text.ends_with(
+            "[9 entries: 4 directories, 5 files; showing 3 of 9; continue with offset=4]"
+        ),
         "{}",
         env.text
     );
@@ -156,8 +157,11 @@ async fn errors_say_what_to_do() {
         error_message(&env, ErrorCode::InvalidParams),
         "README.md is a regular file, not a directory"
     );
-    let env = list(dir.path(), json!({"path": "scr"})).await;
-    assert_eq!(error_message(&env, ErrorCode::NotFound), "scr does not exist");
+    let env = list(dir.path(), json!({"path": "srcs"})).await;
+    assert_eq!(
+        error_message(&env, ErrorCode::NotFound),
+        "srcs does not exist"
+    );
     assert_eq!(
         env.error.as_ref().unwrap().hint.as_deref(),
         Some("did you mean src?")

@@ -33,7 +33,7 @@ async fn reads_numbered_lines_with_totals() {
         &json!({
             "path": "main.rs", "kind": "text", "size": body.len(),
             "content_hash": content_hash(body.as_bytes()), "encoding": "utf-8",
-            "first_line": 1, "last_line": 3, "total_lines": 3, "next_offset": null
+            "first_line": 1, "last_line": 3, "total_lines": 3
         })
     );
     insta::assert_snapshot!("read_file__whole", env.text);
@@ -108,9 +108,8 @@ async fn long_lines_are_cut_and_named() {
 async fn the_byte_cap_follows_the_session_budget() {
     let dir = TempDir::new().unwrap();
     fs::write(dir.path().join("big.txt"), numbered(5_000)).unwrap();
-    let registry = registry_with(
-        Session::new(dir.path()).with_budget(OutputBudget::with_max_bytes(4_000)),
-    );
+    let registry =
+        registry_with(Session::new(dir.path()).with_budget(OutputBudget::with_max_bytes(4_000)));
     let env = call(&registry, "read_file", json!({"path": "big.txt"})).await;
     // Held below the budget: a complete answer, never cut and saved aside.
     assert_eq!(env.status, Status::Success);
@@ -119,11 +118,15 @@ async fn the_byte_cap_follows_the_session_budget() {
     assert_eq!(data["stopped_by_bytes"], json!(true));
     let last = data["last_line"].as_u64().unwrap();
     assert_eq!(data["next_offset"], json!(last + 1));
-    assert!(env.text.ends_with(&format!(
-        "stopped at the 3.5 KB output cap; {} more lines; continue with offset={}]",
-        5_000 - last,
-        last + 1
-    )));
+    assert!(
+        env.text.ends_with(&format!(
+            "; stopped at the 3.5 KB output cap; {} more lines; continue with offset={}]",
+            toolbelt_fs::text::group(5_000 - usize::try_from(last).unwrap()),
+            last + 1
+        )),
+        "{}",
+        env.text
+    );
 }
 
 #[tokio::test]
@@ -144,7 +147,10 @@ async fn bom_and_utf16_files_are_decoded_and_their_encoding_named() {
     );
     let env = read(dir.path(), json!({"path": "wide.txt"})).await;
     assert_eq!(success_data(&env)["encoding"], json!("utf-16le"));
-    assert_eq!(success_data(&env)["content_hash"], json!(content_hash(&utf16)));
+    assert_eq!(
+        success_data(&env)["content_hash"],
+        json!(content_hash(&utf16))
+    );
     assert_eq!(
         env.text,
         "     1\théllo\n     2\twörld\n[2 lines; whole file]\n[encoding: UTF-16 little endian with a byte order mark; writes keep it]"
@@ -158,7 +164,8 @@ async fn invalid_bytes_are_shown_lossily_and_flagged() {
     let env = read(dir.path(), json!({"path": "latin1.txt"})).await;
     assert_eq!(success_data(&env)["lossy"], json!(true));
     assert!(
-        env.text.starts_with("     1\tcaf\u{FFFD}\n[1 line; whole file]\n[not valid text"),
+        env.text
+            .starts_with("     1\tcaf\u{FFFD}\n[1 line; whole file]\n[not valid text"),
         "{}",
         env.text
     );
@@ -189,7 +196,8 @@ async fn binary_files_are_described_not_shown() {
 #[tokio::test]
 async fn images_are_attached_as_base64() {
     let dir = TempDir::new().unwrap();
-    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89".to_vec();
+    let png =
+        b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89".to_vec();
     fs::write(dir.path().join("dot.png"), &png).unwrap();
     let env = read(dir.path(), json!({"path": "dot.png"})).await;
     let data = success_data(&env);
@@ -266,8 +274,21 @@ async fn files_over_the_read_cap_are_too_large() {
     file.set_len(toolbelt_tools::MAX_READ_BYTES + 1).unwrap();
     let env = read(dir.path(), json!({"path": "huge.log"})).await;
     let message = error_message(&env, ErrorCode::TooLarge);
-    assert!(message.starts_with("huge.log is 134 MB (134217729 bytes), over the 134 MB"), "{message}");
-    assert!(env.error.as_ref().unwrap().hint.as_deref().unwrap().contains("grep"));
+    assert!(
+        message.starts_with(
+            "huge.log is 100 MB (100,000,001 bytes), over the 100 MB read_file reads into memory"
+        ),
+        "{message}"
+    );
+    assert!(
+        env.error
+            .as_ref()
+            .unwrap()
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("grep")
+    );
 }
 
 #[tokio::test]
@@ -280,7 +301,10 @@ async fn the_read_is_recorded_so_a_write_may_follow() {
     error_message(&env, ErrorCode::Conflict);
     success_data(&call(&registry, "read_file", json!({"path": "a.txt"})).await);
     success_data(&call(&registry, "write_file", args).await);
-    assert_eq!(fs::read_to_string(dir.path().join("a.txt")).unwrap(), "two\n");
+    assert_eq!(
+        fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "two\n"
+    );
 }
 
 #[tokio::test]

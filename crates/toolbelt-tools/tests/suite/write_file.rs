@@ -84,7 +84,10 @@ async fn a_stale_read_is_a_conflict_and_the_file_is_unchanged() {
     fs::write(dir.path().join("f.txt"), "one\nTWO\n").unwrap();
     let env = write(&registry, json!({"path": "f.txt", "content": "mine\n"})).await;
     let message = error_message(&env, ErrorCode::Conflict);
-    assert!(message.starts_with("f.txt changed since you last read it"), "{message}");
+    assert!(
+        message.starts_with("f.txt changed since you last read it"),
+        "{message}"
+    );
     assert!(message.contains("-two\n+TWO"), "{message}");
     assert_eq!(bytes(dir.path(), "f.txt"), b"one\nTWO\n");
 }
@@ -111,7 +114,10 @@ async fn expected_hash_stands_in_for_a_read() {
     )
     .await;
     let message = error_message(&env, ErrorCode::Conflict);
-    assert!(message.contains("does not match expected_hash 0000000000000000"), "{message}");
+    assert!(
+        message.contains("does not match expected_hash 0000000000000000"),
+        "{message}"
+    );
     assert_eq!(bytes(dir.path(), "f.txt"), b"old\n");
     let env = write(
         &registry,
@@ -158,8 +164,9 @@ async fn append_needs_no_read_and_warns_when_joining_a_line() {
     .await;
     success_data(&env);
     assert!(
-        env.text
-            .contains("note: the file did not end with a line break, so the content continues its last line"),
+        env.text.contains(
+            "note: the file did not end with a line break, so the content continues its last line"
+        ),
         "{}",
         env.text
     );
@@ -189,7 +196,9 @@ async fn insert_before_a_line_and_at_the_end() {
     .await;
     assert_eq!(
         success_data(&env)["diff"],
-        json!("--- f.txt\n+++ f.txt\n@@ -1,3 +1,4 @@\n 1\n+1.5\n 2\n 3\n\\ No newline at end of file\n")
+        json!(
+            "--- f.txt\n+++ f.txt\n@@ -1,3 +1,4 @@\n 1\n+1.5\n 2\n 3\n\\ No newline at end of file\n"
+        )
     );
     assert_eq!(bytes(dir.path(), "f.txt"), b"1\n1.5\n2\n3");
     // total + 1: after the last line, which gets its missing line break.
@@ -428,7 +437,10 @@ async fn identical_content_is_not_rewritten() {
     read(&registry, "f.txt").await;
     let env = write(&registry, json!({"path": "f.txt", "content": "same\n"})).await;
     let data = success_data(&env);
-    assert_eq!((&data["changed"], &data["diff"]), (&json!(false), &Value::Null));
+    assert_eq!(
+        (&data["changed"], &data["diff"]),
+        (&json!(false), &Value::Null)
+    );
     assert_eq!(
         env.text,
         format!(
@@ -459,7 +471,11 @@ async fn binary_and_lossy_files_are_protected() {
     error_message(&env, ErrorCode::BinaryFile);
     assert_eq!(bytes(dir.path(), "latin1.txt"), b"caf\xe9\n");
     // A whole overwrite replaces it.
-    let env = write(&registry, json!({"path": "latin1.txt", "content": "café\n"})).await;
+    let env = write(
+        &registry,
+        json!({"path": "latin1.txt", "content": "café\n"}),
+    )
+    .await;
     success_data(&env);
     assert_eq!(bytes(dir.path(), "latin1.txt"), "café\n".as_bytes());
 }
@@ -488,7 +504,10 @@ async fn a_large_diff_is_summarised() {
     let env = write(&registry, json!({"path": "big.txt", "content": content})).await;
     let data = success_data(&env);
     assert_eq!(data["diff"], Value::Null);
-    assert!(env.text.ends_with("[diff not shown: over 4,000 bytes; use dry_run to preview changes]"));
+    assert!(
+        env.text
+            .ends_with("[diff not shown: over 4,000 bytes; use dry_run to preview changes]")
+    );
 }
 
 #[tokio::test]
