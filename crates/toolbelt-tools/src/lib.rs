@@ -4,6 +4,7 @@
 //! - [`Think`]: reason out loud, shown to the user.
 //! - [`SetTodoList`]: the agent's todo list.
 //! - [`ReadOutput`]: pages an output that was too long and was saved whole.
+//! - [`ApplyPatch`]: adds, deletes, updates and moves files with one patch, all or nothing.
 //!
 //! ```
 //! use toolbelt_core::{Registry, Session};
@@ -13,12 +14,16 @@
 //! assert!(registry.has("think"));
 //! ```
 
+mod apply_patch;
 #[allow(dead_code)]
 mod files;
 mod read_output;
 mod set_todo_list;
 mod think;
 
+pub use apply_patch::{
+    ApplyPatch, ApplyPatchOutput, ApplyPatchParams, LooseMatch, PatchAction, PatchedFile,
+};
 pub use read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
 pub use set_todo_list::{
     SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoListOutput, TodoStatus, render,
@@ -35,5 +40,6 @@ pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register_typed(Think)?;
     registry.register_typed(SetTodoList::default())?;
     registry.register_typed(ReadOutput)?;
+    registry.register_typed(ApplyPatch)?;
     Ok(())
 }
