@@ -16,6 +16,9 @@ use crate::envelope::{Envelope, ErrorCode};
 use crate::policy::{Decision, Policy, Request};
 use crate::profile::Profile;
 use crate::repair::repair_arguments;
+
+/// The repair recorded when truncated arguments end inside a string.
+const TRUNCATED_STRING_REPAIR: &str = "closed unterminated string";
 use crate::spec::{Category, ToolSpec};
 use crate::tool::{FnTool, Tool, ToolResult, Typed, TypedTool};
 use crate::validate::{SchemaValidator, violations_message};
@@ -124,7 +127,7 @@ pub struct Registry {
     session: Arc<Session>,
     tools: BTreeMap<String, Entry>,
     profile: Profile,
-    policy: Policy,
+    policy: Arc<Policy>,
     approver: Option<Arc<dyn Approver>>,
     events: Option<Arc<dyn EventSink>>,
 }
@@ -149,7 +152,7 @@ fn valid_name(name: &str) -> bool {
 impl Registry {
     /// An empty registry over `session`, with the default profile and policy.
     pub fn new(session: Session) -> Registry {
-        let policy = Policy::default().with_roots(session.roots());
+        let policy = Arc::new(Policy::default().with_roots(session.roots()));
         Registry {
             session: Arc::new(session),
             tools: BTreeMap::new(),
@@ -167,7 +170,7 @@ impl Registry {
 
     /// Uses `policy` for permission checks, relative to the session's roots.
     pub fn set_policy(&mut self, policy: Policy) {
-        self.policy = policy.with_roots(self.session.roots());
+        self.policy = Arc::new(policy.with_roots(self.session.roots()));
     }
 
     /// Asks `approver` when a rule says `ask` (without one, `ask` refuses).
@@ -376,6 +379,24 @@ impl Registry {
             return (env, canonical_owned, repairs);
         }
         let args = repaired.value;
+        // Arguments cut off by the model's output limit are repaired by closing the
+        // open string; a tool that writes would then save the truncated text.
+        let writes =
+            spec.hints.destructive || spec.permissions.iter().any(|p| p.ends_with(":write"));
+        if writes
+            && repairs
+                .iter()
+                .any(|r| r.action.contains(TRUNCATED_STRING_REPAIR))
+        {
+            let env = Envelope::error(
+                ErrorCode::InvalidParams,
+                format!(
+                    "the arguments for {exposed} were cut off in the middle of a string; running it would write truncated content"
+                ),
+                Some("send the complete arguments again; for long content, write it in parts (e.g. write_file with mode \"append\")".into()),
+            );
+            return (env, canonical_owned, repairs);
+        }
 
         // 2. Schema validation, then the tool's own rules.
         let mut violations = entry.validator.violations(&args);
@@ -452,7 +473,8 @@ impl Registry {
         let ctx = ToolContext::new(Arc::clone(&self.session), canonical, call_id)
             .with_cancel(cancel.child_token())
             .with_progress(opts.progress)
-            .with_events(self.events.clone());
+            .with_events(self.events.clone())
+            .with_policy(Some(Arc::clone(&self.policy)));
         let timeout = opts
             .timeout
             .unwrap_or_else(|| self.session.timeout())

@@ -398,3 +398,70 @@ fn a_panicking_tool_is_an_internal_error_and_the_runtime_lives() {
     let env = rt.block_on(r.execute("range", json!({"start": 1, "end": 2})));
     assert_eq!(env.status, Status::Success);
 }
+
+#[test]
+fn truncated_arguments_are_refused_for_tools_that_write() {
+    let mut r = registry();
+    let schema = json!({
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"]
+    });
+    let writer = ToolSpec::new("save", "Saves a file.", schema.clone()).permission("fs:write");
+    r.register_fn(writer, |_c, v| async move { Ok(Reply::new(v, "saved")) })
+        .unwrap();
+    let reader = ToolSpec::new("show", "Shows text.", schema);
+    r.register_fn(reader, |_c, v| async move { Ok(Reply::new(v, "shown")) })
+        .unwrap();
+    // Cut off by the model's output limit in the middle of `content`.
+    let cut = json!("{\"path\": \"a.txt\", \"content\": \"line one\\nline tw");
+    let env = rt().block_on(r.execute("save", cut.clone()));
+    assert_eq!(env.error_code(), Some(ErrorCode::InvalidParams));
+    assert!(env.text.contains("cut off"), "{}", env.text);
+    assert!(
+        env.context
+            .repairs
+            .iter()
+            .any(|rep| rep.action.contains("closed unterminated string"))
+    );
+    // A tool that only reads may still run on the repaired arguments.
+    let env = rt().block_on(r.execute("show", cut));
+    assert_eq!(env.status, Status::Success, "{}", env.text);
+    // Complete arguments with other repairs still run for the writer.
+    let env =
+        rt().block_on(r.execute("save", json!("{\"path\": \"a.txt\", \"content\": \"ok\",}")));
+    assert_eq!(env.status, Status::Success, "{}", env.text);
+}
+
+#[test]
+fn permission_argument_is_what_rules_match_and_tools_see_the_policy() {
+    let mut r = registry();
+    let schema = json!({
+        "type": "object",
+        "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
+        "required": ["pattern"]
+    });
+    let search = ToolSpec::new("search", "Searches.", schema)
+        .permission("fs:read")
+        .key_argument("pattern")
+        .permission_argument("path");
+    r.register_fn(search, |ctx, v| async move {
+        let secret_defaults = ctx.policy().is_some_and(|p| p.secret_defaults());
+        Ok(Reply::new(
+            json!({"secret_defaults": secret_defaults, "args": v}),
+            "ok",
+        ))
+    })
+    .unwrap();
+    r.set_policy(
+        crate::policy::Policy::from_rules::<&str>(&[], &[], &["search(./private/**)"]).unwrap(),
+    );
+    // The pattern names a secret file, but the rules look at the path: allowed.
+    let env = rt().block_on(r.execute("search", json!({"pattern": ".env"})));
+    assert_eq!(env.status, Status::Success, "{}", env.text);
+    assert_eq!(env.data["secret_defaults"], json!(true));
+    // The path is under a deny rule.
+    let env = rt().block_on(r.execute("search", json!({"pattern": "x", "path": "private/notes"})));
+    assert_eq!(env.error_code(), Some(ErrorCode::AccessDenied));
+    assert!(env.text.contains("search(./private/**)"), "{}", env.text);
+}

@@ -107,6 +107,18 @@ impl FileStamps {
         }
     }
 
+    /// Every stamp, by path (sorted), e.g. to save them between processes.
+    pub fn entries(&self) -> Vec<(PathBuf, Stamp)> {
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut out: Vec<(PathBuf, Stamp)> = inner
+            .stamps
+            .iter()
+            .map(|(p, (_, s))| (p.clone(), s.clone()))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
     /// How many files have a stamp.
     pub fn len(&self) -> usize {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);

@@ -14,7 +14,7 @@ use std::io::{self, Read, Write};
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use cap_fs_ext::{OpenOptionsFollowExt, OpenOptionsSyncExt};
+use cap_fs_ext::{OpenOptionsFollowExt, OpenOptionsMaybeDirExt, OpenOptionsSyncExt};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, FileTypeExt, MetadataExt, OpenOptions, OpenOptionsExt, PermissionsExt};
 
@@ -721,11 +721,14 @@ impl Jail {
     /// # Errors
     /// As [`Jail::lock`].
     pub fn lock_all(&self, paths: &[WorkPath]) -> Result<FileLock, FsError> {
-        let mut dirs: Vec<((u64, u64), Dir, &WorkPath)> = Vec::new();
+        let mut dirs: Vec<((u64, u64), std::fs::File, &WorkPath)> = Vec::new();
         for p in paths {
             let dir = self.nearest_dir(p)?;
-            let meta = dir.dir_metadata().map_err(|e| self.io("lock", p, e))?;
-            let id = (meta.dev(), meta.ino());
+            let meta = dir.metadata().map_err(|e| self.io("lock", p, e))?;
+            let id = (
+                std::os::unix::fs::MetadataExt::dev(&meta),
+                std::os::unix::fs::MetadataExt::ino(&meta),
+            );
             if !dirs.iter().any(|(seen, _, _)| *seen == id) {
                 dirs.push((id, dir, p));
             }
@@ -752,8 +755,9 @@ impl Jail {
         Ok(FileLock { _dirs: held })
     }
 
-    /// The deepest existing directory holding `p`, as a new open file description.
-    fn nearest_dir(&self, p: &WorkPath) -> Result<Dir, FsError> {
+    /// The deepest existing directory holding `p`, opened for reading (a lock needs
+    /// a real descriptor, not an `O_PATH` one) as a new open file description.
+    fn nearest_dir(&self, p: &WorkPath) -> Result<std::fs::File, FsError> {
         let root = self.root_of(p)?;
         let mut at = p.rel.parent();
         loop {
@@ -761,8 +765,15 @@ impl Jail {
                 Some(r) if !r.as_os_str().is_empty() => r,
                 _ => Path::new("."),
             };
-            match root.dir.open_dir(rel) {
-                Ok(dir) => return Ok(dir),
+            let mut opts = OpenOptions::new();
+            opts.read(true).maybe_dir(true);
+            match root.dir.open_with(rel, &opts) {
+                Ok(dir) if dir.metadata().is_ok_and(|m| m.is_dir()) => return Ok(dir.into_std()),
+                Ok(_) => {
+                    return Err(FsError::NotADirectory {
+                        path: root.path.join(rel).display().to_string(),
+                    });
+                }
                 Err(err)
                     if rel != Path::new(".")
                         && (err.kind() == io::ErrorKind::NotFound
@@ -916,7 +927,7 @@ impl Jail {
 /// An exclusive lock taken by [`Jail::lock`]; released when dropped.
 #[derive(Debug)]
 pub struct FileLock {
-    _dirs: Vec<Dir>,
+    _dirs: Vec<std::fs::File>,
 }
 
 /// One staged change of a [`Jail::commit`].
@@ -1139,9 +1150,14 @@ fn rename_noreplace(dir: &Dir, from: &str, to: &OsStr) -> io::Result<()> {
         .map_err(io::Error::from)
 }
 
-/// Flushes a directory's entries to disk; best effort.
+/// Flushes a directory's entries to disk; best effort. (Directory handles are
+/// `O_PATH` descriptors, which cannot be synced, so the directory is opened again.)
 fn sync_dir(dir: &Dir) {
-    let _ = rustix::fs::fsync(dir);
+    let mut opts = OpenOptions::new();
+    opts.read(true).maybe_dir(true);
+    if let Ok(d) = dir.open_with(".", &opts) {
+        let _ = d.sync_all();
+    }
 }
 
 /// Rejects inputs no file system path should be.
