@@ -6,6 +6,7 @@
 //! - [`ReadOutput`]: pages an output that was too long and was saved whole.
 //! - [`ReadFile`], [`WriteFile`], [`ListDir`]: files in the workspace, read as
 //!   numbered lines, written atomically, listed as a tree.
+//! - [`ApplyPatch`]: adds, deletes, updates and moves files with one patch, all or nothing.
 //!
 //! ```
 //! use toolbelt_core::{Registry, Session};
@@ -15,7 +16,7 @@
 //! assert!(registry.has("think"));
 //! ```
 
-#[allow(dead_code)]
+mod apply_patch;
 mod files;
 mod list_dir;
 mod read_file;
@@ -24,6 +25,9 @@ mod set_todo_list;
 mod think;
 mod write_file;
 
+pub use apply_patch::{
+    ApplyPatch, ApplyPatchOutput, ApplyPatchParams, LooseMatch, PatchAction, PatchedFile,
+};
 pub use list_dir::{ListDir, ListDirNode, ListDirOutput, ListDirParams};
 pub use read_file::{
     ImageData, MAX_IMAGE_BYTES, MAX_READ_BYTES, ReadFile, ReadFileOutput, ReadFileParams, ReadKind,
@@ -47,6 +51,7 @@ pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register_typed(ReadOutput)?;
     registry.register_typed(ReadFile)?;
     registry.register_typed(WriteFile)?;
+    registry.register_typed(ApplyPatch)?;
     registry.register_typed(ListDir)?;
     Ok(())
 }

@@ -9,7 +9,8 @@ use toolbelt_core::{ErrorCode, SchemaValidator, ToolSpec};
 
 use super::{builtins, call, error_message, success_data};
 
-const BUILTIN_NAMES: [&str; 6] = [
+const BUILTIN_NAMES: [&str; 7] = [
+    "apply_patch",
     "list_dir",
     "read_file",
     "read_output",

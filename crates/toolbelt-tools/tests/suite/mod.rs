@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod apply_patch;
 mod golden;
 mod list_dir;
 mod read_file;
