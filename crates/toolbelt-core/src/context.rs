@@ -1,5 +1,6 @@
 //! What every call gets: [`Session`] (shared: roots, cwd, state dir, limits) and
 //! [`ToolContext`] (per call: id, cancellation, progress, events).
+//! The session also holds the [`FileStamps`] of optimistic locking.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::output::{OutputBudget, OutputSink};
+use crate::stamps::FileStamps;
 
 /// Default per-call timeout.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -24,6 +26,7 @@ pub struct Session {
     state_dir: PathBuf,
     budget: OutputBudget,
     timeout: Duration,
+    stamps: Arc<FileStamps>,
 }
 
 impl Session {
@@ -36,6 +39,7 @@ impl Session {
             roots: vec![root],
             budget: OutputBudget::default(),
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+            stamps: Arc::new(FileStamps::new()),
         }
     }
 
@@ -100,6 +104,12 @@ impl Session {
     /// The default per-call timeout.
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// What the agent last saw of each file (optimistic locking). Clones of a
+    /// session share it.
+    pub fn file_stamps(&self) -> &Arc<FileStamps> {
+        &self.stamps
     }
 }
 

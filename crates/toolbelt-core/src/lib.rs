@@ -54,6 +54,7 @@ mod registry;
 mod repair;
 mod schema;
 mod spec;
+pub mod stamps;
 mod tool;
 mod validate;
 
@@ -68,6 +69,7 @@ pub use registry::{
 pub use repair::repair_arguments;
 pub use schema::schema_for;
 pub use spec::{Category, Example, Hints, ToolSpec};
+pub use stamps::{FileStamps, Stamp};
 pub use tool::{
     BoxFuture, FnTool, Reply, Tool, ToolError, ToolResult, Typed, TypedTool, Violation,
 };

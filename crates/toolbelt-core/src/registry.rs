@@ -16,6 +16,9 @@ use crate::envelope::{Envelope, ErrorCode};
 use crate::policy::{Decision, Policy, Request};
 use crate::profile::Profile;
 use crate::repair::repair_arguments;
+
+/// The repair recorded when truncated arguments end inside a string.
+const TRUNCATED_STRING_REPAIR: &str = "closed unterminated string";
 use crate::spec::{Category, ToolSpec};
 use crate::tool::{FnTool, Tool, ToolResult, Typed, TypedTool};
 use crate::validate::{SchemaValidator, violations_message};
@@ -376,6 +379,24 @@ impl Registry {
             return (env, canonical_owned, repairs);
         }
         let args = repaired.value;
+        // Arguments cut off by the model's output limit are repaired by closing the
+        // open string; a tool that writes would then save the truncated text.
+        let writes =
+            spec.hints.destructive || spec.permissions.iter().any(|p| p.ends_with(":write"));
+        if writes
+            && repairs
+                .iter()
+                .any(|r| r.action.contains(TRUNCATED_STRING_REPAIR))
+        {
+            let env = Envelope::error(
+                ErrorCode::InvalidParams,
+                format!(
+                    "the arguments for {exposed} were cut off in the middle of a string; running it would write truncated content"
+                ),
+                Some("send the complete arguments again; for long content, write it in parts (e.g. write_file with mode \"append\")".into()),
+            );
+            return (env, canonical_owned, repairs);
+        }
 
         // 2. Schema validation, then the tool's own rules.
         let mut violations = entry.validator.violations(&args);

@@ -398,3 +398,37 @@ fn a_panicking_tool_is_an_internal_error_and_the_runtime_lives() {
     let env = rt.block_on(r.execute("range", json!({"start": 1, "end": 2})));
     assert_eq!(env.status, Status::Success);
 }
+
+#[test]
+fn truncated_arguments_are_refused_for_tools_that_write() {
+    let mut r = registry();
+    let schema = json!({
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"]
+    });
+    let writer = ToolSpec::new("save", "Saves a file.", schema.clone()).permission("fs:write");
+    r.register_fn(writer, |_c, v| async move { Ok(Reply::new(v, "saved")) })
+        .unwrap();
+    let reader = ToolSpec::new("show", "Shows text.", schema);
+    r.register_fn(reader, |_c, v| async move { Ok(Reply::new(v, "shown")) })
+        .unwrap();
+    // Cut off by the model's output limit in the middle of `content`.
+    let cut = json!("{\"path\": \"a.txt\", \"content\": \"line one\\nline tw");
+    let env = rt().block_on(r.execute("save", cut.clone()));
+    assert_eq!(env.error_code(), Some(ErrorCode::InvalidParams));
+    assert!(env.text.contains("cut off"), "{}", env.text);
+    assert!(
+        env.context
+            .repairs
+            .iter()
+            .any(|rep| rep.action.contains("closed unterminated string"))
+    );
+    // A tool that only reads may still run on the repaired arguments.
+    let env = rt().block_on(r.execute("show", cut));
+    assert_eq!(env.status, Status::Success, "{}", env.text);
+    // Complete arguments with other repairs still run for the writer.
+    let env =
+        rt().block_on(r.execute("save", json!("{\"path\": \"a.txt\", \"content\": \"ok\",}")));
+    assert_eq!(env.status, Status::Success, "{}", env.text);
+}

@@ -3,12 +3,47 @@
 //! - [`Jail`]: the workspace roots as open directory handles; every path is resolved
 //!   by the kernel beneath one of them (`openat2` with `RESOLVE_BENEATH`, through
 //!   `cap-std`), so `..`, symlinks, absolute paths elsewhere and check-then-use races
-//!   cannot leave the workspace.
+//!   cannot leave the workspace. Writes are atomic ([`Jail::write`]), multi-file
+//!   changes all-or-nothing ([`Jail::commit`]).
 //! - [`text`]: encodings, binary and image sniffing, numbered line rendering.
 //! - [`edit`] and [`diff`]: the string-replacement engine and unified diffs.
 //! - [`patch`]: the `*** Begin Patch` envelope, parsed and applied.
+//!
+//! ```
+//! use toolbelt_fs::{Jail, WriteOptions};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let jail = Jail::open(&[dir.path().to_path_buf()]).unwrap();
+//! let file = jail.resolve(dir.path(), "notes/todo.txt").unwrap();
+//! jail.write(&file, b"ship it\n", WriteOptions { create_dirs: true, ..Default::default() }).unwrap();
+//! assert_eq!(jail.read(&file, 1024).unwrap(), b"ship it\n");
+//! // `..` out of the root is refused before anything is touched.
+//! assert!(jail.resolve(dir.path(), "../elsewhere").is_err());
+//! ```
 
 pub mod diff;
 pub mod edit;
+mod error;
+mod jail;
 pub mod patch;
 pub mod text;
+
+pub use error::{FsError, MAX_SYMLINK_HOPS};
+pub use jail::{
+    Change, DirEntry, EntryKind, FileLock, Jail, LOCK_WAIT_MS, MAX_PATH_BYTES, Meta, WorkPath,
+    WriteOptions, Written,
+};
+
+use sha2::{Digest, Sha256};
+
+/// The content hash of a file as the model sees it: the first 16 hex digits of the
+/// SHA-256 of its bytes. read_file returns it; write tools accept it as
+/// `expected_hash`.
+pub fn content_hash(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(16);
+    for b in digest.iter().take(8) {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}

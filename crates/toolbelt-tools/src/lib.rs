@@ -13,6 +13,8 @@
 //! assert!(registry.has("think"));
 //! ```
 
+#[allow(dead_code)]
+mod files;
 mod read_output;
 mod set_todo_list;
 mod think;

@@ -2,6 +2,7 @@
 
 mod config;
 mod render;
+mod stamps;
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -256,7 +257,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 .enable_all()
                 .build()
                 .context("cannot start the async runtime")?;
+            let session = registry.session();
+            stamps::load(session.state_dir(), session.file_stamps());
             let env = rt.block_on(registry.execute_call(ToolCall::new(tool, arguments), opts));
+            let session = registry.session();
+            if let Err(err) = stamps::save(session.state_dir(), session.file_stamps()) {
+                tracing::warn!(
+                    "cannot save what was read in {}: {err}",
+                    session.state_dir().display()
+                );
+            }
             if json {
                 out(&format!("{}\n", serde_json::to_string_pretty(&env)?))?;
             } else {

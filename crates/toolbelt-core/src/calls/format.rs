@@ -36,22 +36,52 @@ pub fn to_anthropic_tool_result(tool_use_id: &str, env: &Envelope) -> Value {
     } else {
         env.text.as_str()
     };
+    let mut content = vec![json!({"type": "text", "text": text})];
+    if let Some((mime, data)) = image_of(env) {
+        content.push(json!({
+            "type": "image",
+            "source": {"type": "base64", "media_type": mime, "data": data},
+        }));
+    }
     json!({
         "type": "tool_result",
         "tool_use_id": tool_use_id,
-        "content": [{"type": "text", "text": text}],
+        "content": content,
         "is_error": env.status == Status::Error,
     })
 }
 
 /// An MCP `tools/call` result: the text as content, the whole envelope as
-/// `structuredContent`, and `isError` for error envelopes.
+/// `structuredContent`, and `isError` for error envelopes. An image result
+/// (`data.image`) becomes an image content item; its bytes are not repeated in
+/// `structuredContent`.
 pub fn to_mcp_call_result(env: &Envelope) -> Value {
+    let mut content = vec![json!({"type": "text", "text": env.text})];
+    let mut structured = env.to_value();
+    if let Some((mime, data)) = image_of(env) {
+        content.push(json!({"type": "image", "data": data, "mimeType": mime}));
+        if let Some(image) = structured
+            .get_mut("data")
+            .and_then(|d| d.get_mut("image"))
+            .and_then(Value::as_object_mut)
+        {
+            image.remove("data");
+        }
+    }
     json!({
-        "content": [{"type": "text", "text": env.text}],
-        "structuredContent": env.to_value(),
+        "content": content,
+        "structuredContent": structured,
         "isError": env.status == Status::Error,
     })
+}
+
+/// The image a result carries, as `(mime_type, base64 data)`: tools that return
+/// an image put `{"mime_type": "image/png", "data": "<base64>"}` at `data.image`.
+pub fn image_of(env: &Envelope) -> Option<(&str, &str)> {
+    let image = env.data.get("image")?;
+    let mime = image.get("mime_type")?.as_str()?;
+    let data = image.get("data")?.as_str()?;
+    mime.starts_with("image/").then_some((mime, data))
 }
 
 /// The text-protocol observation of a result:

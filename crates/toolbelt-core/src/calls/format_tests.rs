@@ -143,3 +143,39 @@ fn observations() {
         "Observation (error NONZERO_EXIT): cargo test failed (exit status 1)\ntest result: FAILED. 3 passed; 1 failed"
     );
 }
+
+#[test]
+fn image_results_become_image_content() {
+    let env = Envelope::success(
+        json!({"path": "logo.png", "image": {"mime_type": "image/png", "data": "iVBORw0KGgo=", "bytes": 8}}),
+        "logo.png: PNG image, 8 bytes",
+    );
+    assert_eq!(image_of(&env), Some(("image/png", "iVBORw0KGgo=")));
+    let mcp = to_mcp_call_result(&env);
+    assert_eq!(
+        mcp["content"],
+        json!([
+            {"type": "text", "text": "logo.png: PNG image, 8 bytes"},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+        ])
+    );
+    // The bytes are not sent twice.
+    assert_eq!(
+        mcp["structuredContent"]["data"]["image"],
+        json!({"mime_type": "image/png", "bytes": 8})
+    );
+    let anthropic = to_anthropic_tool_result("toolu_1", &env);
+    assert_eq!(
+        anthropic["content"][1],
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}})
+    );
+    // Not an image: nothing added.
+    assert_eq!(image_of(&success()), None);
+    assert_eq!(
+        to_mcp_call_result(&success())["content"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}

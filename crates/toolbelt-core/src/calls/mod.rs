@@ -51,8 +51,8 @@ mod text;
 
 pub use anthropic::parse_anthropic_tool_uses;
 pub use format::{
-    to_anthropic_tool_result, to_mcp_call_result, to_observation, to_openai_responses_output,
-    to_openai_tool_message,
+    image_of, to_anthropic_tool_result, to_mcp_call_result, to_observation,
+    to_openai_responses_output, to_openai_tool_message,
 };
 pub use json::parse_loose_json;
 pub use openai::parse_openai_tool_calls;

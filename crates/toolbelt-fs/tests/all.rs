@@ -1,0 +1,3 @@
+//! The integration tests of toolbelt-fs, in one binary.
+
+mod suite;

@@ -1,0 +1,5 @@
+//! Integration tests of the jail on real files.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod escapes;
+mod writes;

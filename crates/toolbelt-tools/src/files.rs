@@ -1,0 +1,252 @@
+//! What the file tools share: the jail opened from the session's roots, paths
+//! resolved and shown relative to the cwd, errors worded for the model, and the
+//! optimistic lock (a file must be unchanged since the agent last read it).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::json;
+use toolbelt_core::{ErrorCode, FileStamps, Stamp, ToolContext, ToolError};
+use toolbelt_fs::{FsError, Jail, WorkPath, content_hash};
+
+/// The largest file a tool reads whole into memory to change it.
+pub(crate) const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Lines of "what changed" shown in a conflict.
+const MAX_CONFLICT_DIFF_LINES: usize = 40;
+
+/// How many "did you mean" names a not-found error offers.
+const MAX_SUGGESTIONS: usize = 3;
+
+/// The workspace as one call sees it.
+#[derive(Debug)]
+pub(crate) struct Workspace {
+    /// The roots, as directory handles.
+    pub jail: Jail,
+    /// The working directory relative paths start from.
+    pub cwd: PathBuf,
+    stamps: Arc<FileStamps>,
+}
+
+/// Opens the session's roots for one call.
+pub(crate) fn workspace(ctx: &ToolContext) -> Result<Workspace, ToolError> {
+    let session = ctx.session();
+    let jail = Jail::open(session.roots()).map_err(fs_error)?;
+    Ok(Workspace {
+        jail,
+        cwd: session.cwd().to_path_buf(),
+        stamps: Arc::clone(session.file_stamps()),
+    })
+}
+
+impl Workspace {
+    /// Resolves a path given by the model.
+    pub fn resolve(&self, path: &str) -> Result<WorkPath, ToolError> {
+        self.jail.resolve(&self.cwd, path).map_err(fs_error)
+    }
+
+    /// The path as the model should see it.
+    pub fn display(&self, p: &WorkPath) -> String {
+        p.display(&self.cwd)
+    }
+
+    /// NOT_FOUND for `p`, with the closest names in its directory as suggestions.
+    pub fn not_found(&self, p: &WorkPath) -> ToolError {
+        let shown = self.display(p);
+        let suggestions = self.suggestions(p);
+        let mut err = ToolError::new(ErrorCode::NotFound, format!("{shown} does not exist"));
+        if let Some(first) = suggestions.first() {
+            let others = if suggestions.len() > 1 {
+                format!(" (or {})", suggestions[1..].join(", "))
+            } else {
+                String::new()
+            };
+            err = err.hint(format!("did you mean {first}?{others}"));
+        } else if let Some(missing) = self.missing_ancestor(p) {
+            err = err.hint(format!(
+                "the directory {missing} does not exist either; list_dir shows what is there"
+            ));
+        }
+        err.data(json!({ "path": shown, "suggestions": suggestions }))
+    }
+
+    /// Names near `p`'s file name in its directory, best first.
+    fn suggestions(&self, p: &WorkPath) -> Vec<String> {
+        let (Some(parent), Some(name)) = (p.abs().parent(), p.abs().file_name()) else {
+            return Vec::new();
+        };
+        let name = name.to_string_lossy().to_lowercase();
+        let Ok(dir) = self.jail.lexical(&self.cwd, &parent.to_string_lossy()) else {
+            return Vec::new();
+        };
+        let Ok(entries) = self.jail.read_dir(&dir) else {
+            return Vec::new();
+        };
+        let mut scored: Vec<(f64, String)> = entries
+            .into_iter()
+            .filter_map(|e| {
+                let lower = e.name.to_lowercase();
+                let score = strsim::jaro_winkler(&name, &lower).max(
+                    if !name.is_empty() && (lower.contains(&name) || name.contains(&lower)) {
+                        0.85
+                    } else {
+                        0.0
+                    },
+                );
+                (score >= 0.75).then_some((score, e.name))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        scored
+            .into_iter()
+            .take(MAX_SUGGESTIONS)
+            .map(|(_, n)| {
+                let sibling = dir.abs().join(&n);
+                match sibling.strip_prefix(&self.cwd) {
+                    Ok(rel) => rel.display().to_string(),
+                    Err(_) => sibling.display().to_string(),
+                }
+            })
+            .collect()
+    }
+
+    /// The highest missing directory above `p`, as shown to the model.
+    fn missing_ancestor(&self, p: &WorkPath) -> Option<String> {
+        let mut missing = None;
+        let mut at: Option<&Path> = p.abs().parent();
+        while let Some(dir) = at {
+            let Ok(wp) = self.jail.lexical(&self.cwd, &dir.to_string_lossy()) else {
+                break;
+            };
+            if self.jail.exists(&wp) {
+                break;
+            }
+            missing = Some(self.display(&wp));
+            at = dir.parent();
+        }
+        missing
+    }
+
+    /// The optimistic lock. `current` is the file's content now, read while holding
+    /// `jail.lock(p)`. Passes when it matches `expected_hash`, or, without one, the
+    /// agent's last read of `p`.
+    pub fn check_fresh(
+        &self,
+        p: &WorkPath,
+        current: &[u8],
+        expected_hash: Option<&str>,
+    ) -> Result<(), ToolError> {
+        let shown = self.display(p);
+        let now = content_hash(current);
+        if let Some(expected) = expected_hash.map(str::trim) {
+            if expected.eq_ignore_ascii_case(&now) {
+                return Ok(());
+            }
+            let what = match self.stamps.get(p.abs()) {
+                Some(stamp) if stamp.hash.eq_ignore_ascii_case(expected) => {
+                    what_changed(&stamp, current)
+                }
+                _ => format!("its content hash is now {now}"),
+            };
+            return Err(ToolError::new(
+                ErrorCode::Conflict,
+                format!("{shown} does not match expected_hash {expected}: {what}"),
+            )
+            .hint("read the file again and redo the change on its current content")
+            .data(json!({ "path": shown, "expected_hash": expected, "current_hash": now })));
+        }
+        match self.stamps.get(p.abs()) {
+            None => Err(ToolError::new(
+                ErrorCode::Conflict,
+                format!("{shown} exists and has not been read yet, so changing it could overwrite work you have not seen"),
+            )
+            .hint("read it first with read_file (or pass expected_hash), then retry")
+            .data(json!({ "path": shown, "current_hash": now }))),
+            Some(stamp) if stamp.hash == now => Ok(()),
+            Some(stamp) => Err(ToolError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "{shown} changed since you last read it: {}",
+                    what_changed(&stamp, current)
+                ),
+            )
+            .hint("read the file again and redo the change on its current content")
+            .data(json!({ "path": shown, "read_hash": stamp.hash, "current_hash": now }))),
+        }
+    }
+
+    /// Records `bytes` as the agent's view of `p`; returns the content hash.
+    pub fn record(&self, p: &WorkPath, bytes: &[u8]) -> String {
+        let hash = content_hash(bytes);
+        self.stamps.record(p.abs(), Stamp::new(hash.clone(), bytes));
+        hash
+    }
+
+    /// Forgets the agent's view of `p` (after a delete).
+    pub fn forget(&self, p: &WorkPath) {
+        self.stamps.forget(p.abs());
+    }
+}
+
+/// "what changed" between a stamp and the current content: a short diff when the
+/// stamp kept the old content, sizes otherwise.
+fn what_changed(stamp: &Stamp, current: &[u8]) -> String {
+    let size = format!("{} -> {} bytes", stamp.size, current.len());
+    let Some(old) = &stamp.snapshot else {
+        return format!("{size} (read again to see the new content)");
+    };
+    let (Ok(old), Ok(new)) = (std::str::from_utf8(old), std::str::from_utf8(current)) else {
+        return size;
+    };
+    let diff = similar::TextDiff::from_lines(old, new);
+    let text = diff
+        .unified_diff()
+        .context_radius(1)
+        .header("as you read it", "now")
+        .to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut shown = lines
+        .iter()
+        .take(MAX_CONFLICT_DIFF_LINES)
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n");
+    if lines.len() > MAX_CONFLICT_DIFF_LINES {
+        shown.push_str(&format!(
+            "\n... {} more diff lines",
+            lines.len() - MAX_CONFLICT_DIFF_LINES
+        ));
+    }
+    format!("{size}\n{shown}")
+}
+
+/// An [`FsError`] as a tool error for the model.
+pub(crate) fn fs_error(err: FsError) -> ToolError {
+    let hint = match &err {
+        FsError::Outside { .. } | FsError::SymlinkEscape { .. } => {
+            Some("only paths inside the workspace roots can be used")
+        }
+        FsError::NotFound { .. } => Some("list_dir or glob shows what exists"),
+        FsError::IsADirectory { .. } => Some("list_dir lists a directory"),
+        FsError::Busy { .. } => Some("another call is writing this file; retry in a moment"),
+        _ => None,
+    };
+    let mut out = ToolError::new(err.code(), err.to_string());
+    if let Some(h) = hint {
+        out = out.hint(h);
+    }
+    out
+}
+
+/// Runs blocking file work off the async runtime.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(result) => result,
+        Err(err) => Err(ToolError::new(
+            ErrorCode::Internal,
+            format!("the file operation stopped unexpectedly: {err}"),
+        )),
+    }
+}
