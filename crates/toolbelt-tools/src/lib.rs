@@ -4,6 +4,7 @@
 //! - [`Think`]: reason out loud, shown to the user.
 //! - [`SetTodoList`]: the agent's todo list.
 //! - [`ReadOutput`]: pages an output that was too long and was saved whole.
+//! - [`EditFile`], [`MultiEdit`]: replace text in a file, one or several places at once.
 //!
 //! ```
 //! use toolbelt_core::{Registry, Session};
@@ -13,12 +14,16 @@
 //! assert!(registry.has("think"));
 //! ```
 
+mod edit_file;
 #[allow(dead_code)]
 mod files;
+mod multi_edit;
 mod read_output;
 mod set_todo_list;
 mod think;
 
+pub use edit_file::{EditFile, EditFileOutput, EditFileParams, LineSpan};
+pub use multi_edit::{MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams};
 pub use read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
 pub use set_todo_list::{
     SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoListOutput, TodoStatus, render,
@@ -35,5 +40,7 @@ pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register_typed(Think)?;
     registry.register_typed(SetTodoList::default())?;
     registry.register_typed(ReadOutput)?;
+    registry.register_typed(EditFile)?;
+    registry.register_typed(MultiEdit)?;
     Ok(())
 }
