@@ -126,8 +126,8 @@ impl TypedTool for EditFile {
                     "lines_changed": [{"start": 4, "end": 4}],
                     "added_lines": 1,
                     "removed_lines": 1,
-                    "diff": "--- a/src/main.rs\n+++ b/src/main.rs\n@@ -3,3 +3,3 @@\n fn main() {\n-    let total = 0;\n+    let mut total = 0;\n     for i in 0..10 {\n",
-                    "content_hash": "9f2c4e1a7b3d5f60",
+                    "diff": "--- a/src/main.rs\n+++ b/src/main.rs\n@@ -1,7 +1,7 @@\n use std::io;\n \n fn main() {\n-    let total = 0;\n+    let mut total = 0;\n     for i in 0..10 {\n         total += i;\n     }\n",
+                    "content_hash": "948a0ac7313b907d",
                     "dry_run": false
                 }),
             )
@@ -147,8 +147,8 @@ impl TypedTool for EditFile {
                     "lines_changed": [{"start": 8, "end": 8}, {"start": 21, "end": 21}],
                     "added_lines": 2,
                     "removed_lines": 2,
-                    "diff": "--- a/app/util.py\n+++ b/app/util.py\n@@ -8 +8 @@\n-    return fetch_user(uid)\n+    return load_user(uid)\n@@ -21 +21 @@\n-user = fetch_user(1)\n+user = load_user(1)\n",
-                    "content_hash": "0b1d2e3f4a5b6c7d",
+                    "diff": "--- a/app/util.py\n+++ b/app/util.py\n@@ -5,7 +5,7 @@\n # line 5\n # line 6\n def owner(uid):\n-    return fetch_user(uid)\n+    return load_user(uid)\n # line 9\n # line 10\n # line 11\n@@ -18,7 +18,7 @@\n # line 18\n # line 19\n # line 20\n-user = fetch_user(1)\n+user = load_user(1)\n # line 22\n # line 23\n # line 24\n",
+                    "content_hash": "5ccddb7f4a9070dd",
                     "dry_run": true
                 }),
             )
@@ -172,11 +172,14 @@ impl TypedTool for EditFile {
             Some(a) => (a.replacements, a.strategy.as_str().to_owned(), a.lines),
             None => (0, String::new(), Vec::new()),
         };
-        let text = done.summary(&format!(
-            "{replacements} replacement{} ({strategy}) at {}",
-            plural(replacements),
-            list_ranges(&lines)
-        ), "");
+        let text = done.summary(
+            &format!(
+                "{replacements} replacement{} ({strategy}) at {}",
+                plural(replacements),
+                list_ranges(&lines)
+            ),
+            "",
+        );
         let out = EditFileOutput {
             path: done.path,
             replacements,
@@ -254,7 +257,9 @@ pub(crate) async fn run(ws: Workspace, request: EditRequest) -> Result<Done, Too
         let shown = ws.display(&p);
         match sniff(&bytes) {
             Sniffed::Text => {}
-            Sniffed::Image { mime } => return Err(binary(&shown, &format!("an image ({mime})"), bytes.len())),
+            Sniffed::Image { mime } => {
+                return Err(binary(&shown, &format!("an image ({mime})"), bytes.len()));
+            }
             Sniffed::Binary { description } => {
                 return Err(binary(&shown, &description, bytes.len()));
             }
@@ -281,8 +286,8 @@ pub(crate) async fn run(ws: Workspace, request: EditRequest) -> Result<Done, Too
                 replace_all: e.replace_all,
             })
             .collect();
-        let outcome =
-            apply_edits(&decoded.text, &edits).map_err(|e| edit_error(&shown, e, request.single))?;
+        let outcome = apply_edits(&decoded.text, &edits)
+            .map_err(|e| edit_error(&shown, e, request.single))?;
         let new_bytes = encode(&outcome.text, decoded.encoding);
         let diff = FileDiff::new(&decoded.text, &outcome.text);
         let stats = diff.stats();

@@ -23,7 +23,9 @@ mod set_todo_list;
 mod think;
 
 pub use edit_file::{EditFile, EditFileOutput, EditFileParams, LineSpan};
-pub use multi_edit::{MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams};
+pub use multi_edit::{
+    MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams,
+};
 pub use read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
 pub use set_todo_list::{
     SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoListOutput, TodoStatus, render,

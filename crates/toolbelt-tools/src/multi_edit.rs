@@ -103,12 +103,12 @@ impl TypedTool for MultiEdit {
                     "replacements": 2,
                     "edits": [
                         {"replacements": 1, "strategy": "exact", "lines_changed": [{"start": 1, "end": 2}]},
-                        {"replacements": 1, "strategy": "exact", "lines_changed": [{"start": 9, "end": 9}]}
+                        {"replacements": 1, "strategy": "exact", "lines_changed": [{"start": 10, "end": 10}]}
                     ],
                     "added_lines": 2,
                     "removed_lines": 1,
-                    "diff": "--- a/app/main.py\n+++ b/app/main.py\n@@ -1 +1,2 @@\n import os\n+import sys\n@@ -7,2 +8,2 @@\n def main():\n-    return 0\n+    sys.exit(0)\n",
-                    "content_hash": "5e6f708192a3b4c5",
+                    "diff": "--- a/app/main.py\n+++ b/app/main.py\n@@ -1,4 +1,5 @@\n import os\n+import sys\n \n \n def helper():\n@@ -6,4 +7,4 @@\n \n \n def main():\n-    return 0\n+    sys.exit(0)\n",
+                    "content_hash": "491e914a73221022",
                     "dry_run": false
                 }),
             )

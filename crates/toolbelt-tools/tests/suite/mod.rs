@@ -2,7 +2,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod edit_file;
 mod golden;
+mod multi_edit;
 mod read_output;
 mod set_todo_list;
 mod think;
