@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::output::{OutputBudget, OutputSink};
+use crate::policy::Policy;
 use crate::stamps::FileStamps;
 
 /// Default per-call timeout.
@@ -134,6 +135,7 @@ pub struct ToolContext {
     cancel: CancellationToken,
     progress: Option<Arc<dyn ProgressSink>>,
     events: Option<Arc<dyn EventSink>>,
+    policy: Option<Arc<Policy>>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -157,6 +159,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             progress: None,
             events: None,
+            policy: None,
         }
     }
 
@@ -176,6 +179,19 @@ impl ToolContext {
     pub fn with_events(mut self, sink: Option<Arc<dyn EventSink>>) -> ToolContext {
         self.events = sink;
         self
+    }
+
+    /// Gives the call the registry's permission policy, so that a tool can check
+    /// what it reaches beyond its arguments (the target of a symlink, the files a
+    /// search opens).
+    pub fn with_policy(mut self, policy: Option<Arc<Policy>>) -> ToolContext {
+        self.policy = policy;
+        self
+    }
+
+    /// The permission policy, when the call came through a registry.
+    pub fn policy(&self) -> Option<&Arc<Policy>> {
+        self.policy.as_ref()
     }
 
     /// This call's id.

@@ -84,7 +84,7 @@ use std::path::Path;
 use std::str::FromStr;
 use std::sync::LazyLock;
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::profile;
@@ -899,6 +899,45 @@ static SECRETS: LazyLock<Vec<SecretFile>> = LazyLock::new(|| {
         })
         .collect()
 });
+
+/// All secret patterns in one matcher, in the order of [`SECRETS`]: the fast path
+/// for tools that look at many files (grep, glob).
+static SECRET_SET: LazyLock<Option<GlobSet>> = LazyLock::new(|| {
+    let mut builder = GlobSetBuilder::new();
+    for s in SECRETS.iter() {
+        let glob = GlobBuilder::new(&format!("**/{}", s.label))
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .ok()?;
+        builder.add(glob);
+    }
+    builder.build().ok()
+});
+
+/// The label of the built-in secret file (`.env`, `*.pem`, `.ssh/**`, ...) that
+/// `path` is, if any. `path` uses `/` separators, relative to the workspace or
+/// absolute. Tools that open many files (a search) skip these while the policy's
+/// [secret defaults](Policy::secret_defaults) are on.
+///
+/// ```
+/// use toolbelt_core::policy::secret_file_label;
+///
+/// assert_eq!(secret_file_label("app/.env"), Some(".env"));
+/// assert_eq!(secret_file_label("app/.env.example"), None);
+/// assert_eq!(secret_file_label("src/main.rs"), None);
+/// ```
+pub fn secret_file_label(path: &str) -> Option<&'static str> {
+    let set = SECRET_SET.as_ref()?;
+    if !set.is_match(path) {
+        return None;
+    }
+    let name = path.rsplit('/').next().unwrap_or(path);
+    set.matches(path).into_iter().find_map(|i| {
+        let secret = SECRETS.get(i)?;
+        (!secret.except.iter().any(|e| e.is_match(name))).then_some(secret.label)
+    })
+}
 
 /// The label of the built-in secret file `forms` names, if any.
 fn secret_file(forms: &PathForms) -> Option<&'static str> {

@@ -127,7 +127,7 @@ pub struct Registry {
     session: Arc<Session>,
     tools: BTreeMap<String, Entry>,
     profile: Profile,
-    policy: Policy,
+    policy: Arc<Policy>,
     approver: Option<Arc<dyn Approver>>,
     events: Option<Arc<dyn EventSink>>,
 }
@@ -152,7 +152,7 @@ fn valid_name(name: &str) -> bool {
 impl Registry {
     /// An empty registry over `session`, with the default profile and policy.
     pub fn new(session: Session) -> Registry {
-        let policy = Policy::default().with_roots(session.roots());
+        let policy = Arc::new(Policy::default().with_roots(session.roots()));
         Registry {
             session: Arc::new(session),
             tools: BTreeMap::new(),
@@ -170,7 +170,7 @@ impl Registry {
 
     /// Uses `policy` for permission checks, relative to the session's roots.
     pub fn set_policy(&mut self, policy: Policy) {
-        self.policy = policy.with_roots(self.session.roots());
+        self.policy = Arc::new(policy.with_roots(self.session.roots()));
     }
 
     /// Asks `approver` when a rule says `ask` (without one, `ask` refuses).
@@ -473,7 +473,8 @@ impl Registry {
         let ctx = ToolContext::new(Arc::clone(&self.session), canonical, call_id)
             .with_cancel(cancel.child_token())
             .with_progress(opts.progress)
-            .with_events(self.events.clone());
+            .with_events(self.events.clone())
+            .with_policy(Some(Arc::clone(&self.policy)));
         let timeout = opts
             .timeout
             .unwrap_or_else(|| self.session.timeout())

@@ -432,3 +432,36 @@ fn truncated_arguments_are_refused_for_tools_that_write() {
         rt().block_on(r.execute("save", json!("{\"path\": \"a.txt\", \"content\": \"ok\",}")));
     assert_eq!(env.status, Status::Success, "{}", env.text);
 }
+
+#[test]
+fn permission_argument_is_what_rules_match_and_tools_see_the_policy() {
+    let mut r = registry();
+    let schema = json!({
+        "type": "object",
+        "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
+        "required": ["pattern"]
+    });
+    let search = ToolSpec::new("search", "Searches.", schema)
+        .permission("fs:read")
+        .key_argument("pattern")
+        .permission_argument("path");
+    r.register_fn(search, |ctx, v| async move {
+        let secret_defaults = ctx.policy().is_some_and(|p| p.secret_defaults());
+        Ok(Reply::new(
+            json!({"secret_defaults": secret_defaults, "args": v}),
+            "ok",
+        ))
+    })
+    .unwrap();
+    r.set_policy(
+        crate::policy::Policy::from_rules::<&str>(&[], &[], &["search(./private/**)"]).unwrap(),
+    );
+    // The pattern names a secret file, but the rules look at the path: allowed.
+    let env = rt().block_on(r.execute("search", json!({"pattern": ".env"})));
+    assert_eq!(env.status, Status::Success, "{}", env.text);
+    assert_eq!(env.data["secret_defaults"], json!(true));
+    // The path is under a deny rule.
+    let env = rt().block_on(r.execute("search", json!({"pattern": "x", "path": "private/notes"})));
+    assert_eq!(env.error_code(), Some(ErrorCode::AccessDenied));
+    assert!(env.text.contains("search(./private/**)"), "{}", env.text);
+}

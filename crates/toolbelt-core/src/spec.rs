@@ -154,6 +154,10 @@ pub struct ToolSpec {
     pub hints: Hints,
     /// The argument a UI shows for a call (`grep: "fn main"`), if any.
     pub key_argument: Option<String>,
+    /// The argument permission rules match (`read_file(./secrets/**)`), when it is
+    /// not the key argument: grep shows its pattern but is permitted by its path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_argument: Option<String>,
 }
 
 impl ToolSpec {
@@ -175,6 +179,7 @@ impl ToolSpec {
             output_schema: None,
             hints: Hints::default(),
             key_argument: None,
+            permission_argument: None,
         }
     }
 
@@ -231,6 +236,12 @@ impl ToolSpec {
     /// Names the argument a UI shows for a call.
     pub fn key_argument(mut self, field: impl Into<String>) -> ToolSpec {
         self.key_argument = Some(field.into());
+        self
+    }
+
+    /// Names the argument permission rules match, when it is not the key argument.
+    pub fn permission_argument(mut self, field: impl Into<String>) -> ToolSpec {
+        self.permission_argument = Some(field.into());
         self
     }
 

@@ -71,10 +71,17 @@ pub trait Tool: Send + Sync + 'static {
         }
     }
 
-    /// The specifier permission rules match against (`tool(specifier)`): the key
-    /// argument unless the tool says otherwise.
+    /// The specifier permission rules match against (`tool(specifier)`): the spec's
+    /// `permission_argument` when it names one, else the key argument.
     fn permission_subject(&self, args: &Value) -> Option<String> {
-        self.key_argument(args)
+        let Some(field) = self.spec().permission_argument.as_deref() else {
+            return self.key_argument(args);
+        };
+        match args.get(field)? {
+            Value::String(s) if !s.is_empty() => Some(s.clone()),
+            Value::String(_) | Value::Null => None,
+            other => Some(other.to_string()),
+        }
     }
 
     /// Runs the call. The registry has already repaired and validated `args`, and

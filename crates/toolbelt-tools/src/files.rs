@@ -6,11 +6,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::json;
+use toolbelt_core::policy::{Decision, Policy, Request};
 use toolbelt_core::{ErrorCode, FileStamps, Stamp, ToolContext, ToolError};
 use toolbelt_fs::{FsError, Jail, WorkPath, content_hash};
 
 /// The largest file a tool reads whole into memory to change it.
 pub(crate) const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The permission that marks a request as a file-system one for the policy.
+const FS_PERMISSION: &str = "fs:read";
 
 /// Lines of "what changed" shown in a conflict.
 const MAX_CONFLICT_DIFF_LINES: usize = 40;
@@ -26,6 +30,8 @@ pub(crate) struct Workspace {
     /// The working directory relative paths start from.
     pub cwd: PathBuf,
     stamps: Arc<FileStamps>,
+    policy: Option<Arc<Policy>>,
+    tool: String,
 }
 
 /// Opens the session's roots for one call.
@@ -36,13 +42,47 @@ pub(crate) fn workspace(ctx: &ToolContext) -> Result<Workspace, ToolError> {
         jail,
         cwd: session.cwd().to_path_buf(),
         stamps: Arc::clone(session.file_stamps()),
+        policy: ctx.policy().cloned(),
+        tool: ctx.tool().to_owned(),
     })
 }
 
 impl Workspace {
-    /// Resolves a path given by the model.
+    /// Resolves a path given by the model. The registry checked the permission
+    /// rules against the path as given; where symlinks lead elsewhere, the deny
+    /// rules (and the secret-file defaults) are checked again on the real path.
     pub fn resolve(&self, path: &str) -> Result<WorkPath, ToolError> {
-        self.jail.resolve(&self.cwd, path).map_err(fs_error)
+        let p = self.jail.resolve(&self.cwd, path).map_err(fs_error)?;
+        if let Some(rule) = self.denied(&p) {
+            return Err(ToolError::new(
+                ErrorCode::AccessDenied,
+                format!("{path} leads to {}, which is denied by {rule}", self.display(&p)),
+            )
+            .hint("do not retry this call; choose another way or ask the user to change the permission rules"));
+        }
+        Ok(p)
+    }
+
+    /// The deny rule (or built-in secret default) that covers `p`, if any.
+    pub fn denied(&self, p: &WorkPath) -> Option<String> {
+        let policy = self.policy.as_ref()?;
+        let subject = p.abs().to_string_lossy();
+        let eval = policy.evaluate(&Request {
+            tool: &self.tool,
+            alias: None,
+            subject: Some(&subject),
+            permissions: &[FS_PERMISSION.to_owned()],
+        });
+        (eval.decision == Decision::Deny).then(|| {
+            eval.rule
+                .map_or_else(|| "the policy".to_owned(), |r| format!("the rule `{r}`"))
+        })
+    }
+
+    /// True when files the tool did not name itself (search results) must skip the
+    /// built-in secret files.
+    pub fn skips_secret_files(&self) -> bool {
+        self.policy.as_ref().is_some_and(|p| p.secret_defaults())
     }
 
     /// The path as the model should see it.
