@@ -7,6 +7,7 @@
 //! - [`ReadFile`], [`WriteFile`], [`ListDir`]: files in the workspace, read as
 //!   numbered lines, written atomically, listed as a tree.
 //! - [`ApplyPatch`]: adds, deletes, updates and moves files with one patch, all or nothing.
+//! - [`EditFile`], [`MultiEdit`]: replace text in a file, one or several places at once.
 //!
 //! ```
 //! use toolbelt_core::{Registry, Session};
@@ -17,8 +18,10 @@
 //! ```
 
 mod apply_patch;
+mod edit_file;
 mod files;
 mod list_dir;
+mod multi_edit;
 mod read_file;
 mod read_output;
 mod set_todo_list;
@@ -28,7 +31,11 @@ mod write_file;
 pub use apply_patch::{
     ApplyPatch, ApplyPatchOutput, ApplyPatchParams, LooseMatch, PatchAction, PatchedFile,
 };
+pub use edit_file::{EditFile, EditFileOutput, EditFileParams, LineSpan};
 pub use list_dir::{ListDir, ListDirNode, ListDirOutput, ListDirParams};
+pub use multi_edit::{
+    MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams,
+};
 pub use read_file::{
     ImageData, MAX_IMAGE_BYTES, MAX_READ_BYTES, ReadFile, ReadFileOutput, ReadFileParams, ReadKind,
 };
@@ -51,6 +58,8 @@ pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register_typed(ReadOutput)?;
     registry.register_typed(ReadFile)?;
     registry.register_typed(WriteFile)?;
+    registry.register_typed(EditFile)?;
+    registry.register_typed(MultiEdit)?;
     registry.register_typed(ApplyPatch)?;
     registry.register_typed(ListDir)?;
     Ok(())

@@ -445,7 +445,6 @@ async fn unknown_argument_names_are_refused() {
 
 /// The full flow with read_file stamping the file.
 #[tokio::test]
-#[ignore = "enable once read_file is registered"]
 async fn read_then_patch() {
     let ws = Workspace::new();
     ws.write("r.txt", b"old\n");

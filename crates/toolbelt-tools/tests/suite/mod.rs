@@ -3,8 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod apply_patch;
+mod edit_file;
 mod golden;
 mod list_dir;
+mod multi_edit;
 mod read_file;
 mod read_output;
 mod set_todo_list;
