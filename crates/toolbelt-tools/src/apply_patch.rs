@@ -9,13 +9,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolbelt_core::{
-    Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
+    Category, ErrorCode, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
 use toolbelt_fs::patch::{self, Action, FileOp, MatchTier, PatchError, PathScope, PlanError};
 use toolbelt_fs::text::{self, Encoding, Sniffed};
 use toolbelt_fs::{Change, FsError, WorkPath, content_hash};
 
-use crate::files::{MAX_EDIT_BYTES, Workspace, blocking, fs_error, workspace};
+use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS, Workspace, blocking, fs_error, workspace};
 
 /// Context lines around each change in a dry run's diff.
 const DIFF_CONTEXT_LINES: usize = 3;
@@ -117,13 +117,7 @@ impl TypedTool for ApplyPatch {
             .title("Apply Patch")
             .category(Category::Files)
             .permission("fs:write")
-            .hints(Hints {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-                open_world: false,
-                concurrency_safe: false,
-            })
+            .hints(WRITE_HINTS)
             .example(
                 "Create a file",
                 json!({"patch": "*** Begin Patch\n*** Add File: hello.txt\n+Hello, world!\n*** End Patch\n"}),

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolbelt_core::{
-    Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
+    Category, ErrorCode, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
 use toolbelt_fs::diff::{DEFAULT_CONTEXT_LINES, FileDiff};
 use toolbelt_fs::edit::{
@@ -14,21 +14,13 @@ use toolbelt_fs::edit::{
 use toolbelt_fs::text::{Sniffed, decode, encode, sniff};
 use toolbelt_fs::{FsError, WorkPath, WriteOptions, content_hash};
 
-use crate::files::{MAX_EDIT_BYTES, Workspace, blocking, fs_error, workspace};
+use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS, Workspace, blocking, fs_error, workspace};
 
 /// Most lines of the diff snippet in a result's text (the full diff is in `data.diff`).
 const MAX_SNIPPET_LINES: usize = 60;
 
 /// Hints of the editing tools: they change files in place, and a repeated call
 /// fails (old_string is gone) rather than repeating the change.
-pub(crate) const EDIT_HINTS: Hints = Hints {
-    read_only: false,
-    destructive: true,
-    idempotent: false,
-    open_world: false,
-    concurrency_safe: false,
-};
-
 /// Arguments of `edit_file`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -110,7 +102,7 @@ impl TypedTool for EditFile {
             .title("Edit File")
             .category(Category::Files)
             .permission("fs:write")
-            .hints(EDIT_HINTS)
+            .hints(WRITE_HINTS)
             .key_argument("path")
             .example(
                 "Rename a variable on one line (after reading the file)",

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolbelt_core::{Category, Reply, ToolContext, ToolResult, ToolSpec, TypedTool};
 
-use crate::edit_file::{EDIT_HINTS, EditRequest, LineSpan, OwnedEdit, list_ranges, plural, run};
+use crate::edit_file::{EditRequest, LineSpan, OwnedEdit, list_ranges, plural, run};
 use crate::files::workspace;
 
 /// One replacement of `multi_edit`.
@@ -87,7 +87,7 @@ impl TypedTool for MultiEdit {
             .title("Edit File in Several Places")
             .category(Category::Files)
             .permission("fs:write")
-            .hints(EDIT_HINTS)
+            .hints(crate::files::WRITE_HINTS)
             .key_argument("path")
             .example(
                 "Add an import and use it, in one all-or-nothing change",

@@ -4,13 +4,12 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::{
-    Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
-    Violation,
+    Category, ErrorCode, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool, Violation,
 };
 use toolbelt_fs::text::{self, Encoding, LineEnding, Sniffed};
 use toolbelt_fs::{EntryKind, FsError, WorkPath, WriteOptions, content_hash};
 
-use crate::files::{MAX_EDIT_BYTES, Workspace, blocking, fs_error, workspace};
+use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS, Workspace, blocking, fs_error, workspace};
 
 /// Diffs up to this many bytes are returned with every write (always with `dry_run`).
 pub const MAX_INLINE_DIFF_BYTES: usize = 4_000;
@@ -121,13 +120,7 @@ impl TypedTool for WriteFile {
             .title("Write File")
             .category(Category::Files)
             .permission("fs:write")
-            .hints(Hints {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-                open_world: false,
-                concurrency_safe: false,
-            })
+            .hints(WRITE_HINTS)
             .key_argument("path")
             .example(
                 "Create a new file",
