@@ -19,8 +19,6 @@ use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS, Workspace, blocking, fs_error, w
 /// Most lines of the diff snippet in a result's text (the full diff is in `data.diff`).
 const MAX_SNIPPET_LINES: usize = 60;
 
-/// Hints of the editing tools: they change files in place, and a repeated call
-/// fails (old_string is gone) rather than repeating the change.
 /// Arguments of `edit_file`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
