@@ -26,6 +26,31 @@ pub const MAX_PATH_BYTES: usize = 4096;
 /// How long [`Jail::lock`] waits for another writer before giving up.
 pub const LOCK_WAIT_MS: u64 = 30_000;
 
+/// The [`EntryKind`] of a file type, for std's and cap-std's types alike (their
+/// methods have the same names).
+macro_rules! kind_of {
+    ($ft:expr) => {{
+        let ft = $ft;
+        if ft.is_file() {
+            EntryKind::File
+        } else if ft.is_dir() {
+            EntryKind::Dir
+        } else if ft.is_symlink() {
+            EntryKind::Symlink
+        } else if ft.is_fifo() {
+            EntryKind::Fifo
+        } else if ft.is_socket() {
+            EntryKind::Socket
+        } else if ft.is_block_device() {
+            EntryKind::BlockDevice
+        } else if ft.is_char_device() {
+            EntryKind::CharDevice
+        } else {
+            EntryKind::Other
+        }
+    }};
+}
+
 /// What a directory entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EntryKind {
@@ -63,44 +88,12 @@ impl EntryKind {
     }
 
     fn of(ft: cap_std::fs::FileType) -> EntryKind {
-        if ft.is_file() {
-            EntryKind::File
-        } else if ft.is_dir() {
-            EntryKind::Dir
-        } else if ft.is_symlink() {
-            EntryKind::Symlink
-        } else if ft.is_fifo() {
-            EntryKind::Fifo
-        } else if ft.is_socket() {
-            EntryKind::Socket
-        } else if ft.is_block_device() {
-            EntryKind::BlockDevice
-        } else if ft.is_char_device() {
-            EntryKind::CharDevice
-        } else {
-            EntryKind::Other
-        }
+        kind_of!(ft)
     }
 
     fn of_std(ft: std::fs::FileType) -> EntryKind {
         use std::os::unix::fs::FileTypeExt as _;
-        if ft.is_file() {
-            EntryKind::File
-        } else if ft.is_dir() {
-            EntryKind::Dir
-        } else if ft.is_symlink() {
-            EntryKind::Symlink
-        } else if ft.is_fifo() {
-            EntryKind::Fifo
-        } else if ft.is_socket() {
-            EntryKind::Socket
-        } else if ft.is_block_device() {
-            EntryKind::BlockDevice
-        } else if ft.is_char_device() {
-            EntryKind::CharDevice
-        } else {
-            EntryKind::Other
-        }
+        kind_of!(ft)
     }
 }
 

@@ -7,8 +7,18 @@ use std::sync::Arc;
 
 use serde_json::json;
 use toolbelt_core::policy::{Decision, Policy, Request};
-use toolbelt_core::{ErrorCode, FileStamps, Stamp, ToolContext, ToolError};
+use toolbelt_core::{ErrorCode, FileStamps, Hints, Stamp, ToolContext, ToolError};
 use toolbelt_fs::{FsError, Jail, WorkPath, content_hash};
+
+/// The hints of every tool that changes files: it may overwrite data, and two
+/// calls must not run at once.
+pub(crate) const WRITE_HINTS: Hints = Hints {
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    open_world: false,
+    concurrency_safe: false,
+};
 
 /// The largest file a tool reads whole into memory to change it.
 pub(crate) const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
@@ -81,6 +91,7 @@ impl Workspace {
 
     /// True when files the tool did not name itself (search results) must skip the
     /// built-in secret files.
+    #[allow(dead_code)]
     pub fn skips_secret_files(&self) -> bool {
         self.policy.as_ref().is_some_and(|p| p.secret_defaults())
     }

@@ -4,6 +4,10 @@
 //! - [`Think`]: reason out loud, shown to the user.
 //! - [`SetTodoList`]: the agent's todo list.
 //! - [`ReadOutput`]: pages an output that was too long and was saved whole.
+//! - [`ReadFile`], [`WriteFile`], [`ListDir`]: files in the workspace, read as
+//!   numbered lines, written atomically, listed as a tree.
+//! - [`ApplyPatch`]: adds, deletes, updates and moves files with one patch, all or nothing.
+//! - [`EditFile`], [`MultiEdit`]: replace text in a file, one or several places at once.
 //! - [`Grep`]: searches file contents (ripgrep's engine); [`Glob`]: finds files by name.
 //!
 //! ```
@@ -14,21 +18,38 @@
 //! assert!(registry.has("think"));
 //! ```
 
-#[allow(dead_code)]
+mod apply_patch;
+mod edit_file;
 mod files;
 mod glob;
 mod grep;
+mod list_dir;
+mod multi_edit;
+mod read_file;
 mod read_output;
 mod set_todo_list;
 mod think;
+mod write_file;
 
+pub use apply_patch::{
+    ApplyPatch, ApplyPatchOutput, ApplyPatchParams, LooseMatch, PatchAction, PatchedFile,
+};
+pub use edit_file::{EditFile, EditFileOutput, EditFileParams, LineSpan};
 pub use glob::{Glob, GlobFound, GlobParams, GlobResult, GlobSortParam};
 pub use grep::{Grep, GrepFile, GrepLine, GrepMode, GrepParams, GrepResult};
+pub use list_dir::{ListDir, ListDirNode, ListDirOutput, ListDirParams};
+pub use multi_edit::{
+    MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams,
+};
+pub use read_file::{
+    ImageData, MAX_IMAGE_BYTES, MAX_READ_BYTES, ReadFile, ReadFileOutput, ReadFileParams, ReadKind,
+};
 pub use read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
 pub use set_todo_list::{
     SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoListOutput, TodoStatus, render,
 };
 pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
+pub use write_file::{WriteFile, WriteFileOutput, WriteFileParams, WriteMode};
 
 use toolbelt_core::{Registry, RegistryError};
 
@@ -40,6 +61,12 @@ pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register_typed(Think)?;
     registry.register_typed(SetTodoList::default())?;
     registry.register_typed(ReadOutput)?;
+    registry.register_typed(ReadFile)?;
+    registry.register_typed(WriteFile)?;
+    registry.register_typed(EditFile)?;
+    registry.register_typed(MultiEdit)?;
+    registry.register_typed(ApplyPatch)?;
+    registry.register_typed(ListDir)?;
     registry.register_typed(Grep)?;
     registry.register_typed(Glob)?;
     Ok(())

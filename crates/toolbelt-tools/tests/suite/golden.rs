@@ -5,11 +5,21 @@ use pretty_assertions::assert_eq;
 use serde_json::Value;
 use tempfile::TempDir;
 use toolbelt_core::export::{Format, check_gemini, check_strict, export};
-use toolbelt_core::{ErrorCode, SchemaValidator, ToolSpec};
+use toolbelt_core::{Category, ErrorCode, SchemaValidator, ToolSpec};
 
 use super::{builtins, call, error_message, success_data};
 
-const BUILTIN_NAMES: [&str; 3] = ["read_output", "set_todo_list", "think"];
+const BUILTIN_NAMES: [&str; 9] = [
+    "apply_patch",
+    "edit_file",
+    "list_dir",
+    "multi_edit",
+    "read_file",
+    "read_output",
+    "set_todo_list",
+    "think",
+    "write_file",
+];
 
 fn definitions() -> Vec<ToolSpec> {
     let dir = TempDir::new().unwrap();
@@ -113,7 +123,9 @@ fn every_example_is_valid_against_the_schemas() {
 #[tokio::test]
 async fn examples_of_think_and_set_todo_list_are_what_the_tools_return() {
     for spec in definitions() {
-        if spec.name == "read_output" {
+        // read_output's example needs a spilled output, the file tools' examples need
+        // files: their suites check those examples on real files.
+        if spec.name == "read_output" || spec.category == Category::Files {
             continue;
         }
         for example in &spec.examples {

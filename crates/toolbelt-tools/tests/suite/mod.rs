@@ -2,12 +2,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod apply_patch;
+mod edit_file;
 mod glob;
 mod golden;
 mod grep;
+mod list_dir;
+mod multi_edit;
+mod read_file;
 mod read_output;
 mod set_todo_list;
 mod think;
+mod write_file;
 
 use std::path::Path;
 use std::time::Duration;

@@ -282,7 +282,7 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
     assert_eq!(run.code, 0, "{run:#?}");
     let tools = stdout_json(&run);
     let tools = tools.as_array().unwrap();
-    assert_eq!(tools.len(), 3);
+    assert_eq!(tools.len(), 6);
     let mut checked = 0;
     for tool in tools {
         let function = &tool["function"];
@@ -294,8 +294,8 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
         assert!(here >= 1, "{name}: no object schema checked");
         checked += here;
     }
-    // think, set_todo_list and one todo, read_output.
-    assert_eq!(checked, 4);
+    // think, set_todo_list and one todo, read_output, read_file, write_file, list_dir.
+    assert_eq!(checked, 7);
 }
 
 #[test]
@@ -388,7 +388,7 @@ fn schema_usage_errors_exit_2() {
     let run = toolbelt(dir.path(), &["schema", "nope"]);
     assert_usage_error(
         &run,
-        "unknown tool \"nope\"; available: read_output, set_todo_list, think",
+        "unknown tool \"nope\"; available: list_dir, read_file, read_output, set_todo_list, think, write_file",
     );
 }
 
@@ -629,7 +629,10 @@ fn unknown_category_exits_2_listing_the_categories() {
 fn claude_profile_exposes_todo_write() {
     let dir = TempDir::new().unwrap();
     let run = toolbelt(dir.path(), &["--profile", "claude", "tools", "--json"]);
-    assert_eq!(tool_names(&run), ["read_output", "TodoWrite", "think"]);
+    assert_eq!(
+        tool_names(&run),
+        ["LS", "Read", "read_output", "TodoWrite", "think", "Write"]
+    );
 
     let run = toolbelt(
         dir.path(),
@@ -678,10 +681,30 @@ fn config_file_in_the_root_sets_the_profile() {
     let dir = TempDir::new().unwrap();
     std::fs::write(dir.path().join("toolbelt.toml"), "profile = \"kimi\"\n").unwrap();
     let run = toolbelt(dir.path(), &["tools", "--json"]);
-    assert_eq!(tool_names(&run), ["read_output", "SetTodoList", "Think"]);
+    assert_eq!(
+        tool_names(&run),
+        [
+            "list_dir",
+            "ReadFile",
+            "read_output",
+            "SetTodoList",
+            "Think",
+            "WriteFile"
+        ]
+    );
     // The command line wins over the file.
     let run = toolbelt(dir.path(), &["--profile", "default", "tools", "--json"]);
-    assert_eq!(tool_names(&run), ["read_output", "set_todo_list", "think"]);
+    assert_eq!(
+        tool_names(&run),
+        [
+            "list_dir",
+            "read_file",
+            "read_output",
+            "set_todo_list",
+            "think",
+            "write_file"
+        ]
+    );
 }
 
 #[test]
@@ -693,7 +716,10 @@ fn explicit_config_file_is_used() {
         dir.path(),
         &["--config", config.to_str().unwrap(), "tools", "--json"],
     );
-    assert_eq!(tool_names(&run), ["read_output", "TodoWrite", "think"]);
+    assert_eq!(
+        tool_names(&run),
+        ["LS", "Read", "read_output", "TodoWrite", "think", "Write"]
+    );
 }
 
 #[test]

@@ -1,0 +1,425 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::fs;
+use std::path::Path;
+
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+/// A small project:
+/// ```text
+/// .gitignore (ignores *.log and /out)   .hidden   .git/config
+/// Cargo.toml  README.md  app.log
+/// src/{lib.rs, main.rs, util/{mod.rs, strings.rs}}
+/// docs/guide.md   out/build.txt   node_modules/left-pad/index.js   empty/
+/// ```
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for d in [
+        "src/util",
+        "docs",
+        "out",
+        "node_modules/left-pad",
+        "empty",
+        ".git",
+    ] {
+        fs::create_dir_all(root.join(d)).unwrap();
+    }
+    for (f, content) in [
+        (".gitignore", "*.log\n/out\n"),
+        (".hidden", "secret"),
+        (".git/config", "[core]"),
+        ("Cargo.toml", "[package]\nname = \"demo\"\n"),
+        ("README.md", "# demo\n"),
+        ("app.log", "log line\n"),
+        ("src/lib.rs", "pub mod util;\n"),
+        ("src/main.rs", "fn main() {}\n"),
+        ("src/util/mod.rs", "pub mod strings;\n"),
+        ("src/util/strings.rs", "pub fn s() {}\n"),
+        ("docs/guide.md", "guide"),
+        ("out/build.txt", "built"),
+        ("node_modules/left-pad/index.js", "module.exports = 1;"),
+    ] {
+        fs::write(root.join(f), content).unwrap();
+    }
+    dir
+}
+
+fn list(root: &Path, opts: TreeOptions) -> Tree {
+    list_tree(root, "demo", &opts).unwrap()
+}
+
+#[test]
+fn depth_one_lists_direct_entries_dirs_first() {
+    let dir = project();
+    let tree = list(dir.path(), TreeOptions::default());
+    assert_eq!(
+        tree.text,
+        "📁 demo/
+├── 📁 docs/
+├── 📁 empty/
+├── 📁 node_modules/ (not expanded)
+├── 📁 src/
+├── Cargo.toml
+└── README.md
+[6 entries: 4 directories, 2 files]"
+    );
+    assert_eq!(
+        (tree.total_entries, tree.shown, tree.next_offset),
+        (6, 6, None)
+    );
+}
+
+#[test]
+fn deeper_levels_and_collapsed_directories() {
+    let dir = project();
+    let tree = list(
+        dir.path(),
+        TreeOptions {
+            depth: 3,
+            ..TreeOptions::default()
+        },
+    );
+    assert_eq!(
+        tree.text,
+        "📁 demo/
+├── 📁 docs/
+│   └── guide.md
+├── 📁 empty/
+├── 📁 node_modules/ (not expanded)
+├── 📁 src/
+│   ├── 📁 util/
+│   │   ├── mod.rs
+│   │   └── strings.rs
+│   ├── lib.rs
+│   └── main.rs
+├── Cargo.toml
+└── README.md
+[12 entries: 5 directories, 7 files]"
+    );
+}
+
+#[test]
+fn a_collapsed_directory_listed_directly_is_expanded() {
+    let dir = project();
+    let tree = list_tree(
+        &dir.path().join("node_modules"),
+        "node_modules",
+        &TreeOptions {
+            depth: 2,
+            ..TreeOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        tree.text,
+        "📁 node_modules/
+└── 📁 left-pad/
+    └── index.js
+[2 entries: 1 directory, 1 file]"
+    );
+}
+
+#[test]
+fn hidden_and_ignored_entries_on_request() {
+    let dir = project();
+    let tree = list(
+        dir.path(),
+        TreeOptions {
+            show_hidden: true,
+            respect_gitignore: false,
+            ..TreeOptions::default()
+        },
+    );
+    assert_eq!(
+        tree.text,
+        "📁 demo/
+├── 📁 docs/
+├── 📁 empty/
+├── 📁 node_modules/ (not expanded)
+├── 📁 out/
+├── 📁 src/
+├── .gitignore
+├── .hidden
+├── app.log
+├── Cargo.toml
+└── README.md
+[10 entries: 5 directories, 5 files]"
+    );
+    // Hidden shown, ignore rules still applied; .git is never listed.
+    let tree = list(
+        dir.path(),
+        TreeOptions {
+            show_hidden: true,
+            ..TreeOptions::default()
+        },
+    );
+    assert!(tree.text.contains(".hidden") && !tree.text.contains("app.log"));
+    assert!(!tree.text.contains(".git/") && !tree.text.contains("out/"));
+}
+
+#[test]
+fn pattern_keeps_matches_and_the_directories_leading_to_them() {
+    let dir = project();
+    let tree = list(
+        dir.path(),
+        TreeOptions {
+            depth: 5,
+            pattern: Some("*.rs".to_string()),
+            ..TreeOptions::default()
+        },
+    );
+    assert_eq!(
+        tree.text,
+        "📁 demo/
+└── 📁 src/
+    ├── 📁 util/
+    │   ├── mod.rs
+    │   └── strings.rs
+    ├── lib.rs
+    └── main.rs
+[6 entries: 2 directories, 4 files]"
+    );
+    let tree = list(
+        dir.path(),
+        TreeOptions {
+            depth: 5,
+            pattern: Some("src/*.rs".to_string()),
+            ..TreeOptions::default()
+        },
+    );
+    assert_eq!(
+        tree.text,
+        "📁 demo/
+└── 📁 src/
+    ├── lib.rs
+    └── main.rs
+[3 entries: 1 directory, 2 files]"
+    );
+    let tree = list(
+        dir.path(),
+        TreeOptions {
+            pattern: Some("*.py".to_string()),
+            ..TreeOptions::default()
+        },
+    );
+    assert_eq!(tree.text, "📁 demo/\n[no entries match]");
+}
+
+#[test]
+fn dirs_only() {
+    let dir = project();
+    let tree = list(
+        dir.path(),
+        TreeOptions {
+            depth: 3,
+            dirs_only: true,
+            ..TreeOptions::default()
+        },
+    );
+    assert_eq!(
+        tree.text,
+        "📁 demo/
+├── 📁 docs/
+├── 📁 empty/
+├── 📁 node_modules/ (not expanded)
+└── 📁 src/
+    └── 📁 util/
+[5 entries: 5 directories, 0 files]"
+    );
+}
+
+#[test]
+fn sizes_are_human_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("big.bin"), vec![0u8; 12_345]).unwrap();
+    fs::write(dir.path().join("small.txt"), "hi").unwrap();
+    let tree = list(
+        dir.path(),
+        TreeOptions {
+            sizes: true,
+            ..TreeOptions::default()
+        },
+    );
+    assert_eq!(
+        tree.text,
+        "📁 demo/\n├── big.bin (12.3 KB)\n└── small.txt (2 B)\n[2 entries: 0 directories, 2 files]"
+    );
+    assert_eq!(tree.root.children.as_ref().unwrap()[0].size, Some(12_345));
+}
+
+#[test]
+fn pages_repeat_the_directories_above_their_first_entry() {
+    let dir = project();
+    let opts = |offset, limit| TreeOptions {
+        depth: 3,
+        offset,
+        limit,
+        ..TreeOptions::default()
+    };
+    let tree = list(dir.path(), opts(1, 4));
+    assert_eq!(
+        tree.text,
+        "📁 demo/
+├── 📁 docs/
+│   └── guide.md
+├── 📁 empty/
+├── 📁 node_modules/ (not expanded)
+[12 entries: 5 directories, 7 files; showing 4 of 12; continue with offset=5]"
+    );
+    let tree = list(dir.path(), opts(7, 2));
+    assert_eq!(
+        tree.text,
+        "📁 demo/
+├── 📁 src/
+│   ├── 📁 util/
+│   │   ├── mod.rs
+│   │   └── strings.rs
+[12 entries: 5 directories, 7 files; showing 2 of 12 (entries 7-8); continue with offset=9]"
+    );
+    assert_eq!(
+        (tree.first_entry, tree.shown, tree.next_offset),
+        (7, 2, Some(9))
+    );
+    let tree = list(dir.path(), opts(10, 0));
+    assert_eq!(
+        tree.text,
+        "📁 demo/
+├── 📁 src/
+│   └── main.rs
+├── Cargo.toml
+└── README.md
+[12 entries: 5 directories, 7 files; showing 3 of 12 (entries 10-12)]"
+    );
+    let tree = list(dir.path(), opts(40, 5));
+    assert_eq!(
+        tree.text,
+        "📁 demo/\n[12 entries: 5 directories, 7 files; offset 40 is past the last entry, use an offset from 1 to 12]"
+    );
+}
+
+#[test]
+fn the_json_tree_holds_the_shown_entries() {
+    let dir = project();
+    let tree = list(
+        dir.path(),
+        TreeOptions {
+            depth: 2,
+            pattern: Some("*.md".to_string()),
+            ..TreeOptions::default()
+        },
+    );
+    let file = |name: &str| TreeNode {
+        name: name.to_string(),
+        kind: NodeKind::File,
+        size: None,
+        target: None,
+        collapsed: false,
+        children: None,
+    };
+    assert_eq!(
+        tree.root,
+        TreeNode {
+            name: "demo".to_string(),
+            kind: NodeKind::Dir,
+            size: None,
+            target: None,
+            collapsed: false,
+            children: Some(vec![
+                TreeNode {
+                    name: "docs".to_string(),
+                    kind: NodeKind::Dir,
+                    size: None,
+                    target: None,
+                    collapsed: false,
+                    children: Some(vec![file("guide.md")]),
+                },
+                file("README.md"),
+            ]),
+        }
+    );
+}
+
+#[test]
+fn depth_limited_directories_have_no_children_in_json() {
+    let dir = project();
+    let tree = list(dir.path(), TreeOptions::default());
+    let children = tree.root.children.unwrap();
+    let src = children.iter().find(|c| c.name == "src").unwrap();
+    assert_eq!(src.children, None);
+    let empty = children.iter().find(|c| c.name == "empty").unwrap();
+    assert_eq!(empty.children, None);
+    let modules = children.iter().find(|c| c.name == "node_modules").unwrap();
+    assert!(modules.collapsed);
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinks_are_listed_not_followed() {
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("secret.txt"), "x").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("escape")).unwrap();
+    let tree = list(
+        dir.path(),
+        TreeOptions {
+            depth: 3,
+            ..TreeOptions::default()
+        },
+    );
+    assert_eq!(
+        tree.text,
+        format!(
+            "📁 demo/\n└── escape -> {}\n[1 entry: 0 directories, 1 file]",
+            outside.path().display()
+        )
+    );
+    assert!(!tree.text.contains("secret.txt"));
+}
+
+#[test]
+fn depth_zero_counts_as_one_and_empty_directories_say_so() {
+    let dir = project();
+    let zero = list(
+        dir.path(),
+        TreeOptions {
+            depth: 0,
+            ..TreeOptions::default()
+        },
+    );
+    assert_eq!(zero, list(dir.path(), TreeOptions::default()));
+    let tree = list(&dir.path().join("empty"), TreeOptions::default());
+    assert_eq!(tree.text, "📁 demo/\n[empty directory]");
+}
+
+#[test]
+fn errors() {
+    let dir = project();
+    let err = list_tree(
+        dir.path(),
+        "demo",
+        &TreeOptions {
+            pattern: Some("src/[".to_string()),
+            ..TreeOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(err, TreeError::Pattern { .. }), "{err:?}");
+    assert!(err.to_string().starts_with("invalid pattern \"src/[\""));
+    let err = list_tree(
+        &dir.path().join("README.md"),
+        "README.md",
+        &TreeOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, TreeError::NotADirectory { .. }), "{err:?}");
+    let err = list_tree(
+        &dir.path().join("missing"),
+        "missing",
+        &TreeOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, TreeError::Io { .. }), "{err:?}");
+}

@@ -1,0 +1,219 @@
+//! `list_dir`: a directory as a tree, in text and as JSON.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use toolbelt_core::{
+    Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
+};
+use toolbelt_fs::EntryKind;
+use toolbelt_search::tree::{self, Tree, TreeError, TreeNode, TreeOptions};
+
+use crate::files::{Workspace, blocking, fs_error, workspace};
+
+/// Deepest `depth` accepted.
+pub const MAX_LIST_DEPTH: u32 = 20;
+/// Most entries one call shows.
+pub const MAX_LIST_LIMIT: u32 = 5_000;
+
+/// Arguments of `list_dir`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListDirParams {
+    /// The directory, relative to the working directory or absolute inside the workspace. Default: the working directory.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Levels to list: 1 (default) = the directory's own entries, 2 = also the entries of its subdirectories, ...
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 20))]
+    pub depth: Option<u32>,
+    /// List hidden entries (names starting with "."). Default false; `.git` is never listed.
+    #[serde(default)]
+    pub show_hidden: Option<bool>,
+    /// Keep only entries whose name matches this glob (`*.rs`, `test_*`), plus the directories leading to them. With a `/` it matches the path relative to `path` (`src/**/*.py`).
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// List directories only. Default false.
+    #[serde(default)]
+    pub dirs_only: Option<bool>,
+    /// Show file sizes. Default false.
+    #[serde(default)]
+    pub sizes: Option<bool>,
+    /// First entry to show, 1-based, in the order of the listing. Default 1.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub offset: Option<u32>,
+    /// Most entries to show (default 500, at most 5000).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 5000))]
+    pub limit: Option<u32>,
+    /// Leave out what `.gitignore`, `.ignore` and `.git/info/exclude` ignore. Default true.
+    #[serde(default)]
+    pub respect_gitignore: Option<bool>,
+}
+
+/// One entry of the tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct ListDirNode {
+    /// The entry's name (the listed path for the root).
+    pub name: String,
+    /// `dir`, `file`, `symlink` or `other` (FIFO, socket, device).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Size in bytes (files, when `sizes` was asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Where a symlink points (it is not followed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// True for a dependency or build directory (`node_modules`, `target`, ...) that was not descended into; list it directly to see inside.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub collapsed: bool,
+    /// The entries shown beneath a directory whose contents were listed (absent below the depth limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub children: Option<Vec<ListDirNode>>,
+}
+
+impl From<TreeNode> for ListDirNode {
+    fn from(node: TreeNode) -> ListDirNode {
+        ListDirNode {
+            name: node.name,
+            kind: node.kind.as_str().to_string(),
+            size: node.size,
+            target: node.target,
+            collapsed: node.collapsed,
+            children: node
+                .children
+                .map(|c| c.into_iter().map(ListDirNode::from).collect()),
+        }
+    }
+}
+
+/// Result of `list_dir`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ListDirOutput {
+    /// The directory listed, as given to the model.
+    pub path: String,
+    /// Entries in the whole listing (after filters).
+    pub total_entries: usize,
+    /// Directories among them.
+    pub dirs: usize,
+    /// Files, symlinks and others among them.
+    pub files: usize,
+    /// Entries shown in this page.
+    pub shown: usize,
+    /// The offset that continues the listing, when entries remain.
+    pub next_offset: Option<usize>,
+    /// True when the walk stopped early and the listing is incomplete.
+    pub incomplete: bool,
+    /// The tree of the entries shown (with the directories above the first one).
+    pub tree: ListDirNode,
+}
+
+/// The `list_dir` tool.
+#[derive(Debug, Default)]
+pub struct ListDir;
+
+impl TypedTool for ListDir {
+    type Params = ListDirParams;
+    type Output = ListDirOutput;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::describe("list_dir", include_str!("list_dir.md"))
+            .title("List Directory")
+            .category(Category::Files)
+            .permission("fs:read")
+            .hints(Hints::read_only())
+            .key_argument("path")
+            .example(
+                "List a project two levels deep",
+                serde_json::json!({"path": ".", "depth": 2}),
+                serde_json::json!({
+                    "path": ".", "total_entries": 4, "dirs": 1, "files": 3, "shown": 4,
+                    "next_offset": null, "incomplete": false,
+                    "tree": {"name": ".", "type": "dir", "children": [
+                        {"name": "src", "type": "dir", "children": [
+                            {"name": "main.rs", "type": "file"}
+                        ]},
+                        {"name": "Cargo.toml", "type": "file"},
+                        {"name": "README.md", "type": "file"}
+                    ]}
+                }),
+            )
+    }
+
+    async fn call(&self, ctx: &ToolContext, p: ListDirParams) -> ToolResult<ListDirOutput> {
+        let ws = workspace(ctx)?;
+        blocking(move || list(&ws, &p)).await
+    }
+}
+
+fn list(ws: &Workspace, p: &ListDirParams) -> Result<Reply<ListDirOutput>, ToolError> {
+    let path = ws.resolve(p.path.as_deref().unwrap_or("."))?;
+    let shown = ws.display(&path);
+    let meta = match ws.jail.metadata(&path) {
+        Ok(meta) => meta,
+        Err(toolbelt_fs::FsError::NotFound { .. }) => return Err(ws.not_found(&path)),
+        Err(e) => return Err(fs_error(e)),
+    };
+    if meta.kind != EntryKind::Dir {
+        return Err(ToolError::new(
+            ErrorCode::InvalidParams,
+            format!("{shown} is a {}, not a directory", meta.kind.describe()),
+        )
+        .hint("read_file reads a file; list_dir its directory"));
+    }
+    let opts = TreeOptions {
+        depth: p.depth.map_or(1, |d| d.min(MAX_LIST_DEPTH) as usize),
+        show_hidden: p.show_hidden.unwrap_or(false),
+        respect_gitignore: p.respect_gitignore.unwrap_or(true),
+        pattern: p.pattern.clone(),
+        dirs_only: p.dirs_only.unwrap_or(false),
+        sizes: p.sizes.unwrap_or(false),
+        offset: p.offset.map_or(1, |o| o as usize),
+        limit: p.limit.map_or(tree::DEFAULT_LIMIT_ENTRIES, |l| {
+            l.min(MAX_LIST_LIMIT) as usize
+        }),
+    };
+    let tree = listing(path.abs(), &shown, &opts)?;
+    Ok(reply(shown, tree))
+}
+
+/// Lists `dir` (already resolved inside the workspace), labelled `shown`.
+pub(crate) fn listing(
+    dir: &std::path::Path,
+    shown: &str,
+    opts: &TreeOptions,
+) -> Result<Tree, ToolError> {
+    tree::list_tree(dir, shown, opts).map_err(|e| match e {
+        TreeError::Pattern { .. } => ToolError::new(ErrorCode::InvalidParams, e.to_string()),
+        TreeError::NotADirectory { .. } => ToolError::new(ErrorCode::InvalidParams, e.to_string()),
+        TreeError::Io { ref source, .. } => {
+            let code = match source.kind() {
+                std::io::ErrorKind::NotFound => ErrorCode::NotFound,
+                std::io::ErrorKind::PermissionDenied => ErrorCode::AccessDenied,
+                _ => ErrorCode::Internal,
+            };
+            ToolError::new(code, e.to_string())
+        }
+        _ => ToolError::new(ErrorCode::Internal, e.to_string()),
+    })
+}
+
+fn reply(path: String, tree: Tree) -> Reply<ListDirOutput> {
+    let partial = tree.walk_truncated;
+    let out = ListDirOutput {
+        path,
+        total_entries: tree.total_entries,
+        dirs: tree.dirs,
+        files: tree.files,
+        shown: tree.shown,
+        next_offset: tree.next_offset,
+        incomplete: tree.walk_truncated,
+        tree: tree.root.into(),
+    };
+    let stats = (out.shown, out.total_entries);
+    Reply::new(out, tree.text)
+        .partial(partial)
+        .stat("entries", stats.0)
+        .stat("total_entries", stats.1)
+}
