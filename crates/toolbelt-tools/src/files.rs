@@ -91,7 +91,6 @@ impl Workspace {
 
     /// True when files the tool did not name itself (search results) must skip the
     /// built-in secret files.
-    #[allow(dead_code)]
     pub fn skips_secret_files(&self) -> bool {
         self.policy.as_ref().is_some_and(|p| p.secret_defaults())
     }

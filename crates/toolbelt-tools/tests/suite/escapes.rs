@@ -44,8 +44,14 @@ fn fixture() -> Fixture {
 
 impl Fixture {
     fn outside_untouched(&self) {
-        assert_eq!(std::fs::read_to_string(self.outside.join("secret.txt")).unwrap(), SECRET);
-        assert_eq!(std::fs::read_to_string(self.outside.join("dir/inner.txt")).unwrap(), SECRET);
+        assert_eq!(
+            std::fs::read_to_string(self.outside.join("secret.txt")).unwrap(),
+            SECRET
+        );
+        assert_eq!(
+            std::fs::read_to_string(self.outside.join("dir/inner.txt")).unwrap(),
+            SECRET
+        );
         let names: Vec<String> = std::fs::read_dir(self.outside.join("dir"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -70,15 +76,26 @@ fn escaping_paths(f: &Fixture) -> Vec<String> {
 
 #[track_caller]
 fn refused(env: &Envelope, what: &str) {
-    assert_eq!(env.status, Status::Error, "{what} was not refused: {env:#?}");
+    assert_eq!(
+        env.status,
+        Status::Error,
+        "{what} was not refused: {env:#?}"
+    );
     let code = env.error.as_ref().unwrap().code;
     assert!(
         matches!(code, ErrorCode::AccessDenied | ErrorCode::NotFound),
         "{what}: unexpected {code:?}: {}",
         env.text
     );
-    assert!(!env.text.contains("TOP-SECRET"), "{what} leaked: {}", env.text);
-    assert!(!env.data.to_string().contains("TOP-SECRET"), "{what} leaked data");
+    assert!(
+        !env.text.contains("TOP-SECRET"),
+        "{what} leaked: {}",
+        env.text
+    );
+    assert!(
+        !env.data.to_string().contains("TOP-SECRET"),
+        "{what} leaked data"
+    );
 }
 
 #[tokio::test]
@@ -95,14 +112,21 @@ async fn write_file_refuses_every_escape() {
     let f = fixture();
     for path in escaping_paths(&f) {
         for mode in ["overwrite", "append", "create_new"] {
-            let args = json!({"path": path, "content": "pwned\n", "mode": mode, "create_dirs": true});
+            let args =
+                json!({"path": path, "content": "pwned\n", "mode": mode, "create_dirs": true});
             let env = call(&f.registry, "write_file", args).await;
             refused(&env, &format!("write_file {mode} {path}"));
         }
     }
     f.outside_untouched();
     // The links themselves are still links.
-    assert!(f.root.join("file_link").symlink_metadata().unwrap().is_symlink());
+    assert!(
+        f.root
+            .join("file_link")
+            .symlink_metadata()
+            .unwrap()
+            .is_symlink()
+    );
 }
 
 #[tokio::test]
@@ -128,17 +152,22 @@ fn texts_of(env: &Envelope) -> String {
 #[tokio::test]
 async fn grep_never_searches_outside() {
     let f = fixture();
-    // Over the whole workspace: the links are not followed.
-    let env = call(&f.registry, "grep", json!({"pattern": "TOP-SECRET"})).await;
-    assert_ne!(env.status, Status::Error, "{}", env.text);
-    assert!(!texts_of(&env).contains("TOP-SECRET"), "{}", env.text);
-    let env = call(
-        &f.registry,
-        "grep",
-        json!({"pattern": "TOP-SECRET", "include_ignored": true}),
-    )
-    .await;
-    assert!(!texts_of(&env).contains("TOP-SECRET"), "{}", env.text);
+    // Over the whole workspace: the links are not followed, with or without ignore files.
+    for args in [
+        json!({"pattern": "TOP-SECRET"}),
+        json!({"pattern": "TOP-SECRET", "include_ignored": true, "include_hidden": true}),
+        json!({"pattern": "TOP-SECRET", "output_mode": "files_with_matches"}),
+    ] {
+        let env = call(&f.registry, "grep", args.clone()).await;
+        assert_ne!(env.status, Status::Error, "{}", env.text);
+        assert_eq!(env.data["match_count"], json!(0), "{args}: {}", env.text);
+        assert_eq!(env.data["total"], json!(0), "{args}: {}", env.text);
+        assert!(
+            !env.text.contains("secret.txt") && !env.text.contains("inner.txt"),
+            "{}",
+            env.text
+        );
+    }
     // Pointed at the escapes directly: refused.
     for path in escaping_paths(&f) {
         if path.ends_with("new.txt") {
@@ -156,11 +185,26 @@ async fn grep_never_searches_outside() {
 #[tokio::test]
 async fn glob_never_lists_outside() {
     let f = fixture();
-    let env = call(&f.registry, "glob", json!({"pattern": "**/inner.txt"})).await;
-    assert_ne!(env.status, Status::Error, "{}", env.text);
-    assert!(!texts_of(&env).contains("inner.txt"), "{}", env.text);
-    let env = call(&f.registry, "glob", json!({"pattern": "**/*.txt", "respect_gitignore": false})).await;
-    assert!(!texts_of(&env).contains("inner.txt"), "{}", env.text);
+    for args in [
+        json!({"pattern": "**/inner.txt"}),
+        json!({"pattern": "**/*.txt", "respect_gitignore": false, "include_hidden": true}),
+        json!({"pattern": "*", "include_dirs": true}),
+    ] {
+        let env = call(&f.registry, "glob", args.clone()).await;
+        assert_ne!(env.status, Status::Error, "{}", env.text);
+        let found: Vec<&str> = env.data["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap())
+            .collect();
+        assert!(
+            found
+                .iter()
+                .all(|p| !p.contains("inner.txt") && !p.contains("secret.txt")),
+            "{args}: {found:?}"
+        );
+    }
     for path in ["dir_link", "..", "/", "../outside"] {
         let env = call(&f.registry, "glob", json!({"pattern": "*", "path": path})).await;
         refused(&env, &format!("glob in {path}"));
@@ -185,12 +229,20 @@ async fn apply_patch_refuses_every_escape() {
     for path in escaping_paths(&f) {
         let patch = format!("*** Begin Patch\n*** Add File: {path}\n+pwned\n*** End Patch\n");
         let env = call(&f.registry, "apply_patch", json!({"patch": patch})).await;
-        assert_eq!(env.status, Status::Error, "apply_patch add {path}: {env:#?}");
+        assert_eq!(
+            env.status,
+            Status::Error,
+            "apply_patch add {path}: {env:#?}"
+        );
         let patch = format!(
             "*** Begin Patch\n*** Update File: {path}\n@@\n-TOP-SECRET-CONTENT\n+pwned\n*** End Patch\n"
         );
         let env = call(&f.registry, "apply_patch", json!({"patch": patch})).await;
-        assert_eq!(env.status, Status::Error, "apply_patch update {path}: {env:#?}");
+        assert_eq!(
+            env.status,
+            Status::Error,
+            "apply_patch update {path}: {env:#?}"
+        );
         assert!(!env.text.contains("TOP-SECRET-CONTENT\n+"), "{}", env.text);
     }
     f.outside_untouched();
@@ -218,7 +270,9 @@ async fn a_fifo_is_refused_within_a_second() {
 }
 
 fn make_fifo(path: &Path) {
-    let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
     assert!(status.success());
 }
-

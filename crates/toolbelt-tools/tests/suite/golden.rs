@@ -9,9 +9,11 @@ use toolbelt_core::{Category, ErrorCode, SchemaValidator, ToolSpec};
 
 use super::{builtins, call, error_message, success_data};
 
-const BUILTIN_NAMES: [&str; 9] = [
+const BUILTIN_NAMES: [&str; 11] = [
     "apply_patch",
     "edit_file",
+    "glob",
+    "grep",
     "list_dir",
     "multi_edit",
     "read_file",
@@ -125,7 +127,10 @@ async fn examples_of_think_and_set_todo_list_are_what_the_tools_return() {
     for spec in definitions() {
         // read_output's example needs a spilled output, the file tools' examples need
         // files: their suites check those examples on real files.
-        if spec.name == "read_output" || spec.category == Category::Files {
+        if spec.name == "read_output"
+            || spec.category == Category::Files
+            || spec.category == Category::Search
+        {
             continue;
         }
         for example in &spec.examples {

@@ -4,6 +4,7 @@
 
 mod apply_patch;
 mod edit_file;
+mod escapes;
 mod glob;
 mod golden;
 mod grep;

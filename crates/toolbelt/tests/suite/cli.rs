@@ -282,7 +282,7 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
     assert_eq!(run.code, 0, "{run:#?}");
     let tools = stdout_json(&run);
     let tools = tools.as_array().unwrap();
-    assert_eq!(tools.len(), 6);
+    assert_eq!(tools.len(), 11);
     let mut checked = 0;
     for tool in tools {
         let function = &tool["function"];
@@ -294,8 +294,8 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
         assert!(here >= 1, "{name}: no object schema checked");
         checked += here;
     }
-    // think, set_todo_list and one todo, read_output, read_file, write_file, list_dir.
-    assert_eq!(checked, 7);
+    // One object per tool, plus set_todo_list's todo and multi_edit's edit.
+    assert_eq!(checked, 13);
 }
 
 #[test]
@@ -388,7 +388,7 @@ fn schema_usage_errors_exit_2() {
     let run = toolbelt(dir.path(), &["schema", "nope"]);
     assert_usage_error(
         &run,
-        "unknown tool \"nope\"; available: list_dir, read_file, read_output, set_todo_list, think, write_file",
+        "unknown tool \"nope\"; available: apply_patch, edit_file, glob, grep, list_dir, multi_edit, read_file, read_output, set_todo_list, think, write_file",
     );
 }
 
@@ -631,7 +631,19 @@ fn claude_profile_exposes_todo_write() {
     let run = toolbelt(dir.path(), &["--profile", "claude", "tools", "--json"]);
     assert_eq!(
         tool_names(&run),
-        ["LS", "Read", "read_output", "TodoWrite", "think", "Write"]
+        [
+            "apply_patch",
+            "Edit",
+            "Glob",
+            "Grep",
+            "LS",
+            "MultiEdit",
+            "Read",
+            "read_output",
+            "TodoWrite",
+            "think",
+            "Write"
+        ]
     );
 
     let run = toolbelt(
@@ -684,7 +696,12 @@ fn config_file_in_the_root_sets_the_profile() {
     assert_eq!(
         tool_names(&run),
         [
+            "apply_patch",
+            "StrReplaceFile",
+            "Glob",
+            "Grep",
             "list_dir",
+            "multi_edit",
             "ReadFile",
             "read_output",
             "SetTodoList",
@@ -697,7 +714,12 @@ fn config_file_in_the_root_sets_the_profile() {
     assert_eq!(
         tool_names(&run),
         [
+            "apply_patch",
+            "edit_file",
+            "glob",
+            "grep",
             "list_dir",
+            "multi_edit",
             "read_file",
             "read_output",
             "set_todo_list",
@@ -718,7 +740,19 @@ fn explicit_config_file_is_used() {
     );
     assert_eq!(
         tool_names(&run),
-        ["LS", "Read", "read_output", "TodoWrite", "think", "Write"]
+        [
+            "apply_patch",
+            "Edit",
+            "Glob",
+            "Grep",
+            "LS",
+            "MultiEdit",
+            "Read",
+            "read_output",
+            "TodoWrite",
+            "think",
+            "Write"
+        ]
     );
 }
 
