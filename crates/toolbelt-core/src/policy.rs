@@ -883,36 +883,36 @@ const SECRET_FILES: &[(&str, &[&str])] = &[
 
 struct SecretFile {
     label: &'static str,
-    matcher: GlobMatcher,
     except: Vec<GlobMatcher>,
 }
 
-static SECRETS: LazyLock<Vec<SecretFile>> = LazyLock::new(|| {
-    SECRET_FILES
-        .iter()
-        .filter_map(|&(label, except)| {
-            Some(SecretFile {
-                label,
-                matcher: compile_glob(&format!("**/{label}")).ok()?,
-                except: except.iter().filter_map(|e| compile_glob(e).ok()).collect(),
-            })
-        })
-        .collect()
-});
+/// The built-in secret files, all in one matcher (built once, matched in one pass:
+/// the fast path for tools that look at many files).
+struct Secrets {
+    set: GlobSet,
+    /// For each glob of `set`, its secret file.
+    files: Vec<SecretFile>,
+}
 
-/// All secret patterns in one matcher, in the order of [`SECRETS`]: the fast path
-/// for tools that look at many files (grep, glob).
-static SECRET_SET: LazyLock<Option<GlobSet>> = LazyLock::new(|| {
+static SECRETS: LazyLock<Secrets> = LazyLock::new(|| {
     let mut builder = GlobSetBuilder::new();
-    for s in SECRETS.iter() {
-        let glob = GlobBuilder::new(&format!("**/{}", s.label))
+    let mut files = Vec::new();
+    for &(label, except) in SECRET_FILES {
+        let Ok(glob) = GlobBuilder::new(&format!("**/{label}"))
             .literal_separator(true)
             .backslash_escape(true)
             .build()
-            .ok()?;
+        else {
+            continue;
+        };
         builder.add(glob);
+        files.push(SecretFile {
+            label,
+            except: except.iter().filter_map(|e| compile_glob(e).ok()).collect(),
+        });
     }
-    builder.build().ok()
+    let set = builder.build().unwrap_or_else(|_| GlobSet::empty());
+    Secrets { set, files }
 });
 
 /// The label of the built-in secret file (`.env`, `*.pem`, `.ssh/**`, ...) that
@@ -928,26 +928,37 @@ static SECRET_SET: LazyLock<Option<GlobSet>> = LazyLock::new(|| {
 /// assert_eq!(secret_file_label("src/main.rs"), None);
 /// ```
 pub fn secret_file_label(path: &str) -> Option<&'static str> {
-    let set = SECRET_SET.as_ref()?;
-    if !set.is_match(path) {
+    if !might_be_secret(path) {
+        return None;
+    }
+    let secrets = &*SECRETS;
+    if !secrets.set.is_match(path) {
         return None;
     }
     let name = path.rsplit('/').next().unwrap_or(path);
-    set.matches(path).into_iter().find_map(|i| {
-        let secret = SECRETS.get(i)?;
+    secrets.set.matches(path).into_iter().find_map(|i| {
+        let secret = secrets.files.get(i)?;
         (!secret.except.iter().any(|e| e.is_match(name))).then_some(secret.label)
     })
 }
 
+/// File name endings of the built-in secret files that are not hidden names.
+const SECRET_SUFFIXES: [&str; 5] = [".pem", ".key", ".p12", ".pfx", ".keystore"];
+
+/// A cheap test that is true for every built-in secret file (and for few others):
+/// a hidden component (`.env`, `.ssh/...`), an `id_*` key, or a key-file ending.
+/// It spares a search the full match on almost every file.
+fn might_be_secret(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    path.starts_with('.')
+        || path.contains("/.")
+        || name.starts_with("id_")
+        || SECRET_SUFFIXES.iter().any(|s| name.ends_with(s))
+}
+
 /// The label of the built-in secret file `forms` names, if any.
 fn secret_file(forms: &PathForms) -> Option<&'static str> {
-    forms.all().find_map(|path| {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        SECRETS
-            .iter()
-            .find(|s| s.matcher.is_match(path) && !s.except.iter().any(|e| e.is_match(name)))
-            .map(|s| s.label)
-    })
+    forms.all().find_map(secret_file_label)
 }
 
 /// Allow / ask / deny rules, checked deny → ask → allow, plus the built-in

@@ -1025,8 +1025,62 @@ proptest! {
 
 #[test]
 fn every_secret_pattern_compiles() {
-    assert_eq!(super::SECRETS.len(), super::SECRET_FILES.len());
-    for (secret, (_, except)) in super::SECRETS.iter().zip(super::SECRET_FILES) {
+    assert_eq!(super::SECRETS.files.len(), super::SECRET_FILES.len());
+    assert_eq!(super::SECRETS.set.len(), super::SECRET_FILES.len());
+    for (secret, (_, except)) in super::SECRETS.files.iter().zip(super::SECRET_FILES) {
         assert_eq!(secret.except.len(), except.len(), "{}", secret.label);
+    }
+}
+
+/// The full match without the cheap pre-test.
+fn secret_label_slow(path: &str) -> Option<&'static str> {
+    let secrets = &*super::SECRETS;
+    let name = path.rsplit('/').next().unwrap_or(path);
+    secrets.set.matches(path).into_iter().find_map(|i| {
+        let secret = secrets.files.get(i)?;
+        (!secret.except.iter().any(|e| e.is_match(name))).then_some(secret.label)
+    })
+}
+
+#[test]
+fn the_cheap_secret_test_admits_every_secret_file() {
+    for (label, _) in super::SECRET_FILES {
+        let example = label.replace("**", "sub/x").replace('*', "x");
+        for path in [
+            example.clone(),
+            format!("a/b/{example}"),
+            format!("/abs/{example}"),
+        ] {
+            assert!(
+                secret_label_slow(&path).is_some(),
+                "{path} is not a secret?"
+            );
+            assert!(super::might_be_secret(&path), "{path}");
+            assert_eq!(
+                super::secret_file_label(&path),
+                secret_label_slow(&path),
+                "{path}"
+            );
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn secret_file_label_agrees_with_the_full_match(
+        parts in prop::collection::vec(
+            prop::sample::select(vec![
+                "src", ".env", ".env.local", ".env.example", "id_rsa", "id_rsa.pub", "key.pem",
+                "a.key", ".ssh", "known_hosts", ".aws", "credentials", "config", ".config",
+                "gcloud", ".kube", "main.rs", "x.p12", ".npmrc", "notes.txt", ".docker",
+                "config.json", "store.keystore", ".azure",
+            ]),
+            1..6,
+        ),
+        absolute in any::<bool>(),
+    ) {
+        let joined = parts.join("/");
+        let path = if absolute { format!("/{joined}") } else { joined };
+        prop_assert_eq!(super::secret_file_label(&path), secret_label_slow(&path), "{}", path);
     }
 }

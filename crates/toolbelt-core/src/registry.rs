@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
@@ -111,7 +111,27 @@ pub enum BatchMode {
 
 struct Entry {
     tool: Arc<dyn Tool>,
-    validator: SchemaValidator,
+    /// Compiled on the first call: a short-lived process (one CLI call) pays only for
+    /// the tool it runs. Registration already checked the schema.
+    validator: OnceLock<Result<SchemaValidator, String>>,
+}
+
+impl Entry {
+    fn validator(&self) -> Result<&SchemaValidator, &str> {
+        self.validator
+            .get_or_init(|| SchemaValidator::new(&self.tool.spec().input_schema))
+            .as_ref()
+            .map_err(String::as_str)
+    }
+}
+
+/// When a tool's input schema is compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SchemaCheck {
+    /// At registration: a hand-written schema is reported there when it is invalid.
+    Now,
+    /// At the first call: the schema was derived from Rust types.
+    OnFirstCall,
 }
 
 /// Asks a person whether a call that a rule marked `ask` may run.
@@ -211,7 +231,9 @@ impl Registry {
     /// # Errors
     /// As [`Registry::register`].
     pub fn register_typed<T: TypedTool>(&mut self, tool: T) -> Result<(), RegistryError> {
-        self.register(Typed::new(tool))
+        // The schema is derived from Rust types, so it is well-formed; compiling it
+        // waits for the first call (a one-call process pays for one tool only).
+        self.insert(Arc::new(Typed::new(tool)), SchemaCheck::OnFirstCall)
     }
 
     /// Registers a plain async function with a given spec (seed 004's register_function).
@@ -231,6 +253,10 @@ impl Registry {
     /// # Errors
     /// As [`Registry::register`].
     pub fn register_arc(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        self.insert(tool, SchemaCheck::Now)
+    }
+
+    fn insert(&mut self, tool: Arc<dyn Tool>, check: SchemaCheck) -> Result<(), RegistryError> {
         let spec = tool.spec();
         let name = spec.name.clone();
         if !valid_name(&name) {
@@ -245,12 +271,16 @@ impl Registry {
                 reason: "the input schema must have \"type\": \"object\"".into(),
             });
         }
-        let validator = SchemaValidator::new(&spec.input_schema).map_err(|reason| {
-            RegistryError::InvalidSchema {
-                name: name.clone(),
-                reason,
-            }
-        })?;
+        let validator = OnceLock::new();
+        if check == SchemaCheck::Now {
+            let compiled = SchemaValidator::new(&spec.input_schema).map_err(|reason| {
+                RegistryError::InvalidSchema {
+                    name: name.clone(),
+                    reason,
+                }
+            })?;
+            let _ = validator.set(Ok(compiled));
+        }
         self.tools.insert(name, Entry { tool, validator });
         Ok(())
     }
@@ -399,7 +429,18 @@ impl Registry {
         }
 
         // 2. Schema validation, then the tool's own rules.
-        let mut violations = entry.validator.violations(&args);
+        let validator = match entry.validator() {
+            Ok(v) => v,
+            Err(reason) => {
+                let env = Envelope::error(
+                    ErrorCode::Internal,
+                    format!("the input schema of {exposed} cannot be compiled: {reason}"),
+                    None,
+                );
+                return (env, canonical_owned, repairs);
+            }
+        };
+        let mut violations = validator.violations(&args);
         if violations.is_empty() {
             violations = tool.validate(&args);
         }

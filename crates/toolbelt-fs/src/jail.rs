@@ -563,7 +563,7 @@ impl Jail {
         let (root, rel) = self
             .roots
             .iter()
-            .find_map(|r| abs.strip_prefix(&r.path).ok().map(|rel| (r, rel)))
+            .find_map(|r| beneath(abs, &r.path).map(|rel| (r, rel)))
             .ok_or_else(|| {
                 io::Error::new(io::ErrorKind::PermissionDenied, "outside the workspace")
             })?;
@@ -1110,6 +1110,21 @@ impl Transaction<'_> {
             }
         }
     }
+}
+
+/// `path` relative to `root` when it lies strictly beneath it: a byte comparison,
+/// cheaper than [`Path::strip_prefix`] for the many files of a walk.
+fn beneath<'a>(path: &'a Path, root: &Path) -> Option<&'a Path> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = path.as_os_str().as_bytes();
+    let root = root.as_os_str().as_bytes();
+    let rest = path.strip_prefix(root)?;
+    let rest = if root.ends_with(b"/") {
+        rest
+    } else {
+        rest.strip_prefix(b"/")?
+    };
+    (!rest.is_empty()).then(|| Path::new(OsStr::from_bytes(rest)))
 }
 
 /// Refuses anything but a regular file.

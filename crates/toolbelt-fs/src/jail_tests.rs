@@ -41,3 +41,18 @@ fn display_is_relative_to_the_cwd_when_beneath_it() {
     let root = WorkPath::new(0, Path::new("/w"), PathBuf::new());
     assert_eq!(root.abs(), Path::new("/w"));
 }
+
+#[test]
+fn beneath_is_a_component_wise_prefix() {
+    assert_eq!(
+        beneath(Path::new("/w/a/b"), Path::new("/w")),
+        Some(Path::new("a/b"))
+    );
+    assert_eq!(beneath(Path::new("/w2/a"), Path::new("/w")), None);
+    assert_eq!(beneath(Path::new("/w"), Path::new("/w")), None);
+    assert_eq!(beneath(Path::new("/w/"), Path::new("/w")), None);
+    assert_eq!(
+        beneath(Path::new("/etc/passwd"), Path::new("/")),
+        Some(Path::new("etc/passwd"))
+    );
+}

@@ -353,9 +353,14 @@ where
             budget: self.budget,
             errors: Vec::new(),
             error_count: 0,
+            visited: 0,
         })
     }
 }
+
+/// The budget's clock is read once per this many entries of one walker thread (a
+/// clock read per entry is measurable on a large tree).
+const BUDGET_CHECK_EVERY: u32 = 64;
 
 struct Visitor<'s, W: Worker> {
     worker: Option<W>,
@@ -363,6 +368,7 @@ struct Visitor<'s, W: Worker> {
     budget: &'s Budget,
     errors: Vec<String>,
     error_count: usize,
+    visited: u32,
 }
 
 impl<W: Worker> ParallelVisitor for Visitor<'_, W> {
@@ -370,7 +376,13 @@ impl<W: Worker> ParallelVisitor for Visitor<'_, W> {
         if self.shared.stop.load(Ordering::Relaxed) != 0 {
             return WalkState::Quit;
         }
-        if let Some(stop) = self.budget.check() {
+        self.visited = self.visited.wrapping_add(1);
+        let stop = if self.visited % BUDGET_CHECK_EVERY == 1 {
+            self.budget.check()
+        } else {
+            None
+        };
+        if let Some(stop) = stop {
             let code = match stop {
                 Stop::TimedOut => STOP_TIMED_OUT,
                 Stop::Cancelled => STOP_CANCELLED,

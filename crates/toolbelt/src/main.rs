@@ -252,8 +252,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 timeout: timeout_ms.map(Duration::from_millis),
                 ..CallOptions::default()
             };
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
+            // One call: a single-threaded runtime starts fastest; blocking file work
+            // and searches run on their own threads.
+            let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .context("cannot start the async runtime")?;
