@@ -136,13 +136,14 @@ impl Workspace {
             .into_iter()
             .filter_map(|e| {
                 let lower = e.name.to_lowercase();
-                let score = strsim::jaro_winkler(&name, &lower).max(
-                    if !name.is_empty() && (lower.contains(&name) || name.contains(&lower)) {
-                        0.85
-                    } else {
-                        0.0
-                    },
-                );
+                let contains = !name.is_empty() && (lower.contains(&name) || name.contains(&lower));
+                // One typo (a swap, a missing, extra or wrong letter) counts even in
+                // short names, where similarity scores are low (`scr` for `src`).
+                let typo =
+                    name.chars().count() >= 3 && strsim::damerau_levenshtein(&name, &lower) <= 1;
+                let score = strsim::jaro_winkler(&name, &lower)
+                    .max(if contains { 0.85 } else { 0.0 })
+                    .max(if typo { 0.8 } else { 0.0 });
                 (score >= 0.75).then_some((score, e.name))
             })
             .collect();

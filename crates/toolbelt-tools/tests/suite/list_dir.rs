@@ -166,6 +166,12 @@ async fn errors_say_what_to_do() {
         env.error.as_ref().unwrap().hint.as_deref(),
         Some("did you mean src?")
     );
+    // A swapped pair of letters in a short name is still recognised.
+    let env = list(dir.path(), json!({"path": "scr"})).await;
+    assert_eq!(
+        env.error.as_ref().unwrap().hint.as_deref(),
+        Some("did you mean src?")
+    );
     let env = list(dir.path(), json!({"pattern": "[oops"})).await;
     assert!(
         error_message(&env, ErrorCode::InvalidParams).starts_with("invalid pattern \"[oops\""),
