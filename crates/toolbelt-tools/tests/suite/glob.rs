@@ -277,13 +277,7 @@ async fn a_bad_pattern_is_invalid_params() {
 #[tokio::test]
 async fn a_spent_time_budget_returns_partial_results_or_a_timeout() {
     let dir = tempfile::tempdir().unwrap();
-    for d in 0..50 {
-        let sub = dir.path().join(format!("d{d:02}"));
-        std::fs::create_dir_all(&sub).unwrap();
-        for f in 0..60 {
-            std::fs::write(sub.join(format!("f{f:02}.txt")), "").unwrap();
-        }
-    }
+    super::wide_tree(dir.path(), "");
     let registry = builtins(dir.path());
     let env = glob(
         &registry,

@@ -81,3 +81,15 @@ fn violation_paths(env: &Envelope) -> Vec<String> {
         .map(|v| v["path"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// 50 directories of 60 `.txt` files each holding `content`: a tree large enough
+/// that a 1 ms time budget runs out while walking it.
+fn wide_tree(dir: &Path, content: &str) {
+    for d in 0..50 {
+        let sub = dir.join(format!("d{d:02}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..60 {
+            std::fs::write(sub.join(format!("f{f:02}.txt")), content).unwrap();
+        }
+    }
+}
