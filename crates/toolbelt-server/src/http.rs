@@ -1,0 +1,863 @@
+//! The HTTP server: MCP streamable HTTP at `/mcp` and a small JSON API at `/v1`.
+//!
+//! Routes:
+//! - `GET /healthz`: liveness, no token needed.
+//! - `GET /v1/tools`: the tool specs, with the names the active profile exposes.
+//! - `POST /v1/tools/{name}`: the body is the arguments (JSON), the answer the
+//!   result envelope. Tool errors are envelopes with status 200; an unknown tool
+//!   answers 404 and a body that is not JSON 400, both with an envelope.
+//! - `GET /v1/openapi.json`: an OpenAPI 3.1 description of these routes.
+//! - `/mcp`: MCP streamable HTTP (POST, GET for the server stream, DELETE).
+//!
+//! Every route but `/healthz` needs `Authorization: Bearer <token>`; the token is
+//! compared in constant time and refused in the query string. `Host` and `Origin`
+//! are checked against DNS rebinding, bodies are capped, header reads time out,
+//! and connections and MCP sessions are capped.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path as UrlPath, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::{CallOptions, Envelope, ErrorCode, Registry, ToolCall};
+
+/// The address `toolbelt serve` binds by default.
+pub const DEFAULT_BIND: &str = "127.0.0.1:8750";
+/// Default cap on a request body, in bytes (4 MiB).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Default cap on open connections.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// Default cap on live MCP sessions.
+pub const DEFAULT_MAX_SESSIONS: usize = 64;
+/// Default time a client has to send a request's headers, in seconds.
+pub const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 10;
+/// How long shutdown waits for open connections to finish, in seconds.
+pub const SHUTDOWN_GRACE_SECS: u64 = 10;
+/// The file, in the state directory, that holds the generated token.
+pub const TOKEN_FILE_NAME: &str = "serve-token";
+/// Random bytes in a generated token (printed as twice as many hex digits).
+pub const TOKEN_BYTES: usize = 32;
+/// Pause after a failed `accept` (for example out of file descriptors), in milliseconds.
+const ACCEPT_ERROR_BACKOFF_MS: u64 = 50;
+/// Query parameters that would carry a token in the URL, where it leaks into logs.
+const TOKEN_QUERY_NAMES: [&str; 3] = ["access_token", "token", "api_key"];
+/// The MCP session header.
+const MCP_SESSION_HEADER: &str = "mcp-session-id";
+
+/// How the HTTP server runs.
+#[derive(Clone)]
+pub struct ServeConfig {
+    /// Address to listen on.
+    pub bind: SocketAddr,
+    /// The bearer token every request but `/healthz` must carry.
+    pub token: String,
+    /// Browser origins allowed besides loopback ones, such as `https://app.example.com`
+    /// (scheme, host and port, compared exactly; `null` allows `Origin: null`).
+    pub allowed_origins: Vec<String>,
+    /// Cap on a request body, in bytes; larger bodies get 413.
+    pub max_body_bytes: usize,
+    /// Cap on open connections; further clients wait in the listen backlog.
+    pub max_connections: usize,
+    /// Cap on live MCP sessions; a new session beyond it gets 503.
+    pub max_sessions: usize,
+    /// Time a client has to send a request's headers before the connection is closed.
+    pub header_read_timeout: Duration,
+}
+
+impl ServeConfig {
+    /// A configuration with the default limits.
+    pub fn new(bind: SocketAddr, token: impl Into<String>) -> ServeConfig {
+        ServeConfig {
+            bind,
+            token: token.into(),
+            allowed_origins: Vec::new(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            header_read_timeout: Duration::from_secs(DEFAULT_HEADER_READ_TIMEOUT_SECS),
+        }
+    }
+}
+
+impl std::fmt::Debug for ServeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token never appears in logs or debug output.
+        f.debug_struct("ServeConfig")
+            .field("bind", &self.bind)
+            .field("token", &"<redacted>")
+            .field("allowed_origins", &self.allowed_origins)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_connections", &self.max_connections)
+            .field("max_sessions", &self.max_sessions)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .finish()
+    }
+}
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// The listening socket could not be opened.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: io::Error,
+    },
+    /// The configuration cannot work.
+    #[error("invalid server configuration: {0}")]
+    Config(String),
+}
+
+/// Opens the listening socket for `addr`.
+///
+/// # Errors
+/// [`ServerError::Bind`] when the address is taken or not allowed.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, ServerError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Bind { addr, source })
+}
+
+/// Serves the tools on `config.bind` until `shutdown` completes, then lets open
+/// connections finish (for at most [`SHUTDOWN_GRACE_SECS`]).
+///
+/// # Errors
+/// [`ServerError::Bind`] when the address cannot be bound; [`ServerError::Config`]
+/// for an empty token or zero caps.
+pub async fn serve(
+    registry: Arc<Registry>,
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServerError> {
+    check_config(&config)?;
+    let listener = bind(config.bind).await?;
+    serve_listener(listener, registry, config, shutdown).await
+}
+
+/// Like [`serve`], on a socket that is already listening (`config.bind` is then
+/// only used for the `Host` check).
+///
+/// # Errors
+/// [`ServerError::Config`] for an empty token or zero caps.
+pub async fn serve_listener(
+    listener: TcpListener,
+    registry: Arc<Registry>,
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServerError> {
+    check_config(&config)?;
+    let cancel = CancellationToken::new();
+    let app = build_router(registry, &config, cancel.clone());
+    let connections = Arc::new(Semaphore::new(config.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.header_read_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let shutdown = std::pin::pin!(shutdown);
+    let mut shutdown = shutdown;
+    loop {
+        let permit = tokio::select! {
+            () = &mut shutdown => break,
+            permit = Arc::clone(&connections).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let (stream, peer) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    tracing::warn!(target: "toolbelt::serve", error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(ACCEPT_ERROR_BACKOFF_MS)).await;
+                    continue;
+                }
+            },
+        };
+        // Small request/response exchanges: do not wait to fill packets.
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(app.clone());
+        let connection = builder
+            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(target: "toolbelt::serve", %peer, error = %e, "connection ended");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    // Ends the MCP server streams, which would otherwise hold their connections open.
+    cancel.cancel();
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(Duration::from_secs(SHUTDOWN_GRACE_SECS)) => {
+            tracing::warn!(target: "toolbelt::serve", "connections still open after the grace period; closing");
+        }
+    }
+    Ok(())
+}
+
+fn check_config(config: &ServeConfig) -> Result<(), ServerError> {
+    if config.token.trim().is_empty() {
+        return Err(ServerError::Config("the token is empty".into()));
+    }
+    if config.max_connections == 0 || config.max_sessions == 0 || config.max_body_bytes == 0 {
+        return Err(ServerError::Config(
+            "max_connections, max_sessions and max_body_bytes must be at least 1".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Completes on SIGINT (Ctrl-C) or, on Unix, SIGTERM: the usual `shutdown` for [`serve`].
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}
+
+/// The whole application as a router (MCP, JSON API, health check, and the
+/// security checks in front of them), for tests and embedding.
+pub fn router(registry: Arc<Registry>, config: &ServeConfig) -> Router {
+    build_router(registry, config, CancellationToken::new())
+}
+
+/// Shared state of the routes.
+struct AppState {
+    registry: Arc<Registry>,
+    openapi: Value,
+}
+
+/// What the security layer checks requests against.
+struct Guard {
+    token_digest: [u8; 32],
+    bind: SocketAddr,
+    allowed_origins: Vec<String>,
+    max_body_bytes: usize,
+    max_sessions: usize,
+    sessions: Option<Arc<McpSessions>>,
+}
+
+/// Counts the live MCP sessions.
+type McpSessions = rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+fn build_router(registry: Arc<Registry>, config: &ServeConfig, cancel: CancellationToken) -> Router {
+    let state = Arc::new(AppState {
+        openapi: openapi_document(&registry),
+        registry: Arc::clone(&registry),
+    });
+    let api = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/v1/tools", get(list_tools))
+        .route("/v1/tools/{name}", post(call_tool))
+        .route("/v1/openapi.json", get(openapi))
+        .fallback(not_found)
+        .with_state(state);
+    let (app, sessions) = mount_mcp(api, &registry, config, cancel);
+    let guard = Arc::new(Guard {
+        token_digest: digest(config.token.trim()),
+        bind: config.bind,
+        allowed_origins: config
+            .allowed_origins
+            .iter()
+            .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
+            .collect(),
+        max_body_bytes: config.max_body_bytes,
+        max_sessions: config.max_sessions,
+        sessions,
+    });
+    app.layer(DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(middleware::from_fn_with_state(guard, security))
+}
+
+/// Adds the MCP endpoint; returns the session manager for the session cap.
+fn mount_mcp(
+    api: Router,
+    _registry: &Arc<Registry>,
+    _config: &ServeConfig,
+    _cancel: CancellationToken,
+) -> (Router, Option<Arc<McpSessions>>) {
+    (api, None)
+}
+
+// ---------------------------------------------------------------- security
+
+/// Host, Origin, token, body size and session checks, in that order.
+async fn security(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    if let Err(reason) = check_host(&guard, &request) {
+        tracing::info!(target: "toolbelt::serve", %method, %path, reason, "refused: Host");
+        return refuse(StatusCode::FORBIDDEN, "FORBIDDEN_HOST", reason);
+    }
+    let origin = match check_origin(&guard, request.headers()) {
+        Ok(origin) => origin,
+        Err(reason) => {
+            tracing::info!(target: "toolbelt::serve", %method, %path, "refused: Origin");
+            return refuse(StatusCode::FORBIDDEN, "FORBIDDEN_ORIGIN", reason);
+        }
+    };
+    if method == Method::OPTIONS && origin.is_some() {
+        return with_cors(preflight(), origin.as_ref());
+    }
+    if path != "/healthz" {
+        if let Some(name) = token_in_query(request.uri().query()) {
+            tracing::info!(target: "toolbelt::serve", %method, %path, "refused: token in the query string");
+            return unauthorized(
+                "invalid_request",
+                &format!(
+                    "a token in the URL (query parameter {name:?}) is never accepted: URLs end up in logs; \
+                     send it as the header `Authorization: Bearer <token>` and treat this token as leaked"
+                ),
+            );
+        }
+        match bearer(request.headers()) {
+            None => {
+                return unauthorized(
+                    "",
+                    "this server needs the header `Authorization: Bearer <token>`; \
+                     the token is printed by `toolbelt serve` at start",
+                );
+            }
+            Some(token) if !constant_time_eq(&digest(token), &guard.token_digest) => {
+                tracing::info!(target: "toolbelt::serve", %method, %path, "refused: wrong token");
+                return unauthorized("invalid_token", "the bearer token is wrong");
+            }
+            Some(_) => {}
+        }
+    }
+    if content_length(request.headers()).is_some_and(|n| n > guard.max_body_bytes) {
+        return refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "TOO_LARGE",
+            &format!(
+                "the request body is over the limit of {} bytes",
+                guard.max_body_bytes
+            ),
+        );
+    }
+    if let Some(sessions) = &guard.sessions {
+        let new_session = path == "/mcp"
+            && method == Method::POST
+            && !request.headers().contains_key(MCP_SESSION_HEADER);
+        if new_session && sessions.sessions.read().await.len() >= guard.max_sessions {
+            let mut response = refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "TOO_MANY_SESSIONS",
+                &format!(
+                    "the server holds its maximum of {} MCP sessions; close one (DELETE /mcp) or retry later",
+                    guard.max_sessions
+                ),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            return response;
+        }
+    }
+    tracing::debug!(target: "toolbelt::serve", %method, %path, "request");
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    with_cors(response, origin.as_ref())
+}
+
+/// The request's `Host` (or, for HTTP/2, its `:authority`) must name this machine
+/// by a loopback name or address, or the address the server is bound to. A DNS
+/// rebinding page reaches the server under its own host name, which fails here.
+fn check_host(guard: &Guard, request: &Request) -> Result<(), &'static str> {
+    let authority = match request.headers().get(header::HOST) {
+        Some(value) => value.to_str().map_err(|_| "the Host header is not text")?,
+        None => request
+            .uri()
+            .authority()
+            .map(|a| a.as_str())
+            .ok_or("the request has no Host header")?,
+    };
+    let host = host_of(authority);
+    if is_loopback_host(host) {
+        return Ok(());
+    }
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        // A bare IP address cannot be a rebinding attack (that needs a name the
+        // attacker controls); on an unspecified bind any of ours may be used.
+        if ip == guard.bind.ip() || guard.bind.ip().is_unspecified() {
+            return Ok(());
+        }
+    }
+    Err("the Host header does not name this server; use http://127.0.0.1 or http://localhost")
+}
+
+/// A present `Origin` must be a loopback origin, the request's own host, or listed
+/// in the allowed origins. Returns the origin to echo in CORS headers.
+fn check_origin(guard: &Guard, headers: &HeaderMap) -> Result<Option<HeaderValue>, &'static str> {
+    let Some(value) = headers.get(header::ORIGIN) else {
+        return Ok(None);
+    };
+    const REFUSED: &str = "requests from this Origin are not allowed; \
+                           start the server with the origin in its allowed origins";
+    let origin = value.to_str().map_err(|_| REFUSED)?;
+    let normalized = origin.trim_end_matches('/').to_ascii_lowercase();
+    if guard.allowed_origins.iter().any(|o| *o == normalized) {
+        return Ok(Some(value.clone()));
+    }
+    let Some((scheme, authority)) = normalized.split_once("://") else {
+        return Err(REFUSED);
+    };
+    if scheme != "http" && scheme != "https" {
+        return Err(REFUSED);
+    }
+    let host = host_of(authority);
+    let same_host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|h| host_of(h).eq_ignore_ascii_case(host));
+    if is_loopback_host(host) || same_host {
+        Ok(Some(value.clone()))
+    } else {
+        Err(REFUSED)
+    }
+}
+
+/// The host part of an authority: `[::1]:8750` gives `::1`, `localhost:80` gives `localhost`.
+fn host_of(authority: &str) -> &str {
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split_once(']').map_or(rest, |(h, _)| h);
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => authority,
+    }
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The name of a query parameter that looks like it carries a token.
+fn token_in_query(query: Option<&str>) -> Option<&str> {
+    query?.split('&').find_map(|pair| {
+        let name = pair.split_once('=').map_or(pair, |(n, _)| n);
+        TOKEN_QUERY_NAMES
+            .iter()
+            .find(|t| t.eq_ignore_ascii_case(name))
+            .copied()
+    })
+}
+
+/// The token of an `Authorization: Bearer <token>` header.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Compares two digests in time independent of where they differ. Comparing
+/// digests rather than the tokens also hides the token's length.
+fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let diff = a
+        .iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+fn content_length(headers: &HeaderMap) -> Option<usize> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn error_body(code: &str, message: &str) -> Value {
+    json!({ "error": { "code": code, "message": message } })
+}
+
+fn refuse(status: StatusCode, code: &str, message: &str) -> Response {
+    (status, axum::Json(error_body(code, message))).into_response()
+}
+
+fn unauthorized(error: &str, message: &str) -> Response {
+    let challenge = if error.is_empty() {
+        "Bearer realm=\"toolbelt\"".to_string()
+    } else {
+        format!("Bearer realm=\"toolbelt\", error=\"{error}\"")
+    };
+    let mut response = refuse(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", message);
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+fn preflight() -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST, DELETE, OPTIONS"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static(
+            "authorization, content-type, accept, last-event-id, mcp-session-id, mcp-protocol-version",
+        ),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
+    response
+}
+
+/// Echoes an allowed origin (never `*`).
+fn with_cors(mut response: Response, origin: Option<&HeaderValue>) -> Response {
+    if let Some(origin) = origin {
+        let headers = response.headers_mut();
+        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+        headers.insert(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static("mcp-session-id"),
+        );
+        headers.append(header::VARY, HeaderValue::from_static("origin"));
+    }
+    response
+}
+
+// ---------------------------------------------------------------- routes
+
+async fn healthz() -> Response {
+    axum::Json(json!({ "status": "ok" })).into_response()
+}
+
+async fn not_found() -> Response {
+    refuse(
+        StatusCode::NOT_FOUND,
+        "NOT_FOUND",
+        "no such route; see GET /v1/openapi.json",
+    )
+}
+
+async fn list_tools(State(state): State<Arc<AppState>>) -> Response {
+    axum::Json(json!({ "tools": state.registry.definitions() })).into_response()
+}
+
+async fn openapi(State(state): State<Arc<AppState>>) -> Response {
+    axum::Json(state.openapi.clone()).into_response()
+}
+
+async fn call_tool(
+    State(state): State<Arc<AppState>>,
+    UrlPath(name): UrlPath<String>,
+    body: Bytes,
+) -> Response {
+    let arguments = if body.iter().all(u8::is_ascii_whitespace) {
+        Value::Object(Map::new())
+    } else {
+        match serde_json::from_slice::<Value>(&body) {
+            Ok(arguments) => arguments,
+            Err(e) => {
+                let mut envelope = Envelope::error(
+                    ErrorCode::InvalidParams,
+                    format!("the request body is not JSON: {e}"),
+                    Some("send the arguments as one JSON object in the body".into()),
+                );
+                envelope.context.tool = name;
+                return (StatusCode::BAD_REQUEST, axum::Json(envelope)).into_response();
+            }
+        }
+    };
+    // A client that goes away cancels its call.
+    let cancel = CancellationToken::new();
+    let _cancel_on_drop = cancel.clone().drop_guard();
+    let options = CallOptions {
+        cancel: Some(cancel),
+        ..CallOptions::default()
+    };
+    let envelope = state
+        .registry
+        .execute_call(ToolCall::new(name, arguments), options)
+        .await;
+    let status = if envelope.error_code() == Some(ErrorCode::UnknownTool) {
+        StatusCode::NOT_FOUND
+    } else {
+        StatusCode::OK
+    };
+    (status, axum::Json(envelope)).into_response()
+}
+
+// ---------------------------------------------------------------- OpenAPI
+
+/// An OpenAPI 3.1 document for the JSON API: one path per tool, whose request body
+/// is the tool's input schema (under `components.schemas`, with its own `$id` so
+/// that the schema's internal references keep resolving).
+fn openapi_document(registry: &Registry) -> Value {
+    let mut paths = Map::new();
+    let mut schemas = Map::new();
+    schemas.insert("Envelope".into(), envelope_schema());
+    schemas.insert(
+        "Error".into(),
+        json!({
+            "type": "object",
+            "required": ["error"],
+            "properties": { "error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": { "code": { "type": "string" }, "message": { "type": "string" } }
+            } }
+        }),
+    );
+    let envelope_ref = json!({ "$ref": "#/components/schemas/Envelope" });
+    let error_ref = json!({ "$ref": "#/components/schemas/Error" });
+    let unauthorized = json!({
+        "description": "Missing or wrong bearer token.",
+        "content": { "application/json": { "schema": error_ref } }
+    });
+    paths.insert(
+        "/healthz".into(),
+        json!({ "get": {
+            "operationId": "healthz",
+            "summary": "Liveness check (no token needed).",
+            "security": [],
+            "responses": { "200": { "description": "The server is up.",
+                "content": { "application/json": { "schema": {
+                    "type": "object", "properties": { "status": { "const": "ok" } } } } } } }
+        } }),
+    );
+    paths.insert(
+        "/v1/tools".into(),
+        json!({ "get": {
+            "operationId": "listTools",
+            "summary": "The tool specs, with the names the active profile exposes.",
+            "responses": {
+                "200": { "description": "The tools.", "content": { "application/json": { "schema": {
+                    "type": "object", "required": ["tools"],
+                    "properties": { "tools": { "type": "array", "items": { "type": "object" } } } } } } },
+                "401": unauthorized
+            }
+        } }),
+    );
+    paths.insert(
+        "/v1/openapi.json".into(),
+        json!({ "get": {
+            "operationId": "openapi",
+            "summary": "This document.",
+            "responses": { "200": { "description": "OpenAPI 3.1 document.",
+                "content": { "application/json": { "schema": { "type": "object" } } } },
+                "401": unauthorized }
+        } }),
+    );
+    let mut tools = BTreeMap::new();
+    for spec in registry.definitions() {
+        tools.insert(spec.name.clone(), spec);
+    }
+    for (name, spec) in tools {
+        let schema_name = format!("{name}.arguments");
+        let mut input = spec.input_schema.clone();
+        if let Value::Object(map) = &mut input {
+            map.remove("$schema");
+            map.insert(
+                "$id".into(),
+                Value::String(format!("urn:toolbelt:tool:{name}:arguments")),
+            );
+        }
+        schemas.insert(schema_name.clone(), input);
+        let mut operation = json!({
+            "operationId": name,
+            "summary": spec.title,
+            "description": spec.description,
+            "tags": [spec.category.as_str()],
+            "requestBody": { "required": false, "content": { "application/json": {
+                "schema": { "$ref": format!("#/components/schemas/{schema_name}") } } } },
+            "responses": {
+                "200": { "description": "The result envelope; `status` is success, partial or error \
+                    (tool errors such as invalid arguments are envelopes too).",
+                    "content": { "application/json": { "schema": envelope_ref } } },
+                "400": { "description": "The body is not JSON (an error envelope).",
+                    "content": { "application/json": { "schema": envelope_ref } } },
+                "401": unauthorized,
+                "413": { "description": "The body is over the size limit.",
+                    "content": { "application/json": { "schema": error_ref } } }
+            }
+        });
+        if let (Some(output), Value::Object(op)) = (&spec.output_schema, &mut operation) {
+            op.insert(
+                "x-toolbelt-output-schema".into(),
+                strip_dialect(output.clone()),
+            );
+        }
+        paths.insert(
+            format!("/v1/tools/{name}"),
+            json!({ "post": operation }),
+        );
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "toolbelt",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "toolbelt's tools over HTTP. MCP streamable HTTP is served at /mcp."
+        },
+        "servers": [{ "url": "/" }],
+        "security": [{ "bearer": [] }],
+        "paths": paths,
+        "components": {
+            "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer" } },
+            "schemas": schemas
+        }
+    })
+}
+
+fn strip_dialect(mut schema: Value) -> Value {
+    if let Value::Object(map) = &mut schema {
+        map.remove("$schema");
+    }
+    schema
+}
+
+fn envelope_schema() -> Value {
+    let codes: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+    json!({
+        "type": "object",
+        "required": ["status", "data", "text", "stats", "context"],
+        "properties": {
+            "status": { "enum": ["success", "partial", "error"] },
+            "data": { "description": "Machine-readable result (the tool's output schema on success)." },
+            "text": { "type": "string", "description": "What a model reads." },
+            "stats": { "type": "object", "properties": { "time_ms": { "type": "integer" } } },
+            "context": { "type": "object", "properties": {
+                "tool": { "type": "string" }, "call_id": { "type": "string" } } },
+            "error": { "type": "object", "required": ["code", "message"], "properties": {
+                "code": { "enum": codes },
+                "message": { "type": "string" },
+                "hint": { "type": ["string", "null"] }
+            } }
+        }
+    })
+}
+
+// ---------------------------------------------------------------- token file
+
+/// The token in `<state_dir>/serve-token`, created on first use: [`TOKEN_BYTES`]
+/// random bytes as hex, in a file only the owner can read (mode 0600).
+///
+/// # Errors
+/// When the directory or the file cannot be created or read, the system has no
+/// randomness source, or the file holds no token.
+pub fn load_or_create_token(state_dir: &Path) -> io::Result<String> {
+    let path = state_dir.join(TOKEN_FILE_NAME);
+    match read_token(&path) {
+        Ok(token) => return Ok(token),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    std::fs::create_dir_all(state_dir)?;
+    let mut bytes = [0u8; TOKEN_BYTES];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| io::Error::other(format!("no randomness for the token: {e}")))?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(&path) {
+        Ok(mut file) => {
+            io::Write::write_all(&mut file, format!("{token}\n").as_bytes())?;
+            file.sync_all()?;
+            Ok(token)
+        }
+        // Another process created it first: use that one.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => read_token(&path),
+        Err(e) => Err(e),
+    }
+}
+
+fn read_token(path: &PathBuf) -> io::Result<String> {
+    let text = std::fs::read_to_string(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} is empty; delete it to get a new token",
+                path.display()
+            ),
+        ));
+    }
+    Ok(token.to_string())
+}
+
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod tests;
