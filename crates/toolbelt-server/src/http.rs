@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path as UrlPath, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -271,6 +272,7 @@ pub fn router(registry: Arc<Registry>, config: &ServeConfig) -> Router {
 struct AppState {
     registry: Arc<Registry>,
     openapi: Value,
+    max_body_bytes: usize,
 }
 
 /// What the security layer checks requests against.
@@ -286,10 +288,15 @@ struct Guard {
 /// Counts the live MCP sessions.
 type McpSessions = rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
-fn build_router(registry: Arc<Registry>, config: &ServeConfig, cancel: CancellationToken) -> Router {
+fn build_router(
+    registry: Arc<Registry>,
+    config: &ServeConfig,
+    cancel: CancellationToken,
+) -> Router {
     let state = Arc::new(AppState {
         openapi: openapi_document(&registry),
         registry: Arc::clone(&registry),
+        max_body_bytes: config.max_body_bytes,
     });
     let api = Router::new()
         .route("/healthz", get(healthz))
@@ -612,8 +619,24 @@ async fn openapi(State(state): State<Arc<AppState>>) -> Response {
 async fn call_tool(
     State(state): State<Arc<AppState>>,
     UrlPath(name): UrlPath<String>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "TOO_LARGE",
+                &format!(
+                    "the request body is over the limit of {} bytes",
+                    state.max_body_bytes
+                ),
+            );
+        }
+        Err(rejection) => {
+            return refuse(rejection.status(), "BAD_REQUEST", &rejection.body_text());
+        }
+    };
     let arguments = if body.iter().all(u8::is_ascii_whitespace) {
         Value::Object(Map::new())
     } else {
@@ -749,10 +772,7 @@ fn openapi_document(registry: &Registry) -> Value {
                 strip_dialect(output.clone()),
             );
         }
-        paths.insert(
-            format!("/v1/tools/{name}"),
-            json!({ "post": operation }),
-        );
+        paths.insert(format!("/v1/tools/{name}"), json!({ "post": operation }));
     }
     json!({
         "openapi": "3.1.0",
@@ -849,10 +869,7 @@ fn read_token(path: &PathBuf) -> io::Result<String> {
     if token.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!(
-                "{} is empty; delete it to get a new token",
-                path.display()
-            ),
+            format!("{} is empty; delete it to get a new token", path.display()),
         ));
     }
     Ok(token.to_string())

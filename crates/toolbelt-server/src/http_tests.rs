@@ -1,1 +1,584 @@
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, StatusCode, header};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use toolbelt_core::{Registry, Session};
+use tower::ServiceExt;
+
 use super::*;
+
+const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+const BIND: &str = "127.0.0.1:8750";
+/// Every async test finishes well within this.
+const TEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn registry(dir: &tempfile::TempDir) -> Arc<Registry> {
+    let session = Session::new(dir.path()).with_state_dir(dir.path().join(".toolbelt"));
+    let mut registry = Registry::new(session);
+    toolbelt_tools::register_builtins(&mut registry).expect("builtins register");
+    Arc::new(registry)
+}
+
+fn config() -> ServeConfig {
+    ServeConfig::new(BIND.parse().expect("address"), TOKEN)
+}
+
+fn app(dir: &tempfile::TempDir) -> axum::Router {
+    router(registry(dir), &config())
+}
+
+/// A request with a loopback Host and the right token.
+fn request(method: &str, uri: &str) -> axum::http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(header::HOST, BIND)
+        .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+}
+
+async fn send(app: axum::Router, request: Request<Body>) -> (StatusCode, HeaderMap, Value) {
+    let response = tokio::time::timeout(TEST_TIMEOUT, app.oneshot(request))
+        .await
+        .expect("no timeout")
+        .expect("infallible");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).expect("JSON body")
+    };
+    (status, headers, body)
+}
+
+async fn get(app: axum::Router, uri: &str) -> (StatusCode, HeaderMap, Value) {
+    send(
+        app,
+        request("GET", uri).body(Body::empty()).expect("request"),
+    )
+    .await
+}
+
+async fn post(app: axum::Router, uri: &str, body: &str) -> (StatusCode, HeaderMap, Value) {
+    let request = request("POST", uri)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .expect("request");
+    send(app, request).await
+}
+
+// ---------------------------------------------------------------- auth
+
+#[tokio::test]
+async fn no_token_is_401_with_a_bearer_challenge() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let request = Request::get("/v1/tools")
+        .header(header::HOST, BIND)
+        .body(Body::empty())
+        .expect("request");
+    let (status, headers, body) = send(app(&dir), request).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        headers[header::WWW_AUTHENTICATE],
+        "Bearer realm=\"toolbelt\""
+    );
+    assert_eq!(body["error"]["code"], "UNAUTHORIZED");
+}
+
+#[tokio::test]
+async fn wrong_token_is_401_invalid_token() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for presented in [
+        "Bearer nope",
+        "Bearer 0123456789abcdef0123456789abcdeX",
+        "Basic abc",
+    ] {
+        let request = Request::get("/v1/tools")
+            .header(header::HOST, BIND)
+            .header(header::AUTHORIZATION, presented)
+            .body(Body::empty())
+            .expect("request");
+        let (status, headers, _) = send(app(&dir), request).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{presented}");
+        assert!(
+            headers[header::WWW_AUTHENTICATE]
+                .to_str()
+                .expect("text")
+                .starts_with("Bearer realm=\"toolbelt\""),
+            "{presented}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn token_in_the_query_string_is_refused_even_with_the_header() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let request = Request::get(format!("/v1/tools?access_token={TOKEN}"))
+        .header(header::HOST, BIND)
+        .body(Body::empty())
+        .expect("request");
+    let (status, headers, _) = send(app(&dir), request).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        headers[header::WWW_AUTHENTICATE],
+        "Bearer realm=\"toolbelt\", error=\"invalid_request\""
+    );
+    let (status, _, body) = get(app(&dir), &format!("/v1/tools?token={TOKEN}")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("never accepted")
+    );
+}
+
+#[tokio::test]
+async fn healthz_needs_no_token() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let request = Request::get("/healthz")
+        .header(header::HOST, "localhost:8750")
+        .body(Body::empty())
+        .expect("request");
+    let (status, _, body) = send(app(&dir), request).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, json!({ "status": "ok" }));
+}
+
+// ---------------------------------------------------------------- Host and Origin
+
+#[tokio::test]
+async fn foreign_host_is_403() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for host in ["evil.example", "evil.example:8750", "10.1.2.3:8750"] {
+        let request = request("GET", "/v1/tools")
+            .header(header::HOST, host)
+            .body(Body::empty())
+            .expect("request");
+        let mut request = request;
+        request
+            .headers_mut()
+            .insert(header::HOST, host.parse().expect("header"));
+        let (status, _, body) = send(app(&dir), request).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{host}");
+        assert_eq!(body["error"]["code"], "FORBIDDEN_HOST");
+    }
+}
+
+#[tokio::test]
+async fn loopback_and_bind_hosts_are_allowed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = registry(&dir);
+    let config = ServeConfig::new("192.168.7.9:8750".parse().expect("address"), TOKEN);
+    for host in ["localhost", "127.0.0.1:1", "[::1]:8750", "192.168.7.9:8750"] {
+        let mut request = request("GET", "/healthz")
+            .body(Body::empty())
+            .expect("request");
+        request
+            .headers_mut()
+            .insert(header::HOST, host.parse().expect("header"));
+        let (status, _, _) = send(router(Arc::clone(&registry), &config), request).await;
+        assert_eq!(status, StatusCode::OK, "{host}");
+    }
+}
+
+#[tokio::test]
+async fn foreign_origin_is_403_and_no_wildcard_cors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for origin in [
+        "https://evil.example",
+        "null",
+        "file://",
+        "http://127.0.0.1.evil.example",
+    ] {
+        let request = request("GET", "/v1/tools")
+            .header(header::ORIGIN, origin)
+            .body(Body::empty())
+            .expect("request");
+        let (status, headers, body) = send(app(&dir), request).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{origin}");
+        assert_eq!(body["error"]["code"], "FORBIDDEN_ORIGIN");
+        assert!(!headers.contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN));
+    }
+}
+
+#[tokio::test]
+async fn loopback_and_listed_origins_are_echoed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = config();
+    config.allowed_origins = vec!["https://app.example.com/".into()];
+    let registry = registry(&dir);
+    for origin in ["http://localhost:3000", "https://app.example.com"] {
+        let request = request("GET", "/v1/tools")
+            .header(header::ORIGIN, origin)
+            .body(Body::empty())
+            .expect("request");
+        let (status, headers, _) = send(router(Arc::clone(&registry), &config), request).await;
+        assert_eq!(status, StatusCode::OK, "{origin}");
+        assert_eq!(headers[header::ACCESS_CONTROL_ALLOW_ORIGIN], origin);
+    }
+}
+
+// ---------------------------------------------------------------- body limit
+
+#[tokio::test]
+async fn big_body_is_413() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = config();
+    config.max_body_bytes = 1024;
+    let registry = registry(&dir);
+    let big = format!("{{\"thought\": \"{}\"}}", "x".repeat(4096));
+    // Announced by Content-Length.
+    let announced = request("POST", "/v1/tools/think")
+        .header(header::CONTENT_LENGTH, big.len())
+        .body(Body::from(big.clone()))
+        .expect("request");
+    let (status, _, body) = send(router(Arc::clone(&registry), &config), announced).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(body["error"]["code"], "TOO_LARGE");
+    // Streamed without a length.
+    let stream = futures_stream(big);
+    let request = request("POST", "/v1/tools/think")
+        .body(stream)
+        .expect("request");
+    let (status, _, _) = send(router(registry, &config), request).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+/// A body of unknown length.
+fn futures_stream(text: String) -> Body {
+    let chunks: Vec<Result<Bytes, std::io::Error>> = text
+        .into_bytes()
+        .chunks(512)
+        .map(|c| Ok(Bytes::copy_from_slice(c)))
+        .collect();
+    Body::from_stream(futures::stream::iter(chunks))
+}
+
+// ---------------------------------------------------------------- JSON API
+
+#[tokio::test]
+async fn list_tools_gives_every_builtin_with_exposed_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = registry(&dir);
+    let (status, _, body) = get(router(Arc::clone(&registry), &config()), "/v1/tools").await;
+    assert_eq!(status, StatusCode::OK);
+    let tools = body["tools"].as_array().expect("tools array");
+    assert_eq!(tools.len(), 11);
+    let names: Vec<&str> = tools
+        .iter()
+        .map(|t| t["name"].as_str().expect("name"))
+        .collect();
+    let expected: Vec<String> = registry.definitions().into_iter().map(|s| s.name).collect();
+    assert_eq!(names, expected);
+    assert!(tools.iter().all(|t| t["input_schema"].is_object()));
+}
+
+#[tokio::test]
+async fn calling_think_returns_the_envelope() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (status, _, body) = post(
+        app(&dir),
+        "/v1/tools/think",
+        r#"{"thought": "the cache key misses the locale"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["status"], "success");
+    assert_eq!(body["context"]["tool"], "think");
+    assert_eq!(body["data"]["thought"], "the cache key misses the locale");
+    assert!(body["text"].is_string());
+}
+
+#[tokio::test]
+async fn invalid_arguments_are_an_error_envelope_with_status_200() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (status, _, body) = post(app(&dir), "/v1/tools/think", r#"{"thougth": "x"}"#).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["status"], "error");
+    assert_eq!(body["error"]["code"], "INVALID_PARAMS");
+}
+
+#[tokio::test]
+async fn unknown_tool_is_404_with_the_envelope() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (status, _, body) = post(app(&dir), "/v1/tools/thinkk", "{}").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["status"], "error");
+    assert_eq!(body["error"]["code"], "UNKNOWN_TOOL");
+}
+
+#[tokio::test]
+async fn body_that_is_not_json_is_400_with_the_envelope() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (status, _, body) = post(app(&dir), "/v1/tools/think", "thought=hello").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"]["code"], "INVALID_PARAMS");
+    assert_eq!(body["context"]["tool"], "think");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("the request body is not JSON")
+    );
+}
+
+#[tokio::test]
+async fn unknown_route_is_a_json_404() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (status, _, body) = get(app(&dir), "/v2/nothing").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["error"]["code"], "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn openapi_describes_every_route_and_tool() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = registry(&dir);
+    let (status, _, doc) = get(router(Arc::clone(&registry), &config()), "/v1/openapi.json").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().expect("paths");
+    for route in [
+        "/healthz",
+        "/v1/tools",
+        "/v1/openapi.json",
+        "/v1/tools/think",
+    ] {
+        assert!(paths.contains_key(route), "{route}");
+    }
+    assert_eq!(paths.len(), 3 + registry.definitions().len());
+    for spec in registry.definitions() {
+        let reference = &doc["paths"][format!("/v1/tools/{}", spec.name)]["post"]["requestBody"]["content"]
+            ["application/json"]["schema"]["$ref"];
+        let name = reference
+            .as_str()
+            .expect("$ref")
+            .strip_prefix("#/components/schemas/")
+            .expect("local ref");
+        let schema = &doc["components"]["schemas"][name];
+        assert_eq!(
+            schema["properties"], spec.input_schema["properties"],
+            "{}",
+            spec.name
+        );
+    }
+    assert_eq!(doc["paths"]["/healthz"]["get"]["security"], json!([]));
+}
+
+// ---------------------------------------------------------------- helpers
+
+#[test]
+fn host_of_strips_ports_brackets_and_userinfo() {
+    let cases = [
+        ("localhost:8750", "localhost"),
+        ("127.0.0.1", "127.0.0.1"),
+        ("[::1]:8750", "::1"),
+        ("[::1]", "::1"),
+        ("user@evil.example:80", "evil.example"),
+        ("evil.example:", "evil.example"),
+    ];
+    for (authority, host) in cases {
+        assert_eq!(host_of(authority), host, "{authority}");
+    }
+}
+
+#[test]
+fn token_query_parameters_are_found_by_name() {
+    assert_eq!(
+        token_in_query(Some("a=1&Access_Token=x")),
+        Some("access_token")
+    );
+    assert_eq!(token_in_query(Some("token")), Some("token"));
+    assert_eq!(token_in_query(Some("tokens=1&page=2")), None);
+    assert_eq!(token_in_query(None), None);
+}
+
+#[test]
+fn constant_time_eq_compares_digests() {
+    assert!(constant_time_eq(&digest("abc"), &digest("abc")));
+    assert!(!constant_time_eq(&digest("abc"), &digest("abd")));
+    assert!(!constant_time_eq(&digest("abc"), &digest("abcabc")));
+}
+
+#[test]
+fn token_file_is_created_once_with_mode_0600() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state");
+    let token = load_or_create_token(&state).expect("token");
+    assert_eq!(token.len(), 2 * TOKEN_BYTES);
+    assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(load_or_create_token(&state).expect("token again"), token);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(state.join(TOKEN_FILE_NAME))
+            .expect("metadata")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let other = tempfile::tempdir().expect("tempdir");
+    assert_ne!(load_or_create_token(other.path()).expect("token"), token);
+}
+
+#[test]
+fn empty_token_file_is_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join(TOKEN_FILE_NAME), "\n").expect("write");
+    let e = load_or_create_token(dir.path()).expect_err("empty");
+    assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+    assert!(e.to_string().contains(TOKEN_FILE_NAME));
+}
+
+#[test]
+fn config_debug_never_shows_the_token() {
+    assert!(!format!("{:?}", config()).contains(TOKEN));
+}
+
+// ---------------------------------------------------------------- real server
+
+struct Running {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<(), ServerError>>,
+}
+
+async fn start(dir: &tempfile::TempDir, mut config: ServeConfig) -> Running {
+    let listener = bind("127.0.0.1:0".parse().expect("address"))
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    config.bind = addr;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(serve_listener(
+        listener,
+        registry(dir),
+        config,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    Running {
+        addr,
+        stop: Some(stop),
+        task,
+    }
+}
+
+impl Running {
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let result = tokio::time::timeout(TEST_TIMEOUT, self.task)
+            .await
+            .expect("the server stops")
+            .expect("no panic");
+        assert!(result.is_ok(), "{result:?}");
+    }
+}
+
+/// Sends raw HTTP/1.1 and returns the whole answer (the server closes after it).
+async fn raw(addr: SocketAddr, text: &str) -> String {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(text.as_bytes()).await.expect("write");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("read");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn real_server_answers_and_stops_on_shutdown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(&dir, config()).await;
+    let addr = server.addr;
+    let answer = tokio::time::timeout(
+        TEST_TIMEOUT,
+        raw(
+            addr,
+            &format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+        ),
+    )
+    .await
+    .expect("no timeout");
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+    let answer = tokio::time::timeout(
+        TEST_TIMEOUT,
+        raw(
+            addr,
+            &format!(
+                "POST /v1/tools/think HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\n\
+                 Content-Type: application/json\r\nContent-Length: 16\r\nConnection: close\r\n\r\n\
+                 {{\"thought\": \"a\"}}"
+            ),
+        ),
+    )
+    .await
+    .expect("no timeout");
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+    assert!(answer.contains("\"status\":\"success\""), "{answer}");
+    server.stop().await;
+    assert!(TcpStream::connect(addr).await.is_err(), "still listening");
+}
+
+#[tokio::test]
+async fn slow_headers_are_cut_off() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = config();
+    config.header_read_timeout = Duration::from_millis(200);
+    let server = start(&dir, config).await;
+    let mut stream = TcpStream::connect(server.addr).await.expect("connect");
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .expect("write");
+    let mut answer = Vec::new();
+    // The server closes the connection instead of waiting for the rest.
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer))
+        .await
+        .expect("closed by the server within the timeout");
+    assert!(read.is_ok() || read.is_err());
+    assert!(!String::from_utf8_lossy(&answer).contains("200 OK"));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn connections_over_the_cap_wait_for_a_free_slot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = config();
+    config.max_connections = 1;
+    let server = start(&dir, config).await;
+    let addr = server.addr;
+    let request = format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    // The first connection stays open (keep-alive) and holds the only slot.
+    let mut first = TcpStream::connect(addr).await.expect("connect");
+    first.write_all(request.as_bytes()).await.expect("write");
+    let mut buf = [0u8; 1024];
+    let n = tokio::time::timeout(TEST_TIMEOUT, first.read(&mut buf))
+        .await
+        .expect("no timeout")
+        .expect("read");
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200 OK"));
+    let mut second = TcpStream::connect(addr).await.expect("connect");
+    second.write_all(request.as_bytes()).await.expect("write");
+    let waiting = tokio::time::timeout(Duration::from_millis(300), second.read(&mut buf)).await;
+    assert!(waiting.is_err(), "served past the connection cap");
+    drop(first);
+    let n = tokio::time::timeout(TEST_TIMEOUT, second.read(&mut buf))
+        .await
+        .expect("served once the slot is free")
+        .expect("read");
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200 OK"));
+    drop(second);
+    server.stop().await;
+}
