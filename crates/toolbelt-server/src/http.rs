@@ -215,6 +215,7 @@ pub async fn serve_listener(
         });
     }
     drop(listener);
+    tracing::info!(target: "toolbelt::serve", "shutting down");
     // Ends the MCP server streams, which would otherwise hold their connections open.
     cancel.cancel();
     tokio::select! {
@@ -223,6 +224,7 @@ pub async fn serve_listener(
             tracing::warn!(target: "toolbelt::serve", "connections still open after the grace period; closing");
         }
     }
+    tracing::info!(target: "toolbelt::serve", "stopped");
     Ok(())
 }
 

@@ -5,8 +5,10 @@ mod render;
 mod stamps;
 
 use std::io::{Read, Write};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -86,6 +88,23 @@ enum Command {
         /// Timeout for this call in milliseconds (at most 600000).
         #[arg(long)]
         timeout_ms: Option<u64>,
+    },
+    /// Serve the tools over HTTP: MCP streamable HTTP at /mcp, a JSON API at /v1.
+    ///
+    /// Every request but GET /healthz needs `Authorization: Bearer <token>`. Without
+    /// --token the token is generated on first start into <state-dir>/serve-token and
+    /// printed. Stops on SIGINT or SIGTERM after open requests finish.
+    Serve {
+        /// Address to listen on; one that is not loopback needs an explicit token.
+        #[arg(long, default_value = toolbelt_server::http::DEFAULT_BIND)]
+        bind: SocketAddr,
+        /// Bearer token clients must send (default: the generated one).
+        #[arg(long, env = "TOOLBELT_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// A browser origin allowed to call the server, such as
+        /// https://app.example.com (repeatable; loopback origins are always allowed).
+        #[arg(long = "allow-origin")]
+        allowed_origins: Vec<String>,
     },
 }
 
@@ -279,5 +298,61 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Command::Serve {
+            bind,
+            token,
+            allowed_origins,
+        } => serve(registry, bind, token, allowed_origins),
     }
+}
+
+/// `toolbelt serve`: listens until SIGINT or SIGTERM.
+fn serve(
+    registry: Registry,
+    bind: SocketAddr,
+    token: Option<String>,
+    allowed_origins: Vec<String>,
+) -> Result<ExitCode> {
+    let explicit = token
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty());
+    if explicit.is_none() && !bind.ip().is_loopback() {
+        bail!(
+            "refusing to listen on {bind}, which is reachable from other machines, with a \
+             generated token; pass --token or set TOOLBELT_TOKEN (use a long random value)"
+        );
+    }
+    let (token, shown) = match explicit {
+        Some(token) => (token, "from --token or TOOLBELT_TOKEN".to_string()),
+        None => {
+            let dir = registry.session().state_dir();
+            let token = toolbelt_server::load_or_create_token(dir)
+                .with_context(|| format!("cannot read or create the token in {}", dir.display()))?;
+            let shown = token.clone();
+            (token, shown)
+        }
+    };
+    let mut config = toolbelt_server::ServeConfig::new(bind, token);
+    config.allowed_origins = allowed_origins;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let served = rt.block_on(async move {
+        let listener = toolbelt_server::http::bind(bind).await?;
+        let addr = listener.local_addr().unwrap_or(bind);
+        eprintln!("toolbelt listening on http://{addr} (MCP at /mcp, JSON API at /v1)");
+        eprintln!("token: {shown}");
+        toolbelt_server::http::serve_listener(
+            listener,
+            Arc::new(registry),
+            config,
+            toolbelt_server::http::shutdown_signal(),
+        )
+        .await
+    });
+    // Calls cut off by the shutdown may still be reading files on blocking threads.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    served?;
+    Ok(ExitCode::SUCCESS)
 }
