@@ -456,7 +456,7 @@ fn check_origin(guard: &Guard, headers: &HeaderMap) -> Result<Option<HeaderValue
                            start the server with the origin in its allowed origins";
     let origin = value.to_str().map_err(|_| REFUSED)?;
     let normalized = origin.trim_end_matches('/').to_ascii_lowercase();
-    if guard.allowed_origins.iter().any(|o| *o == normalized) {
+    if guard.allowed_origins.contains(&normalized) {
         return Ok(Some(value.clone()));
     }
     let Some((scheme, authority)) = normalized.split_once("://") else {
