@@ -36,6 +36,10 @@ pub const SERVER_NAME: &str = "toolbelt";
 /// answered with an invalid-request error.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
+/// The deepest nesting of arrays and objects accepted in a message; deeper
+/// messages are answered with an invalid-request error.
+pub const MAX_JSON_DEPTH: usize = 100;
+
 /// Capacity of the in-memory pipes between the line filter and the protocol
 /// engine, in bytes.
 const PIPE_BYTES: usize = 256 * 1024;
@@ -396,6 +400,13 @@ async fn check_and_forward<E: AsyncWrite + Unpin>(
     if line.iter().all(u8::is_ascii_whitespace) {
         return Ok(());
     }
+    if let Some(depth) = too_deep(line) {
+        let _ = errors.send(error_line(
+            INVALID_REQUEST_CODE,
+            &format!("the message is nested deeper than {MAX_JSON_DEPTH} levels (at least {depth})"),
+        ));
+        return Ok(());
+    }
     match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
         Ok(_) => {
             engine.write_all(line).await?;
@@ -410,6 +421,37 @@ async fn check_and_forward<E: AsyncWrite + Unpin>(
             Ok(())
         }
     }
+}
+
+/// The nesting depth reached when it exceeds [`MAX_JSON_DEPTH`], brackets
+/// inside strings aside.
+fn too_deep(line: &[u8]) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in line {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_JSON_DEPTH {
+                    return Some(depth);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A JSON-RPC error response without an id, as one line.
