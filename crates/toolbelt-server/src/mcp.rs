@@ -63,13 +63,19 @@ const INVALID_REQUEST_CODE: i64 = -32600;
 pub enum ServerError {
     /// The client did not complete the MCP handshake.
     #[error("the MCP handshake failed: {0}")]
-    Initialize(#[from] ServerInitializeError),
+    Initialize(Box<ServerInitializeError>),
     /// The connection's task ended abnormally.
     #[error("the MCP connection task failed: {0}")]
     Join(#[from] tokio::task::JoinError),
     /// Reading from or writing to the client failed.
     #[error("cannot talk to the MCP client: {0}")]
     Io(#[from] std::io::Error),
+}
+
+impl From<ServerInitializeError> for ServerError {
+    fn from(e: ServerInitializeError) -> ServerError {
+        ServerError::Initialize(Box::new(e))
+    }
 }
 
 /// The registry as an MCP server. Cheap to clone: every clone shares the registry
@@ -119,13 +125,19 @@ impl McpServer {
             // The registry's answer names the closest tools.
             let env = self
                 .registry
-                .execute_call(ToolCall::new(name.clone(), json!({})), CallOptions::default())
+                .execute_call(
+                    ToolCall::new(name.clone(), json!({})),
+                    CallOptions::default(),
+                )
                 .await;
             let message = env.error.as_ref().map_or_else(
                 || format!("there is no tool named {name:?}"),
                 |e| e.message.clone(),
             );
-            return Err(McpError::invalid_params(message, Some(json!({"tool": name}))));
+            return Err(McpError::invalid_params(
+                message,
+                Some(json!({"tool": name})),
+            ));
         }
         let arguments = request.arguments.map_or_else(|| json!({}), Value::Object);
         let progress = context
@@ -210,7 +222,9 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.call(request, context).await.map(CallToolResponse::from)
+        self.call(request, context)
+            .await
+            .map(CallToolResponse::from)
     }
 }
 
@@ -403,7 +417,9 @@ async fn check_and_forward<E: AsyncWrite + Unpin>(
     if let Some(depth) = too_deep(line) {
         let _ = errors.send(error_line(
             INVALID_REQUEST_CODE,
-            &format!("the message is nested deeper than {MAX_JSON_DEPTH} levels (at least {depth})"),
+            &format!(
+                "the message is nested deeper than {MAX_JSON_DEPTH} levels (at least {depth})"
+            ),
         ));
         return Ok(());
     }

@@ -56,9 +56,8 @@ struct Harness {
 async fn harness() -> Harness {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("hello.txt"), "hello\nworld\n").unwrap();
-    let mut registry = Registry::new(
-        Session::new(dir.path()).with_state_dir(dir.path().join(".toolbelt")),
-    );
+    let mut registry =
+        Registry::new(Session::new(dir.path()).with_state_dir(dir.path().join(".toolbelt")));
     toolbelt_tools::register_builtins(&mut registry).unwrap();
     let count_spec = ToolSpec::new(
         "count_to",
@@ -132,10 +131,18 @@ async fn initialize_names_the_server_and_offers_tools() {
         let h = harness().await;
         let info = h.client.peer_info().unwrap();
         assert_eq!(info.server_info.as_ref().unwrap().name, "toolbelt");
-        assert_eq!(info.server_info.as_ref().unwrap().version, env!("CARGO_PKG_VERSION"));
+        assert_eq!(
+            info.server_info.as_ref().unwrap().version,
+            env!("CARGO_PKG_VERSION")
+        );
         let tools = info.capabilities.tools.clone().unwrap();
         assert_eq!(tools.list_changed, Some(false));
-        assert!(info.instructions.as_deref().unwrap().contains("read_output"));
+        assert!(
+            info.instructions
+                .as_deref()
+                .unwrap()
+                .contains("read_output")
+        );
     })
     .await;
 }
@@ -173,7 +180,10 @@ async fn tools_list_has_every_builtin_with_annotations() {
         assert!(read.input_schema.contains_key("properties"));
         assert!(read.output_schema.is_some());
         let write = tools.iter().find(|t| t.name == "write_file").unwrap();
-        assert_eq!(write.annotations.clone().unwrap().read_only_hint, Some(false));
+        assert_eq!(
+            write.annotations.clone().unwrap().read_only_hint,
+            Some(false)
+        );
     })
     .await;
 }
@@ -290,7 +300,10 @@ async fn cancellation_stops_the_call() {
             .unwrap();
         // Let the call start before cancelling it.
         tokio::time::sleep(Duration::from_millis(100)).await;
-        handle.cancel(Some("the user stopped".into())).await.unwrap();
+        handle
+            .cancel(Some("the user stopped".into()))
+            .await
+            .unwrap();
         assert_eq!(h.cancelled.recv().await, Some(()));
         // The server keeps serving.
         let result = h
@@ -322,9 +335,7 @@ fn lines_server() -> (
     (client_in, BufReader::new(client_out).lines(), dir)
 }
 
-async fn answer(
-    lines: &mut tokio::io::Lines<BufReader<tokio::io::DuplexStream>>,
-) -> Value {
+async fn answer(lines: &mut tokio::io::Lines<BufReader<tokio::io::DuplexStream>>) -> Value {
     let line = lines.next_line().await.unwrap().unwrap();
     serde_json::from_str(&line).unwrap()
 }
@@ -337,14 +348,19 @@ async fn malformed_lines_are_answered_and_the_server_goes_on() {
         let garbage = answer(&mut output).await;
         assert_eq!(garbage["error"]["code"], PARSE_ERROR_CODE);
         assert_eq!(garbage["id"], Value::Null);
-        input.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\n").await.unwrap();
+        input
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\n")
+            .await
+            .unwrap();
         assert_eq!(answer(&mut output).await["error"]["code"], PARSE_ERROR_CODE);
         let deep = format!("{}{}\n", "[".repeat(10_000), "]".repeat(10_000));
         input.write_all(deep.as_bytes()).await.unwrap();
-        assert!(answer(&mut output).await["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("nested"));
+        assert!(
+            answer(&mut output).await["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("nested")
+        );
         let huge = vec![b'x'; MAX_LINE_BYTES + 10];
         let writer = async {
             input.write_all(&huge).await.unwrap();
