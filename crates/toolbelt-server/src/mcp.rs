@@ -10,7 +10,8 @@
 //! behind a line filter: a line that is not JSON, or is longer than
 //! [`MAX_LINE_BYTES`], gets a JSON-RPC error answer and the server goes on.
 
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
@@ -20,7 +21,7 @@ use rmcp::model::{
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
     ServerConfig, Tool, ToolsCapability,
 };
-use rmcp::service::{Peer, RequestContext, RoleServer, ServerInitializeError};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, ServerInitializeError};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -78,18 +79,24 @@ impl From<ServerInitializeError> for ServerError {
     }
 }
 
+/// Builds a registry for the workspace roots a client announced; the error is
+/// a message for the log.
+pub type RegistryFactory = Arc<dyn Fn(Vec<PathBuf>) -> Result<Registry, String> + Send + Sync>;
+
 /// The registry as an MCP server. Cheap to clone: every clone shares the registry
 /// and the prepared tool list.
 #[derive(Clone)]
 pub struct McpServer {
-    registry: Arc<Registry>,
+    registry: Arc<RwLock<Arc<Registry>>>,
     tools: Arc<Vec<Tool>>,
+    rebuild: Option<RegistryFactory>,
 }
 
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpServer")
             .field("tools", &self.tools.len())
+            .field("follows_client_roots", &self.rebuild.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -99,19 +106,77 @@ impl McpServer {
     pub fn new(registry: Arc<Registry>) -> McpServer {
         let tools = mcp_tools(&registry);
         McpServer {
-            registry,
+            registry: Arc::new(RwLock::new(registry)),
             tools: Arc::new(tools),
+            rebuild: None,
         }
     }
 
-    /// The registry this server answers from.
-    pub fn registry(&self) -> &Arc<Registry> {
-        &self.registry
+    /// Makes the client's roots the workspace roots: after the handshake, and
+    /// on every `notifications/roots/list_changed`, the server asks the client
+    /// for its roots and replaces the registry with `rebuild(roots)`. Until
+    /// then, and when the client has no usable `file://` root, the registry
+    /// given to [`McpServer::new`] serves.
+    pub fn with_client_roots<F>(mut self, rebuild: F) -> McpServer
+    where
+        F: Fn(Vec<PathBuf>) -> Result<Registry, String> + Send + Sync + 'static,
+    {
+        self.rebuild = Some(Arc::new(rebuild));
+        self
+    }
+
+    /// The registry that answers calls now.
+    pub fn registry(&self) -> Arc<Registry> {
+        Arc::clone(&self.registry.read().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The tools as `tools/list` shows them.
     pub fn tools(&self) -> &[Tool] {
         &self.tools
+    }
+
+    /// Asks the client for its roots and rebuilds the registry on them, in the
+    /// background (the answer arrives through the same connection).
+    #[allow(
+        deprecated,
+        reason = "roots are deprecated in the newest protocol revision but still what clients send"
+    )]
+    fn follow_roots(&self, peer: Peer<RoleServer>) {
+        let Some(rebuild) = self.rebuild.clone() else {
+            return;
+        };
+        let has_roots = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if !has_roots {
+            return;
+        }
+        let slot = Arc::clone(&self.registry);
+        tokio::spawn(async move {
+            let roots = match peer.list_roots().await {
+                Ok(result) => result.roots,
+                Err(e) => {
+                    tracing::warn!("cannot list the client's roots: {e}");
+                    return;
+                }
+            };
+            let dirs: Vec<PathBuf> = roots
+                .iter()
+                .filter_map(|root| root_dir(&root.uri))
+                .collect();
+            if dirs.is_empty() {
+                tracing::warn!(
+                    "the client gave no local directory as a root; keeping the workspace"
+                );
+                return;
+            }
+            match rebuild(dirs) {
+                Ok(registry) => {
+                    *slot.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(registry);
+                }
+                Err(e) => tracing::warn!("cannot use the client's roots: {e}"),
+            }
+        });
     }
 
     /// Runs one `tools/call`.
@@ -121,10 +186,10 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let name = request.name.to_string();
-        if !self.registry.has(&name) {
+        let registry = self.registry();
+        if !registry.has(&name) {
             // The registry's answer names the closest tools.
-            let env = self
-                .registry
+            let env = registry
                 .execute_call(
                     ToolCall::new(name.clone(), json!({})),
                     CallOptions::default(),
@@ -151,8 +216,7 @@ impl McpServer {
                 .as_ref()
                 .map(|p| Arc::clone(&p.sink) as Arc<dyn ProgressSink>),
         };
-        let env = self
-            .registry
+        let env = registry
             .execute_call(ToolCall::new(name, arguments), opts)
             .await;
         if let Some(progress) = progress {
@@ -168,6 +232,17 @@ impl McpServer {
         serde_json::from_value::<CallToolResult>(to_mcp_call_result(&env)).map_err(|e| {
             McpError::internal_error(format!("cannot encode the tool's result: {e}"), None)
         })
+    }
+}
+
+/// The local directory a `file://` root URI names, when it is one.
+fn root_dir(uri: &str) -> Option<PathBuf> {
+    let path = url::Url::parse(uri).ok()?.to_file_path().ok()?;
+    if path.is_dir() {
+        Some(path)
+    } else {
+        tracing::warn!("the client's root {uri} is not a local directory; left out");
+        None
     }
 }
 
@@ -211,6 +286,14 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.follow_roots(context.peer);
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.follow_roots(context.peer);
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -308,12 +391,16 @@ impl ProgressForwarder {
 ///
 /// [`ServerError`] when the handshake fails or the pipes break.
 pub async fn serve_stdio(registry: Arc<Registry>) -> Result<(), ServerError> {
-    serve_lines(
-        McpServer::new(registry),
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-    )
-    .await
+    serve(McpServer::new(registry)).await
+}
+
+/// Serves `server` on standard input and output, as [`serve_stdio`].
+///
+/// # Errors
+///
+/// [`ServerError`] when the handshake fails or the pipes break.
+pub async fn serve(server: McpServer) -> Result<(), ServerError> {
+    serve_lines(server, tokio::io::stdin(), tokio::io::stdout()).await
 }
 
 /// Serves `server` over newline-delimited JSON-RPC on `input` and `output`.

@@ -299,20 +299,35 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
-        Command::Mcp => serve_mcp(registry),
+        Command::Mcp => serve_mcp(registry, &cli.global),
     }
 }
 
 /// Serves `registry` over MCP on standard input and output until the client
-/// closes standard input.
-fn serve_mcp(registry: Registry) -> Result<ExitCode> {
+/// closes standard input. Without `--root`, the client's roots become the
+/// workspace roots once it announces them.
+fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let session = Arc::clone(registry.session());
     stamps::load(session.state_dir(), session.file_stamps());
-    let served = rt.block_on(toolbelt_server::serve_stdio(Arc::new(registry)));
+    let mut server = toolbelt_server::McpServer::new(Arc::new(registry));
+    if g.roots.is_empty() {
+        let (profile, config, state_dir) =
+            (g.profile.clone(), g.config.clone(), g.state_dir.clone());
+        server = server.with_client_roots(move |roots| {
+            let global = Global {
+                roots,
+                profile: profile.clone(),
+                config: config.clone(),
+                state_dir: state_dir.clone(),
+            };
+            build_registry(&global).map_err(|e| format!("{e:#}"))
+        });
+    }
+    let served = rt.block_on(toolbelt_server::mcp::serve(server));
     if let Err(err) = stamps::save(session.state_dir(), session.file_stamps()) {
         tracing::warn!(
             "cannot save what was read in {}: {err}",
