@@ -393,3 +393,93 @@ async fn malformed_lines_are_answered_and_the_server_goes_on() {
     })
     .await;
 }
+
+/// A client whose roots the test changes.
+#[derive(Clone)]
+struct RootsClient {
+    roots: Arc<std::sync::Mutex<Vec<PathBuf>>>,
+}
+
+#[allow(deprecated, reason = "roots are what clients send today")]
+impl ClientHandler for RootsClient {
+    fn get_info(&self) -> ClientConfig {
+        let mut config = ClientConfig::default();
+        config.capabilities = rmcp::model::ClientCapabilities::builder()
+            .enable_roots()
+            .enable_roots_list_changed()
+            .build();
+        config
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, McpError> {
+        let roots = self.roots.lock().unwrap().clone();
+        Ok(rmcp::model::ListRootsResult::new(
+            roots
+                .iter()
+                .map(|p| {
+                    rmcp::model::Root::new(url::Url::from_directory_path(p).unwrap().to_string())
+                })
+                .collect(),
+        ))
+    }
+}
+
+fn builtins_on(roots: Vec<PathBuf>) -> Result<Registry, String> {
+    let mut registry = Registry::new(Session::new(roots[0].clone()).with_roots(roots));
+    toolbelt_tools::register_builtins(&mut registry).map_err(|e| e.to_string())?;
+    Ok(registry)
+}
+
+/// Calls `read_file` on `path` until it succeeds.
+async fn eventually_reads(client: &RunningService<RoleClient, RootsClient>, path: &str) -> String {
+    loop {
+        let result = client
+            .call_tool(call("read_file", json!({"path": path})))
+            .await
+            .unwrap();
+        if result.is_error == Some(false) {
+            return result.content[0].as_text().unwrap().text.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_clients_roots_become_the_workspace() {
+    with_timeout(async {
+        let start = tempfile::tempdir().unwrap();
+        let first = tempfile::tempdir().unwrap();
+        std::fs::write(first.path().join("first.txt"), "from the first root\n").unwrap();
+        let second = tempfile::tempdir().unwrap();
+        std::fs::write(second.path().join("second.txt"), "from the second root\n").unwrap();
+
+        let server = McpServer::new(Arc::new(
+            builtins_on(vec![start.path().to_owned()]).unwrap(),
+        ))
+        .with_client_roots(builtins_on);
+        let (server_io, client_io) = tokio::io::duplex(PIPE_BYTES);
+        tokio::spawn(async move {
+            let running = server.serve(server_io).await.unwrap();
+            let _ = running.waiting().await;
+        });
+        let roots = Arc::new(std::sync::Mutex::new(vec![first.path().to_owned()]));
+        let client = RootsClient {
+            roots: Arc::clone(&roots),
+        }
+        .serve(client_io)
+        .await
+        .unwrap();
+
+        let text = eventually_reads(&client, "first.txt").await;
+        assert!(text.contains("from the first root"), "{text}");
+
+        *roots.lock().unwrap() = vec![second.path().to_owned()];
+        client.notify_roots_list_changed().await.unwrap();
+        let text = eventually_reads(&client, "second.txt").await;
+        assert!(text.contains("from the second root"), "{text}");
+    })
+    .await;
+}
