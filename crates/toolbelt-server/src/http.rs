@@ -39,6 +39,9 @@ use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+
+use crate::McpServer;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use toolbelt_core::{CallOptions, Envelope, ErrorCode, Registry, ToolCall};
 
 /// The address `toolbelt serve` binds by default.
@@ -324,14 +327,28 @@ fn build_router(
         .layer(middleware::from_fn_with_state(guard, security))
 }
 
-/// Adds the MCP endpoint; returns the session manager for the session cap.
+/// Adds the MCP endpoint (one [`McpServer`] per session over the shared registry);
+/// returns the session manager for the session cap. Host and Origin are checked by
+/// [`security`] in front of it, so rmcp's own checks are off; its body limit is ours.
 fn mount_mcp(
     api: Router,
-    _registry: &Arc<Registry>,
-    _config: &ServeConfig,
-    _cancel: CancellationToken,
+    registry: &Arc<Registry>,
+    config: &ServeConfig,
+    cancel: CancellationToken,
 ) -> (Router, Option<Arc<McpSessions>>) {
-    (api, None)
+    let sessions = Arc::new(McpSessions::default());
+    let mcp_config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        .with_max_request_body_bytes(config.max_body_bytes)
+        .with_cancellation_token(cancel);
+    let registry = Arc::clone(registry);
+    let service = StreamableHttpService::new(
+        move || Ok(McpServer::new(Arc::clone(&registry))),
+        Arc::clone(&sessions),
+        mcp_config,
+    );
+    (api.route_service("/mcp", service), Some(sessions))
 }
 
 // ---------------------------------------------------------------- security

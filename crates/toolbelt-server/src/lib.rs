@@ -3,5 +3,7 @@
 //! small JSON API. Nothing below this crate knows about MCP.
 
 pub mod http;
+pub mod mcp;
 
-pub use http::{ServeConfig, ServerError, load_or_create_token, router, serve};
+pub use http::{ServeConfig, load_or_create_token, router, serve};
+pub use mcp::{McpServer, ServerError, serve_stdio};
