@@ -582,3 +582,101 @@ async fn connections_over_the_cap_wait_for_a_free_slot() {
     drop(second);
     server.stop().await;
 }
+
+// ---------------------------------------------------------------- MCP over HTTP
+
+mod mcp_client {
+    use rmcp::ServiceExt as _;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn rmcp_client_lists_and_calls_tools_with_the_token() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = start(&dir, config()).await;
+        let url = format!("http://{}/mcp", server.addr);
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(url).auth_header(TOKEN),
+        );
+        let client = tokio::time::timeout(TEST_TIMEOUT, ().serve(transport))
+            .await
+            .expect("no timeout")
+            .expect("initialize");
+        let tools = tokio::time::timeout(TEST_TIMEOUT, client.list_all_tools())
+            .await
+            .expect("no timeout")
+            .expect("tools/list");
+        assert_eq!(tools.len(), 11);
+        let call = CallToolRequestParams::new("think").with_arguments(
+            json!({ "thought": "over HTTP" })
+                .as_object()
+                .expect("object")
+                .clone(),
+        );
+        let result = tokio::time::timeout(TEST_TIMEOUT, client.call_tool(call))
+            .await
+            .expect("no timeout")
+            .expect("tools/call");
+        assert_eq!(result.is_error, Some(false));
+        let structured = result.structured_content.expect("structured content");
+        assert_eq!(structured["data"]["thought"], "over HTTP");
+        let bad = CallToolRequestParams::new("think").with_arguments(serde_json::Map::new());
+        let result = tokio::time::timeout(TEST_TIMEOUT, client.call_tool(bad))
+            .await
+            .expect("no timeout")
+            .expect("tools/call");
+        assert_eq!(result.is_error, Some(true));
+        tokio::time::timeout(TEST_TIMEOUT, client.cancel())
+            .await
+            .expect("no timeout")
+            .expect("close");
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn rmcp_client_without_the_token_cannot_connect() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = start(&dir, config()).await;
+        let url = format!("http://{}/mcp", server.addr);
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(url).auth_header("wrong"),
+        );
+        let connected = tokio::time::timeout(TEST_TIMEOUT, ().serve(transport))
+            .await
+            .expect("no timeout");
+        assert!(connected.is_err());
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn sessions_over_the_cap_are_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut config = config();
+        config.max_sessions = 1;
+        let server = start(&dir, config).await;
+        let url = format!("http://{}/mcp", server.addr);
+        let connect = || {
+            ().serve(StreamableHttpClientTransport::from_config(
+                StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(TOKEN),
+            ))
+        };
+        let first = tokio::time::timeout(TEST_TIMEOUT, connect())
+            .await
+            .expect("no timeout")
+            .expect("first session");
+        let second = tokio::time::timeout(TEST_TIMEOUT, connect())
+            .await
+            .expect("no timeout");
+        assert!(second.is_err(), "a second session past the cap");
+        tokio::time::timeout(TEST_TIMEOUT, first.cancel())
+            .await
+            .expect("no timeout")
+            .expect("close");
+        server.stop().await;
+    }
+}
