@@ -7,6 +7,7 @@ mod stamps;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -87,7 +88,26 @@ enum Command {
         #[arg(long)]
         timeout_ms: Option<u64>,
     },
+    /// Serve the tools over MCP on standard input and output.
+    ///
+    /// Standard output carries MCP messages only; logs go to standard error
+    /// (set RUST_LOG, e.g. RUST_LOG=info). Without --root the workspace is the
+    /// current directory.
+    #[command(after_help = MCP_CLIENT_HELP)]
+    Mcp,
 }
+
+/// How to add the server to an MCP client, shown by `toolbelt mcp --help`.
+const MCP_CLIENT_HELP: &str = r#"Add toolbelt to an MCP client's configuration (Claude Desktop, Cursor, ...):
+
+  {
+    "mcpServers": {
+      "toolbelt": {
+        "command": "toolbelt",
+        "args": ["mcp", "--root", "/path/to/project"]
+      }
+    }
+  }"#;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -279,5 +299,41 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Command::Mcp => serve_mcp(registry, &cli.global),
     }
+}
+
+/// Serves `registry` over MCP on standard input and output until the client
+/// closes standard input. Without `--root`, the client's roots become the
+/// workspace roots once it announces them.
+fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let session = Arc::clone(registry.session());
+    stamps::load(session.state_dir(), session.file_stamps());
+    let mut server = toolbelt_server::McpServer::new(Arc::new(registry));
+    if g.roots.is_empty() {
+        let (profile, config, state_dir) =
+            (g.profile.clone(), g.config.clone(), g.state_dir.clone());
+        server = server.with_client_roots(move |roots| {
+            let global = Global {
+                roots,
+                profile: profile.clone(),
+                config: config.clone(),
+                state_dir: state_dir.clone(),
+            };
+            build_registry(&global).map_err(|e| format!("{e:#}"))
+        });
+    }
+    let served = rt.block_on(toolbelt_server::mcp::serve(server));
+    if let Err(err) = stamps::save(session.state_dir(), session.file_stamps()) {
+        tracing::warn!(
+            "cannot save what was read in {}: {err}",
+            session.state_dir().display()
+        );
+    }
+    served.context("the MCP server stopped")?;
+    Ok(ExitCode::SUCCESS)
 }

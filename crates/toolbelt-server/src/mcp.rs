@@ -1,0 +1,611 @@
+//! The registry served as an MCP server.
+//!
+//! [`McpServer`] implements rmcp's [`ServerHandler`] over a [`Registry`]: the
+//! registry stays the one source of tools, validation, policy, limits and
+//! logging; this module only translates. `tools/list` is built once from the
+//! registry's specs (names as the active profile exposes them), `tools/call`
+//! runs [`Registry::execute_call`] and answers with the envelope.
+//!
+//! [`serve_stdio`] runs it over standard input and output, newline-delimited,
+//! behind a line filter: a line that is not JSON, or is longer than
+//! [`MAX_LINE_BYTES`], gets a JSON-RPC error answer and the server goes on.
+
+use std::path::PathBuf;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use rmcp::ErrorData as McpError;
+use rmcp::ServerHandler;
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
+    ServerConfig, Tool, ToolsCapability,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, ServerInitializeError};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::calls::to_mcp_call_result;
+use toolbelt_core::export::{self, Format};
+use toolbelt_core::{CallOptions, ErrorCode, ProgressSink, Registry, ToolCall};
+
+/// The name the server gives in `initialize`.
+pub const SERVER_NAME: &str = "toolbelt";
+
+/// The longest line accepted on stdio, in bytes; longer lines are discarded and
+/// answered with an invalid-request error.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The deepest nesting of arrays and objects accepted in a message; deeper
+/// messages are answered with an invalid-request error.
+pub const MAX_JSON_DEPTH: usize = 100;
+
+/// Capacity of the in-memory pipes between the line filter and the protocol
+/// engine, in bytes.
+const PIPE_BYTES: usize = 256 * 1024;
+
+/// What `initialize` tells the client about this server.
+const INSTRUCTIONS: &str = "toolbelt gives you typed, validated tools over the workspace \
+roots: read, write and edit files, apply patches, list directories, glob and grep, plan with \
+a todo list and think. Every result carries a short text for you and the full structured \
+envelope (status, data, stats, error with a hint on what to do next). Paths are relative to \
+the workspace root or absolute inside it. Large outputs are cut to a budget; the rest is \
+saved and can be paged with read_output.";
+
+/// JSON-RPC's code for input that is not JSON.
+const PARSE_ERROR_CODE: i64 = -32700;
+/// JSON-RPC's code for a message that is not a valid request.
+const INVALID_REQUEST_CODE: i64 = -32600;
+
+/// Errors that stop a server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// The client did not complete the MCP handshake.
+    #[error("the MCP handshake failed: {0}")]
+    Initialize(Box<ServerInitializeError>),
+    /// The connection's task ended abnormally.
+    #[error("the MCP connection task failed: {0}")]
+    Join(#[from] tokio::task::JoinError),
+    /// Reading from or writing to the client failed.
+    #[error("cannot talk to the MCP client: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl From<ServerInitializeError> for ServerError {
+    fn from(e: ServerInitializeError) -> ServerError {
+        ServerError::Initialize(Box::new(e))
+    }
+}
+
+/// Builds a registry for the workspace roots a client announced; the error is
+/// a message for the log.
+pub type RegistryFactory = Arc<dyn Fn(Vec<PathBuf>) -> Result<Registry, String> + Send + Sync>;
+
+/// The registry as an MCP server. Cheap to clone: every clone shares the registry
+/// and the prepared tool list.
+#[derive(Clone)]
+pub struct McpServer {
+    registry: Arc<RwLock<Arc<Registry>>>,
+    tools: Arc<Vec<Tool>>,
+    rebuild: Option<RegistryFactory>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("tools", &self.tools.len())
+            .field("follows_client_roots", &self.rebuild.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// A server for every tool of `registry`, named as its profile exposes them.
+    pub fn new(registry: Arc<Registry>) -> McpServer {
+        let tools = mcp_tools(&registry);
+        McpServer {
+            registry: Arc::new(RwLock::new(registry)),
+            tools: Arc::new(tools),
+            rebuild: None,
+        }
+    }
+
+    /// Makes the client's roots the workspace roots: after the handshake, and
+    /// on every `notifications/roots/list_changed`, the server asks the client
+    /// for its roots and replaces the registry with `rebuild(roots)`. Until
+    /// then, and when the client has no usable `file://` root, the registry
+    /// given to [`McpServer::new`] serves.
+    pub fn with_client_roots<F>(mut self, rebuild: F) -> McpServer
+    where
+        F: Fn(Vec<PathBuf>) -> Result<Registry, String> + Send + Sync + 'static,
+    {
+        self.rebuild = Some(Arc::new(rebuild));
+        self
+    }
+
+    /// The registry that answers calls now.
+    pub fn registry(&self) -> Arc<Registry> {
+        Arc::clone(&self.registry.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The tools as `tools/list` shows them.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// Asks the client for its roots and rebuilds the registry on them, in the
+    /// background (the answer arrives through the same connection).
+    #[allow(
+        deprecated,
+        reason = "roots are deprecated in the newest protocol revision but still what clients send"
+    )]
+    fn follow_roots(&self, peer: Peer<RoleServer>) {
+        let Some(rebuild) = self.rebuild.clone() else {
+            return;
+        };
+        let has_roots = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if !has_roots {
+            return;
+        }
+        let slot = Arc::clone(&self.registry);
+        tokio::spawn(async move {
+            let roots = match peer.list_roots().await {
+                Ok(result) => result.roots,
+                Err(e) => {
+                    tracing::warn!("cannot list the client's roots: {e}");
+                    return;
+                }
+            };
+            let dirs: Vec<PathBuf> = roots
+                .iter()
+                .filter_map(|root| root_dir(&root.uri))
+                .collect();
+            if dirs.is_empty() {
+                tracing::warn!(
+                    "the client gave no local directory as a root; keeping the workspace"
+                );
+                return;
+            }
+            match rebuild(dirs) {
+                Ok(registry) => {
+                    *slot.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(registry);
+                }
+                Err(e) => tracing::warn!("cannot use the client's roots: {e}"),
+            }
+        });
+    }
+
+    /// Runs one `tools/call`.
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let name = request.name.to_string();
+        let registry = self.registry();
+        if !registry.has(&name) {
+            // The registry's answer names the closest tools.
+            let env = registry
+                .execute_call(
+                    ToolCall::new(name.clone(), json!({})),
+                    CallOptions::default(),
+                )
+                .await;
+            let message = env.error.as_ref().map_or_else(
+                || format!("there is no tool named {name:?}"),
+                |e| e.message.clone(),
+            );
+            return Err(McpError::invalid_params(
+                message,
+                Some(json!({"tool": name})),
+            ));
+        }
+        let arguments = request.arguments.map_or_else(|| json!({}), Value::Object);
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressForwarder::start(context.peer.clone(), token));
+        let opts = CallOptions {
+            cancel: Some(context.ct.clone()),
+            timeout: None,
+            progress: progress
+                .as_ref()
+                .map(|p| Arc::clone(&p.sink) as Arc<dyn ProgressSink>),
+        };
+        let env = registry
+            .execute_call(ToolCall::new(name, arguments), opts)
+            .await;
+        if let Some(progress) = progress {
+            progress.finish().await;
+        }
+        if env.error_code() == Some(ErrorCode::UnknownTool) {
+            let message = env
+                .error
+                .as_ref()
+                .map_or_else(String::new, |e| e.message.clone());
+            return Err(McpError::invalid_params(message, None));
+        }
+        serde_json::from_value::<CallToolResult>(to_mcp_call_result(&env)).map_err(|e| {
+            McpError::internal_error(format!("cannot encode the tool's result: {e}"), None)
+        })
+    }
+}
+
+/// The local directory a `file://` root URI names, when it is one.
+fn root_dir(uri: &str) -> Option<PathBuf> {
+    let path = url::Url::parse(uri).ok()?.to_file_path().ok()?;
+    if path.is_dir() {
+        Some(path)
+    } else {
+        tracing::warn!("the client's root {uri} is not a local directory; left out");
+        None
+    }
+}
+
+/// The registry's specs as MCP tools, through the MCP export.
+fn mcp_tools(registry: &Registry) -> Vec<Tool> {
+    let specs = registry.definitions();
+    let exported = match export::export(&specs, Format::Mcp) {
+        Value::Array(tools) => tools,
+        _ => Vec::new(),
+    };
+    exported
+        .into_iter()
+        .filter_map(|tool| match serde_json::from_value::<Tool>(tool) {
+            Ok(tool) => Some(tool),
+            Err(e) => {
+                tracing::error!("a tool's MCP definition does not parse, left out: {e}");
+                None
+            }
+        })
+        .collect()
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut tools = ToolsCapability::default();
+        tools.list_changed = Some(false);
+        let mut capabilities = ServerCapabilities::default();
+        capabilities.tools = Some(tools);
+        ServerConfig::new(capabilities)
+            .with_server_info(
+                Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
+                    .with_title("toolbelt")
+                    .with_description("Typed, validated, jailed tools for LLM agents."),
+            )
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.follow_roots(context.peer);
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.follow_roots(context.peer);
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.call(request, context)
+            .await
+            .map(CallToolResponse::from)
+    }
+}
+
+/// One progress report on its way to the client.
+type Report = (f64, Option<f64>, Option<String>);
+
+/// A [`ProgressSink`] that queues reports for [`ProgressForwarder`].
+struct ChannelSink {
+    tx: mpsc::UnboundedSender<Report>,
+}
+
+impl ProgressSink for ChannelSink {
+    fn report(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        // A closed channel means the call already answered; late reports are dropped.
+        let _ = self.tx.send((progress, total, message.map(str::to_owned)));
+    }
+}
+
+/// Sends a call's progress reports, in order, as `notifications/progress`.
+struct ProgressForwarder {
+    sink: Arc<ChannelSink>,
+    done: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ProgressForwarder {
+    fn start(peer: Peer<RoleServer>, token: ProgressToken) -> ProgressForwarder {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Report>();
+        let done = CancellationToken::new();
+        let finished = done.clone();
+        let task = tokio::spawn(async move {
+            let send = |(progress, total, message): Report| {
+                let mut param = ProgressNotificationParam::new(token.clone(), progress);
+                param.total = total;
+                param.message = message;
+                let peer = peer.clone();
+                async move {
+                    if let Err(e) = peer.notify_progress(param).await {
+                        tracing::debug!("cannot send a progress notification: {e}");
+                    }
+                }
+            };
+            loop {
+                tokio::select! {
+                    biased;
+                    report = rx.recv() => match report {
+                        Some(report) => send(report).await,
+                        None => return,
+                    },
+                    () = finished.cancelled() => break,
+                }
+            }
+            // The call is over: send what is queued, so that every notification
+            // precedes the result.
+            rx.close();
+            while let Some(report) = rx.recv().await {
+                send(report).await;
+            }
+        });
+        ProgressForwarder {
+            sink: Arc::new(ChannelSink { tx }),
+            done,
+            task,
+        }
+    }
+
+    /// Waits until every queued report is sent.
+    async fn finish(self) {
+        self.done.cancel();
+        drop(self.sink);
+        if let Err(e) = self.task.await {
+            tracing::debug!("the progress task failed: {e}");
+        }
+    }
+}
+
+/// Serves `registry` over MCP on standard input and output until the client
+/// closes standard input. Standard output carries MCP messages only.
+///
+/// # Errors
+///
+/// [`ServerError`] when the handshake fails or the pipes break.
+pub async fn serve_stdio(registry: Arc<Registry>) -> Result<(), ServerError> {
+    serve(McpServer::new(registry)).await
+}
+
+/// Serves `server` on standard input and output, as [`serve_stdio`].
+///
+/// # Errors
+///
+/// [`ServerError`] when the handshake fails or the pipes break.
+pub async fn serve(server: McpServer) -> Result<(), ServerError> {
+    serve_lines(server, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Serves `server` over newline-delimited JSON-RPC on `input` and `output`.
+///
+/// Each line is checked before it reaches the protocol engine: a line that is
+/// not JSON is answered with a parse error (-32700), a line longer than
+/// [`MAX_LINE_BYTES`] with an invalid-request error (-32600); the server goes on.
+///
+/// # Errors
+///
+/// [`ServerError`] when the handshake fails or the pipes break.
+pub async fn serve_lines<R, W>(server: McpServer, input: R, output: W) -> Result<(), ServerError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (engine_in, filter_out) = tokio::io::duplex(PIPE_BYTES);
+    let (engine_out, writer_in) = tokio::io::duplex(PIPE_BYTES);
+    let (errors_tx, errors_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let reader = tokio::spawn(filter_lines(input, filter_out, errors_tx));
+    let writer = tokio::spawn(write_lines(writer_in, errors_rx, output));
+    let (engine_read, engine_write) = tokio::io::split(engine_in);
+    let (out_read, out_write) = tokio::io::split(engine_out);
+    drop(out_read);
+    drop(engine_write);
+    let served = async {
+        let running = server.serve((engine_read, out_write)).await?;
+        running.waiting().await?;
+        Ok::<(), ServerError>(())
+    }
+    .await;
+    reader.abort();
+    let written = writer.await;
+    served?;
+    written??;
+    Ok(())
+}
+
+/// Copies whole, well-formed lines from `input` to `engine`; answers the others
+/// through `errors`.
+async fn filter_lines<R, E>(
+    input: R,
+    mut engine: E,
+    errors: mpsc::UnboundedSender<Vec<u8>>,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    E: AsyncWrite + Unpin,
+{
+    let mut input = BufReader::with_capacity(64 * 1024, input);
+    let mut line: Vec<u8> = Vec::new();
+    let mut oversized = false;
+    loop {
+        let chunk = input.fill_buf().await?;
+        if chunk.is_empty() {
+            break;
+        }
+        let (part, has_end) = match memchr::memchr(b'\n', chunk) {
+            Some(i) => (&chunk[..i], true),
+            None => (chunk, false),
+        };
+        if !oversized {
+            if line.len() + part.len() > MAX_LINE_BYTES {
+                oversized = true;
+                line = Vec::new();
+            } else {
+                line.extend_from_slice(part);
+            }
+        }
+        let used = part.len() + usize::from(has_end);
+        input.consume(used);
+        if !has_end {
+            continue;
+        }
+        if oversized {
+            let _ = errors.send(error_line(
+                INVALID_REQUEST_CODE,
+                &format!("the message is longer than {MAX_LINE_BYTES} bytes and was discarded"),
+            ));
+        } else {
+            check_and_forward(&line, &mut engine, &errors).await?;
+        }
+        oversized = false;
+        line.clear();
+    }
+    if !oversized && !line.is_empty() {
+        check_and_forward(&line, &mut engine, &errors).await?;
+    }
+    engine.shutdown().await
+}
+
+async fn check_and_forward<E: AsyncWrite + Unpin>(
+    line: &[u8],
+    engine: &mut E,
+    errors: &mpsc::UnboundedSender<Vec<u8>>,
+) -> std::io::Result<()> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    if let Some(depth) = too_deep(line) {
+        let _ = errors.send(error_line(
+            INVALID_REQUEST_CODE,
+            &format!(
+                "the message is nested deeper than {MAX_JSON_DEPTH} levels (at least {depth})"
+            ),
+        ));
+        return Ok(());
+    }
+    match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+        Ok(_) => {
+            engine.write_all(line).await?;
+            engine.write_all(b"\n").await?;
+            engine.flush().await
+        }
+        Err(e) => {
+            let _ = errors.send(error_line(
+                PARSE_ERROR_CODE,
+                &format!("the message is not valid JSON: {e}"),
+            ));
+            Ok(())
+        }
+    }
+}
+
+/// The nesting depth reached when it exceeds [`MAX_JSON_DEPTH`], brackets
+/// inside strings aside.
+fn too_deep(line: &[u8]) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in line {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_JSON_DEPTH {
+                    return Some(depth);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A JSON-RPC error response without an id, as one line.
+fn error_line(code: i64, message: &str) -> Vec<u8> {
+    let mut line = json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code, "message": message},
+    })
+    .to_string()
+    .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// Writes the engine's lines and the filter's error answers to `output`, one
+/// whole line at a time.
+async fn write_lines<R, W>(
+    engine: R,
+    mut errors: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut output: W,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut engine = BufReader::with_capacity(64 * 1024, engine);
+    let mut line = Vec::new();
+    let mut errors_open = true;
+    loop {
+        tokio::select! {
+            read = engine.read_until(b'\n', &mut line) => {
+                if read? == 0 {
+                    break;
+                }
+                output.write_all(&line).await?;
+                output.flush().await?;
+                line.clear();
+            }
+            error = errors.recv(), if errors_open => match error {
+                Some(error) => {
+                    output.write_all(&error).await?;
+                    output.flush().await?;
+                }
+                None => errors_open = false,
+            },
+        }
+    }
+    output.flush().await
+}
+
+#[cfg(test)]
+#[path = "mcp_tests.rs"]
+mod tests;

@@ -1,0 +1,485 @@
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use rmcp::ClientHandler;
+use rmcp::model::{
+    CallToolRequest, ClientConfig, ClientRequest, ErrorCode as RpcCode, ProgressNotificationParam,
+    RequestParamsMeta,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
+use serde_json::json;
+use toolbelt_core::{Reply, Session, ToolContext, ToolSpec};
+
+use super::*;
+
+/// Every test gives up after this long.
+const TEST_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A client that records the progress notifications it receives.
+#[derive(Clone)]
+struct Recorder {
+    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+}
+
+impl ClientHandler for Recorder {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::default()
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.progress.send(params);
+    }
+}
+
+/// Reports when the call that holds it is dropped (stopped).
+struct Stopped(mpsc::UnboundedSender<()>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+struct Harness {
+    client: RunningService<RoleClient, Recorder>,
+    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    cancelled: mpsc::UnboundedReceiver<()>,
+    _dir: tempfile::TempDir,
+}
+
+/// A registry with the built-ins plus `count_to` (reports progress) and `wait`
+/// (runs until cancelled), over a temporary workspace with `hello.txt`.
+async fn harness() -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hello.txt"), "hello\nworld\n").unwrap();
+    let mut registry =
+        Registry::new(Session::new(dir.path()).with_state_dir(dir.path().join(".toolbelt")));
+    toolbelt_tools::register_builtins(&mut registry).unwrap();
+    let count_spec = ToolSpec::new(
+        "count_to",
+        "Counts to n, reporting progress.",
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+    );
+    registry
+        .register_fn(count_spec, |ctx: ToolContext, args: Value| async move {
+            let n = args["n"].as_u64().unwrap_or(0);
+            for i in 1..=n {
+                ctx.progress(i as f64, Some(n as f64), Some(&format!("step {i}")));
+            }
+            Ok(Reply::new(json!({"n": n}), format!("counted to {n}")))
+        })
+        .unwrap();
+    let (cancelled_tx, cancelled) = mpsc::unbounded_channel();
+    let wait_spec = ToolSpec::new(
+        "wait",
+        "Waits until cancelled.",
+        json!({"type": "object", "properties": {}}),
+    );
+    registry
+        .register_fn(wait_spec, move |_ctx: ToolContext, _args: Value| {
+            let stopped = Stopped(cancelled_tx.clone());
+            async move {
+                // Only a stopped call drops `stopped` before the test's timeout.
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                drop(stopped);
+                Ok(Reply::new(json!({}), "done"))
+            }
+        })
+        .unwrap();
+    let server = McpServer::new(Arc::new(registry));
+    let (server_io, client_io) = tokio::io::duplex(PIPE_BYTES);
+    tokio::spawn(async move {
+        let running = server.serve(server_io).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    let (progress_tx, progress) = mpsc::unbounded_channel();
+    let client = Recorder {
+        progress: progress_tx,
+    }
+    .serve(client_io)
+    .await
+    .unwrap();
+    Harness {
+        client,
+        progress,
+        cancelled,
+        _dir: dir,
+    }
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(name.to_owned());
+    if let Value::Object(args) = arguments {
+        params.arguments = Some(args);
+    }
+    params
+}
+
+async fn with_timeout<F: std::future::Future>(f: F) -> F::Output {
+    tokio::time::timeout(TEST_TIMEOUT, f)
+        .await
+        .expect("the test timed out")
+}
+
+#[tokio::test]
+async fn initialize_names_the_server_and_offers_tools() {
+    with_timeout(async {
+        let h = harness().await;
+        let info = h.client.peer_info().unwrap();
+        assert_eq!(info.server_info.as_ref().unwrap().name, "toolbelt");
+        assert_eq!(
+            info.server_info.as_ref().unwrap().version,
+            env!("CARGO_PKG_VERSION")
+        );
+        let tools = info.capabilities.tools.clone().unwrap();
+        assert_eq!(tools.list_changed, Some(false));
+        assert!(
+            info.instructions
+                .as_deref()
+                .unwrap()
+                .contains("read_output")
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn tools_list_has_every_builtin_with_annotations() {
+    with_timeout(async {
+        let h = harness().await;
+        let tools = h.client.list_all_tools().await.unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(
+            names,
+            vec![
+                "apply_patch",
+                "count_to",
+                "edit_file",
+                "glob",
+                "grep",
+                "list_dir",
+                "multi_edit",
+                "read_file",
+                "read_output",
+                "set_todo_list",
+                "think",
+                "wait",
+                "write_file",
+            ]
+        );
+        let read = tools.iter().find(|t| t.name == "read_file").unwrap();
+        let notes = read.annotations.clone().unwrap();
+        assert_eq!(notes.read_only_hint, Some(true));
+        assert_eq!(notes.destructive_hint, Some(false));
+        assert_eq!(notes.open_world_hint, Some(false));
+        assert!(read.title.is_some());
+        assert!(read.input_schema.contains_key("properties"));
+        assert!(read.output_schema.is_some());
+        let write = tools.iter().find(|t| t.name == "write_file").unwrap();
+        assert_eq!(
+            write.annotations.clone().unwrap().read_only_hint,
+            Some(false)
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn think_answers_with_text_and_the_envelope() {
+    with_timeout(async {
+        let h = harness().await;
+        let result = h
+            .client
+            .call_tool(call("think", json!({"thought": "plan the change"})))
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(false));
+        let structured = result.structured_content.unwrap();
+        assert_eq!(structured["status"], "success");
+        assert_eq!(structured["context"]["tool"], "think");
+        let text = result.content[0].as_text().unwrap().text.clone();
+        assert!(!text.is_empty());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn read_file_reads_the_workspace() {
+    with_timeout(async {
+        let h = harness().await;
+        let result = h
+            .client
+            .call_tool(call("read_file", json!({"path": "hello.txt"})))
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(false));
+        let text = &result.content[0].as_text().unwrap().text;
+        assert!(text.contains("hello"), "{text}");
+        assert!(text.contains("world"), "{text}");
+        assert_eq!(result.structured_content.unwrap()["status"], "success");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn invalid_arguments_are_a_tool_error_naming_the_field() {
+    with_timeout(async {
+        let h = harness().await;
+        let result = h
+            .client
+            .call_tool(call("read_file", json!({"path": "hello.txt", "bogus": 1})))
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(true));
+        let structured = result.structured_content.unwrap();
+        assert_eq!(structured["error"]["code"], "INVALID_PARAMS");
+        let text = &result.content[0].as_text().unwrap().text;
+        assert!(text.contains("bogus"), "{text}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_a_protocol_error_with_close_names() {
+    with_timeout(async {
+        let h = harness().await;
+        let err = h
+            .client
+            .call_tool(call("read_fil", json!({})))
+            .await
+            .unwrap_err();
+        let rmcp::ServiceError::McpError(err) = err else {
+            panic!("expected a JSON-RPC error, got {err:?}");
+        };
+        assert_eq!(err.code, RpcCode::INVALID_PARAMS);
+        assert!(err.message.contains("read_file"), "{}", err.message);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn progress_reaches_the_client_before_the_result() {
+    with_timeout(async {
+        let mut h = harness().await;
+        let mut params = call("count_to", json!({"n": 3}));
+        params.set_progress_token(ProgressToken(rmcp::model::NumberOrString::String(
+            "p1".into(),
+        )));
+        let result = h.client.call_tool(params).await.unwrap();
+        assert_eq!(result.is_error, Some(false));
+        let mut seen = Vec::new();
+        while let Ok(p) = h.progress.try_recv() {
+            seen.push((p.progress, p.total, p.message));
+        }
+        assert_eq!(
+            seen,
+            vec![
+                (1.0, Some(3.0), Some("step 1".to_owned())),
+                (2.0, Some(3.0), Some("step 2".to_owned())),
+                (3.0, Some(3.0), Some("step 3".to_owned())),
+            ]
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn cancellation_stops_the_call() {
+    with_timeout(async {
+        let mut h = harness().await;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(call("wait", json!({}))));
+        let handle = h
+            .client
+            .peer()
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .unwrap();
+        // Let the call start before cancelling it.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        handle
+            .cancel(Some("the user stopped".into()))
+            .await
+            .unwrap();
+        assert_eq!(h.cancelled.recv().await, Some(()));
+        // The server keeps serving.
+        let result = h
+            .client
+            .call_tool(call("think", json!({"thought": "still here"})))
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(false));
+    })
+    .await;
+}
+
+/// Runs [`serve_lines`] on in-memory pipes; returns the client's ends.
+fn lines_server() -> (
+    tokio::io::DuplexStream,
+    tokio::io::Lines<BufReader<tokio::io::DuplexStream>>,
+    tempfile::TempDir,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut registry = Registry::new(Session::new(dir.path()));
+    toolbelt_tools::register_builtins(&mut registry).unwrap();
+    let (client_in, server_in) = tokio::io::duplex(PIPE_BYTES);
+    let (server_out, client_out) = tokio::io::duplex(PIPE_BYTES);
+    tokio::spawn(serve_lines(
+        McpServer::new(Arc::new(registry)),
+        server_in,
+        server_out,
+    ));
+    (client_in, BufReader::new(client_out).lines(), dir)
+}
+
+async fn answer(lines: &mut tokio::io::Lines<BufReader<tokio::io::DuplexStream>>) -> Value {
+    let line = lines.next_line().await.unwrap().unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
+#[tokio::test]
+async fn malformed_lines_are_answered_and_the_server_goes_on() {
+    with_timeout(async {
+        let (mut input, mut output, _dir) = lines_server();
+        input.write_all(b"this is not json\n").await.unwrap();
+        let garbage = answer(&mut output).await;
+        assert_eq!(garbage["error"]["code"], PARSE_ERROR_CODE);
+        assert_eq!(garbage["id"], Value::Null);
+        input
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\n")
+            .await
+            .unwrap();
+        assert_eq!(answer(&mut output).await["error"]["code"], PARSE_ERROR_CODE);
+        let deep = format!("{}{}\n", "[".repeat(10_000), "]".repeat(10_000));
+        input.write_all(deep.as_bytes()).await.unwrap();
+        assert!(
+            answer(&mut output).await["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("nested")
+        );
+        let huge = vec![b'x'; MAX_LINE_BYTES + 10];
+        let writer = async {
+            input.write_all(&huge).await.unwrap();
+            input.write_all(b"\n").await.unwrap();
+            input
+        };
+        let (mut input, huge_answer) = tokio::join!(writer, answer(&mut output));
+        assert_eq!(huge_answer["error"]["code"], INVALID_REQUEST_CODE);
+        let init = json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}});
+        input
+            .write_all(format!("{init}\n").as_bytes())
+            .await
+            .unwrap();
+        let init = answer(&mut output).await;
+        assert_eq!(init["id"], 2);
+        assert_eq!(init["result"]["serverInfo"]["name"], "toolbelt");
+        input
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .await
+            .unwrap();
+        input
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}\n")
+            .await
+            .unwrap();
+        let list = answer(&mut output).await;
+        assert_eq!(list["id"], 3);
+        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 11);
+    })
+    .await;
+}
+
+/// A client whose roots the test changes.
+#[derive(Clone)]
+struct RootsClient {
+    roots: Arc<std::sync::Mutex<Vec<PathBuf>>>,
+}
+
+#[allow(deprecated, reason = "roots are what clients send today")]
+impl ClientHandler for RootsClient {
+    fn get_info(&self) -> ClientConfig {
+        let mut config = ClientConfig::default();
+        config.capabilities = rmcp::model::ClientCapabilities::builder()
+            .enable_roots()
+            .enable_roots_list_changed()
+            .build();
+        config
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, McpError> {
+        let roots = self.roots.lock().unwrap().clone();
+        Ok(rmcp::model::ListRootsResult::new(
+            roots
+                .iter()
+                .map(|p| {
+                    rmcp::model::Root::new(url::Url::from_directory_path(p).unwrap().to_string())
+                })
+                .collect(),
+        ))
+    }
+}
+
+fn builtins_on(roots: Vec<PathBuf>) -> Result<Registry, String> {
+    let mut registry = Registry::new(Session::new(roots[0].clone()).with_roots(roots));
+    toolbelt_tools::register_builtins(&mut registry).map_err(|e| e.to_string())?;
+    Ok(registry)
+}
+
+/// Calls `read_file` on `path` until it succeeds.
+async fn eventually_reads(client: &RunningService<RoleClient, RootsClient>, path: &str) -> String {
+    loop {
+        let result = client
+            .call_tool(call("read_file", json!({"path": path})))
+            .await
+            .unwrap();
+        if result.is_error == Some(false) {
+            return result.content[0].as_text().unwrap().text.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_clients_roots_become_the_workspace() {
+    with_timeout(async {
+        let start = tempfile::tempdir().unwrap();
+        let first = tempfile::tempdir().unwrap();
+        std::fs::write(first.path().join("first.txt"), "from the first root\n").unwrap();
+        let second = tempfile::tempdir().unwrap();
+        std::fs::write(second.path().join("second.txt"), "from the second root\n").unwrap();
+
+        let server = McpServer::new(Arc::new(
+            builtins_on(vec![start.path().to_owned()]).unwrap(),
+        ))
+        .with_client_roots(builtins_on);
+        let (server_io, client_io) = tokio::io::duplex(PIPE_BYTES);
+        tokio::spawn(async move {
+            let running = server.serve(server_io).await.unwrap();
+            let _ = running.waiting().await;
+        });
+        let roots = Arc::new(std::sync::Mutex::new(vec![first.path().to_owned()]));
+        let client = RootsClient {
+            roots: Arc::clone(&roots),
+        }
+        .serve(client_io)
+        .await
+        .unwrap();
+
+        let text = eventually_reads(&client, "first.txt").await;
+        assert!(text.contains("from the first root"), "{text}");
+
+        *roots.lock().unwrap() = vec![second.path().to_owned()];
+        client.notify_roots_list_changed().await.unwrap();
+        let text = eventually_reads(&client, "second.txt").await;
+        assert!(text.contains("from the second root"), "{text}");
+    })
+    .await;
+}

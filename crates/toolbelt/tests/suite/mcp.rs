@@ -1,0 +1,146 @@
+//! `toolbelt mcp`, run as a child process speaking newline-delimited JSON-RPC.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+/// Bound on waiting for one answer.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running `toolbelt mcp` with its answers read on a thread.
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    answers: mpsc::Receiver<Value>,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start() -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("hello.txt"), "hello\n").unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+            .args(["mcp", "--root"])
+            .arg(dir.path())
+            .env_remove("TOOLBELT_ROOT")
+            .env_remove("TOOLBELT_PROFILE")
+            .env_remove("TOOLBELT_CONFIG")
+            .env_remove("TOOLBELT_STATE_DIR")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, answers) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                // stdout carries MCP messages only: every line is JSON.
+                let value: Value = serde_json::from_str(&line).unwrap();
+                if tx.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        Server {
+            child,
+            stdin,
+            answers,
+            _dir: dir,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn answer(&self) -> Value {
+        self.answers.recv_timeout(ANSWER_TIMEOUT).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn mcp_answers_malformed_input_and_keeps_serving() {
+    let mut server = Server::start();
+    server.send("garbage, not json");
+    let garbage = server.answer();
+    assert_eq!(garbage["error"]["code"], -32700);
+    assert_eq!(garbage["id"], Value::Null);
+
+    server.send(r#"{"jsonrpc":"2.0","id":1,"method":"initia"#);
+    assert_eq!(server.answer()["error"]["code"], -32700);
+
+    // A request before initialize is answered with an error.
+    server.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let early = server.answer();
+    assert_eq!(early["id"], 2);
+    assert!(early["error"]["code"].is_i64(), "{early}");
+
+    let init = json!({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "suite", "version": "1"}}});
+    server.send(&init.to_string());
+    let init = server.answer();
+    assert_eq!(init["id"], 3);
+    assert_eq!(init["result"]["serverInfo"]["name"], "toolbelt");
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+
+    server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    server.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#);
+    let list = server.answer();
+    assert_eq!(list["id"], 4);
+    let mut names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names.len(), 11);
+    assert!(names.contains(&"read_file"));
+
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "read_file", "arguments": {"path": "hello.txt"}}});
+    server.send(&call.to_string());
+    let read = server.answer();
+    assert_eq!(read["id"], 5);
+    assert_eq!(read["result"]["isError"], false);
+    assert!(
+        read["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("hello")
+    );
+}
+
+#[test]
+fn mcp_help_shows_the_client_configuration() {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args(["mcp", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(help.contains(r#""mcpServers""#), "{help}");
+    assert!(
+        help.contains(r#""args": ["mcp", "--root", "/path/to/project"]"#),
+        "{help}"
+    );
+}
