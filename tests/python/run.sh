@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs the MCP client tests against a built toolbelt binary: creates the virtual
+# environment (setup.sh), then pytest. Builds nothing.
+#   tests/python/run.sh /path/to/toolbelt [pytest arguments...]
+# Environment: TOOLBELT_PY_VENV (see setup.sh); TOOLBELT_BIN instead of the first argument.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+bin="${1:-${TOOLBELT_BIN:-}}"
+[ $# -gt 0 ] && shift
+if [ -z "$bin" ] || [ ! -x "$bin" ]; then
+    echo "usage: $0 /path/to/toolbelt [pytest arguments...] (got '${bin}')" >&2
+    exit 2
+fi
+bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+
+venv="$("$here/setup.sh")"
+cd "$here"
+TOOLBELT_BIN="$bin" exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" test_mcp.py

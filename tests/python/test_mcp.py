@@ -1,0 +1,520 @@
+"""Drives `toolbelt mcp` (stdio) and `toolbelt serve` (streamable HTTP) from the outside
+with the official MCP Python SDK client.
+
+The binary under test comes from the environment: TOOLBELT_BIN=/path/to/toolbelt.
+Run through tests/python/run.sh, which creates the virtual environment first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import socket
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2 as httpx
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.client.streamable_http import streamable_http_client
+
+BUILTINS = {
+    "think",
+    "set_todo_list",
+    "read_output",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "multi_edit",
+    "apply_patch",
+    "list_dir",
+    "glob",
+    "grep",
+}
+
+# "legacy" speaks the initialize handshake (2025-11-25 and earlier); "auto" probes
+# server/discover first and so uses the 2026-07-28 revision when the server offers it.
+MODES = ["legacy", "auto"]
+
+# A search that takes seconds on the wide tree (about 1.5 s on a release build, 10 s on
+# a debug build): a long counted repetition defeats the literal prefilters and the DFA.
+SLOW_GREP = {"pattern": r"(?s)(?:\w|\s){1000}Z", "multiline": True, "timeout_ms": 120_000}
+WIDE_TREE_DIRS = 20
+WIDE_TREE_FILES_PER_DIR = 100
+
+CALL_TIMEOUT_S = 120.0
+SERVER_START_TIMEOUT_S = 30.0
+
+
+# ---------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def toolbelt_bin() -> str:
+    path = os.environ.get("TOOLBELT_BIN", "")
+    if not path or not os.access(path, os.X_OK):
+        raise pytest.UsageError(f"set TOOLBELT_BIN to an executable toolbelt binary (got {path!r})")
+    return os.path.abspath(path)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "main.rs").write_text('fn main() {\n    println!("hello");\n}\n')
+    (root / "src" / "lib.rs").write_text("pub fn answer() -> u32 {\n    41\n}\n")
+    (root / "notes.md").write_text("# Notes\n\nfirst\nsecond\n")
+    # Enough matching lines that a grep's output is spilled and read back with read_output.
+    (root / "log.txt").write_text("".join(f"line {i} needle\n" for i in range(5000)))
+    return root
+
+
+@pytest.fixture(scope="session")
+def wide_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("wide")
+    line = " ".join(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"] * 2) + "\n"
+    body = line * 200
+    for d in range(WIDE_TREE_DIRS):
+        sub = root / f"d{d:02}"
+        sub.mkdir()
+        for f in range(WIDE_TREE_FILES_PER_DIR):
+            (sub / f"f{f:03}.txt").write_text(body)
+    return root
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def stdio_client(toolbelt_bin: str, root: Path, mode: str) -> Client:
+    params = StdioServerParameters(
+        command=toolbelt_bin,
+        args=["mcp", "--root", str(root)],
+        env={"RUST_LOG": os.environ.get("RUST_LOG", "warn")},
+        cwd=str(root),
+    )
+    return Client(params, mode=mode, read_timeout_seconds=CALL_TIMEOUT_S)
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", None) == "text")
+
+
+def envelope(result: Any) -> dict[str, Any]:
+    env = result.structured_content
+    assert isinstance(env, dict), f"structuredContent is not the envelope: {result!r}"
+    return env
+
+
+def assert_ok(result: Any, tool: str) -> dict[str, Any]:
+    env = envelope(result)
+    assert not result.is_error, f"{tool} failed: {text_of(result)}"
+    assert env["status"] in ("success", "partial"), f"{tool}: {env}"
+    # The envelope's text is the text content, word for word.
+    assert text_of(result) == env["text"]
+    return env
+
+
+def server_pids(toolbelt_bin: str) -> list[int]:
+    """Children of this process running the toolbelt binary (the stdio server)."""
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            exe = os.readlink(f"/proc/{entry}/exe")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me and os.path.realpath(exe) == os.path.realpath(toolbelt_bin):
+            found.append(int(entry))
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    utime, stime = int(fields[11]), int(fields[12])
+    return (utime + stime) / os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------------- stdio: listing
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_initialize_and_list_tools(toolbelt_bin: str, workspace: Path, mode: str) -> None:
+    async with stdio_client(toolbelt_bin, workspace, mode) as client:
+        assert client.server_info is not None and client.server_info.name
+        assert client.server_capabilities.tools is not None
+        if mode == "auto":
+            assert client.protocol_version == "2026-07-28", (
+                f"the 2026-07-28 revision was not negotiated (got {client.protocol_version})"
+            )
+        if mode == "legacy":
+            await client.send_ping()  # ping is gone from the 2026-07-28 revision
+        listed = await client.list_tools()
+        tools = {t.name: t for t in listed.tools}
+        assert set(tools) == BUILTINS
+        for name, tool in tools.items():
+            assert tool.title, name
+            assert tool.description and len(tool.description) > 40, name
+            assert tool.input_schema.get("type") == "object", name
+            assert tool.output_schema is not None, name
+            assert tool.annotations is not None, name
+        assert tools["read_file"].annotations.read_only_hint is True
+        assert tools["grep"].annotations.read_only_hint is True
+        assert tools["write_file"].annotations.read_only_hint is False
+        assert tools["write_file"].annotations.destructive_hint is True
+        assert tools["read_file"].input_schema["required"] == ["path"]
+
+
+# ------------------------------------------------------------------------ stdio: calls
+
+
+async def call_every_builtin(client: Client, root: Path) -> set[str]:
+    """Calls each built-in with valid arguments; returns the names called."""
+    called: set[str] = set()
+
+    async def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
+        result = await client.call_tool(name, args)
+        called.add(name)
+        return assert_ok(result, name)
+
+    env = await call("think", {"thought": "Read main.rs, then change the greeting."})
+    assert env["status"] == "success"
+
+    await call("set_todo_list", {"todos": [{"title": "change the greeting", "status": "In Progress"}]})
+
+    env = await call("list_dir", {})
+    assert "src/" in env["text"] and "notes.md" in env["text"]
+
+    env = await call("glob", {"pattern": "**/*.rs", "sort": "path"})
+    assert "src/lib.rs" in env["text"] and "src/main.rs" in env["text"]
+
+    env = await call("grep", {"pattern": "println", "output_mode": "content"})
+    assert "src/main.rs" in env["text"]
+
+    # The optimistic lock: a file is read before it is edited.
+    env = await call("read_file", {"path": "src/main.rs"})
+    assert 'println!("hello");' in env["text"]
+
+    env = await call("edit_file", {"path": "src/main.rs", "old_string": "hello", "new_string": "world"})
+    assert (root / "src" / "main.rs").read_text() == 'fn main() {\n    println!("world");\n}\n'
+
+    await call("read_file", {"path": "src/lib.rs"})
+    await call(
+        "multi_edit",
+        {
+            "path": "src/lib.rs",
+            "edits": [
+                {"old_string": "answer", "new_string": "the_answer"},
+                {"old_string": "41", "new_string": "42"},
+            ],
+        },
+    )
+    assert (root / "src" / "lib.rs").read_text() == "pub fn the_answer() -> u32 {\n    42\n}\n"
+
+    await call("write_file", {"path": "docs/guide.md", "content": "# Guide\n", "create_dirs": True})
+    assert (root / "docs" / "guide.md").read_text() == "# Guide\n"
+
+    await call("read_file", {"path": "notes.md"})
+    patch = (
+        "*** Begin Patch\n"
+        "*** Add File: added.txt\n"
+        "+made by apply_patch\n"
+        "*** Update File: notes.md\n"
+        "@@\n"
+        " first\n"
+        "-second\n"
+        "+second, patched\n"
+        "*** End Patch"
+    )
+    await call("apply_patch", {"patch": patch})
+    assert (root / "added.txt").read_text() == "made by apply_patch\n"
+    assert (root / "notes.md").read_text() == "# Notes\n\nfirst\nsecond, patched\n"
+
+    # A large output is saved; read_output pages through it.
+    env = await call("grep", {"pattern": "needle", "output_mode": "content", "head_limit": 0})
+    match = re.search(r"output_id=(out_[0-9a-zA-Z_]+)", env["text"])
+    assert match, f"the grep output was not saved: {env['text'][-400:]}"
+    env = await call("read_output", {"output_id": match.group(1), "offset": 10, "limit": 3})
+    assert "line 9 needle" in env["text"]
+
+    return called
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_call_every_builtin(toolbelt_bin: str, workspace: Path, mode: str) -> None:
+    async with stdio_client(toolbelt_bin, workspace, mode) as client:
+        called = await call_every_builtin(client, workspace)
+    assert called == BUILTINS
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_invalid_arguments_are_tool_errors_naming_the_field(
+    toolbelt_bin: str, workspace: Path, mode: str
+) -> None:
+    async with stdio_client(toolbelt_bin, workspace, mode) as client:
+        result = await client.call_tool("read_file", {"path": 5})
+        assert result.is_error is True
+        env = envelope(result)
+        assert env["status"] == "error"
+        assert "INVALID_PARAMS" in text_of(result)
+        assert "path" in text_of(result)
+
+        result = await client.call_tool("edit_file", {"path": "src/main.rs", "old_string": "x"})
+        assert result.is_error is True
+        assert "new_string" in text_of(result)
+
+        result = await client.call_tool("think", {"thought": "ok", "bogus": 1})
+        assert result.is_error is True
+        assert "bogus" in text_of(result)
+
+        # The server goes on serving.
+        assert_ok(await client.call_tool("think", {"thought": "still here"}), "think")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_unknown_tool_is_a_protocol_error(toolbelt_bin: str, workspace: Path, mode: str) -> None:
+    async with stdio_client(toolbelt_bin, workspace, mode) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("no_such_tool", {})
+        assert "no_such_tool" in caught.value.message
+        assert_ok(await client.call_tool("think", {"thought": "still here"}), "think")
+
+
+# ------------------------------------------------------------ stdio: progress and cancel
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_progress_of_a_long_grep(toolbelt_bin: str, wide_tree: Path, mode: str) -> None:
+    updates: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, total, message))
+
+    async with stdio_client(toolbelt_bin, wide_tree, mode) as client:
+        result = await client.call_tool("grep", SLOW_GREP, progress_callback=on_progress)
+        env = assert_ok(result, "grep")
+        assert env["stats"].get("files_searched", 0) >= WIDE_TREE_DIRS * WIDE_TREE_FILES_PER_DIR or "2000 files" in env["text"]
+    assert updates, "no progress notification arrived for a multi-second grep"
+    progresses = [p for p, _, _ in updates]
+    assert progresses == sorted(progresses), f"progress went backwards: {progresses}"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_cancel_stops_a_long_grep(toolbelt_bin: str, wide_tree: Path, mode: str) -> None:
+    async with stdio_client(toolbelt_bin, wide_tree, mode) as client:
+        pids = server_pids(toolbelt_bin)
+        assert len(pids) == 1, f"cannot tell the server process among {pids}"
+        pid = pids[0]
+
+        # Cancelling the scope sends notifications/cancelled for the call.
+        started = time.monotonic()
+        with anyio.move_on_after(0.5) as scope:
+            await client.call_tool("grep", SLOW_GREP)
+        assert scope.cancelled_caught, "the slow grep finished before it could be cancelled"
+        assert time.monotonic() - started < 5
+
+        # Give the server a moment to see the notice, then it should sit idle.
+        await anyio.sleep(0.3)
+        before = cpu_seconds(pid)
+        await anyio.sleep(1.0)
+        busy = cpu_seconds(pid) - before
+        assert busy < 0.3, f"the server used {busy:.2f} s of CPU in the second after the cancel"
+
+        # And it answers the next call.
+        assert_ok(await client.call_tool("think", {"thought": "after the cancel"}), "think")
+
+
+# -------------------------------------------------------------------------------- HTTP
+
+
+class Served:
+    def __init__(self, url: str, base: str, token: str, proc: subprocess.Popen[bytes]) -> None:
+        self.url = url
+        self.base = base
+        self.token = token
+        self.proc = proc
+
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+@pytest.fixture
+def served(toolbelt_bin: str, workspace: Path, tmp_path: Path) -> Iterator[Served]:
+    port = free_port()
+    token = secrets.token_urlsafe(24)
+    state = tmp_path / "state"
+    state.mkdir()
+    log = (tmp_path / "serve.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            toolbelt_bin,
+            "serve",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--token",
+            token,
+            "--root",
+            str(workspace),
+            "--state-dir",
+            str(state),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"toolbelt serve exited ({proc.returncode}): {(tmp_path / 'serve.log').read_text()}")
+            try:
+                httpx.get(f"{base}/healthz", headers={"Authorization": f"Bearer {token}"}, timeout=1.0)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise AssertionError("toolbelt serve did not start listening") from None
+                time.sleep(0.05)
+        yield Served(f"{base}/mcp", base, token, proc)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+    # Graceful shutdown on SIGTERM, and the token is never logged.
+    assert proc.returncode == 0, f"toolbelt serve exited with {proc.returncode} on SIGTERM"
+    assert token not in (tmp_path / "serve.log").read_text()
+
+
+@asynccontextmanager
+async def http_client(served: Served, mode: str) -> AsyncIterator[Client]:
+    async with create_mcp_http_client(headers=served.auth()) as http:
+        transport = streamable_http_client(served.url, http_client=http)
+        async with Client(transport, mode=mode, read_timeout_seconds=CALL_TIMEOUT_S) as client:
+            yield client
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "toolbelt-tests", "version": "0"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_http_with_token(served: Served, workspace: Path, mode: str) -> None:
+    async with http_client(served, mode) as client:
+        if mode == "auto":
+            assert client.protocol_version == "2026-07-28", (
+                f"the 2026-07-28 revision was not negotiated (got {client.protocol_version})"
+            )
+        listed = await client.list_tools()
+        assert {t.name for t in listed.tools} == BUILTINS
+        called = await call_every_builtin(client, workspace)
+        assert called == BUILTINS
+
+        result = await client.call_tool("read_file", {"path": 5})
+        assert result.is_error is True and "path" in text_of(result)
+        with pytest.raises(MCPError):
+            await client.call_tool("no_such_tool", {})
+
+
+def test_http_without_token_is_401(served: Served) -> None:
+    answer = httpx.post(served.url, headers=MCP_HEADERS, content=json.dumps(INITIALIZE))
+    assert answer.status_code == 401
+    assert answer.headers.get("www-authenticate", "").lower().startswith("bearer")
+    assert "access-control-allow-origin" not in answer.headers
+
+
+def test_http_with_a_wrong_token_is_401(served: Served) -> None:
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {served.token}x"}
+    answer = httpx.post(served.url, headers=headers, content=json.dumps(INITIALIZE))
+    assert answer.status_code == 401
+
+
+def test_http_token_in_the_query_string_is_refused(served: Served) -> None:
+    answer = httpx.post(
+        f"{served.url}?token={served.token}&access_token={served.token}",
+        headers=MCP_HEADERS,
+        content=json.dumps(INITIALIZE),
+    )
+    assert answer.status_code == 401
+
+
+def test_http_with_the_token_initializes(served: Served) -> None:
+    answer = httpx.post(served.url, headers={**MCP_HEADERS, **served.auth()}, content=json.dumps(INITIALIZE))
+    assert answer.status_code == 200, answer.text
+    assert "access-control-allow-origin" not in answer.headers or answer.headers["access-control-allow-origin"] != "*"
+
+
+def test_http_foreign_origin_is_403(served: Served) -> None:
+    headers = {**MCP_HEADERS, **served.auth(), "Origin": "https://evil.example"}
+    answer = httpx.post(served.url, headers=headers, content=json.dumps(INITIALIZE))
+    assert answer.status_code == 403
+    assert answer.headers.get("access-control-allow-origin") != "*"
+
+
+def test_http_foreign_host_is_403(served: Served) -> None:
+    headers = {**MCP_HEADERS, **served.auth(), "Host": "evil.example"}
+    answer = httpx.post(served.url, headers=headers, content=json.dumps(INITIALIZE))
+    assert answer.status_code == 403
+
+
+def test_json_api(served: Served, workspace: Path) -> None:
+    with httpx.Client(base_url=served.base, headers=served.auth(), timeout=CALL_TIMEOUT_S) as http:
+        assert http.get("/healthz").status_code == 200
+        tools = http.get("/v1/tools")
+        assert tools.status_code == 200
+        for name in BUILTINS:
+            assert name in tools.text
+        openapi = http.get("/v1/openapi.json")
+        assert openapi.status_code == 200
+        assert "openapi" in openapi.json()
+        answer = http.post("/v1/tools/read_file", json={"path": "notes.md"})
+        assert answer.status_code == 200
+        env = answer.json()
+        assert env["status"] == "success" and "first" in env["text"]
+        bad = http.post("/v1/tools/read_file", json={"path": 5})
+        assert bad.json()["status"] == "error" and "path" in bad.json()["text"]
+    assert httpx.get(f"{served.base}/v1/tools").status_code == 401
