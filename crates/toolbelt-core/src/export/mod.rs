@@ -247,17 +247,37 @@ fn mcp_tool(spec: &ToolSpec, input: Value) -> Value {
             "openWorldHint": hints.open_world,
         },
     });
-    // MCP requires an object at the root of `outputSchema`; results of other
-    // shapes are described by the content alone.
-    if let Some(output) = &spec.output_schema {
-        let output = clean_root(output);
-        if output.get("type") == Some(&json!("object"))
-            && let Value::Object(tool) = &mut tool
-        {
-            tool.insert("outputSchema".to_owned(), output);
-        }
+    // `structuredContent` is the whole envelope, so that is what `outputSchema`
+    // describes (clients check the one against the other), with the tool's own
+    // result schema at `data`.
+    if let (Some(output), Value::Object(tool)) = (&spec.output_schema, &mut tool) {
+        tool.insert("outputSchema".to_owned(), envelope_schema(output));
     }
     tool
+}
+
+/// The JSON Schema of a result envelope whose `data` follows `data_schema`. The
+/// data schema's `$defs` move to the root, so its `#/$defs/...` references hold.
+fn envelope_schema(data_schema: &Value) -> Value {
+    let mut data = clean_root(data_schema);
+    let defs = data.as_object_mut().and_then(|d| d.remove("$defs"));
+    let mut schema = json!({
+        "type": "object",
+        "description": "The result envelope: `data` is the tool's result, `text` what the model reads.",
+        "properties": {
+            "status": {"enum": ["success", "partial", "error"]},
+            "data": data,
+            "text": {"type": "string"},
+            "stats": {"type": "object"},
+            "context": {"type": "object"},
+            "error": {"type": "object"},
+        },
+        "required": ["status", "data", "text"],
+    });
+    if let (Some(defs), Value::Object(root)) = (defs, &mut schema) {
+        root.insert("$defs".to_owned(), defs);
+    }
+    schema
 }
 
 #[cfg(test)]

@@ -184,7 +184,7 @@ fn gemini_declarations_pass_the_gemini_check() {
 }
 
 #[test]
-fn mcp_entries_carry_annotations_and_only_object_output_schemas() {
+fn mcp_entries_carry_annotations_and_envelope_output_schemas() {
     let read = export_tool(&read_file_spec(), Format::Mcp);
     assert_eq!(
         read["annotations"],
@@ -192,12 +192,26 @@ fn mcp_entries_carry_annotations_and_only_object_output_schemas() {
                "idempotentHint": true, "openWorldHint": false})
     );
     assert_eq!(read["title"], json!("Read File"));
+    // structuredContent is the envelope: the output schema describes it, with the
+    // tool's own result schema at `data`.
     assert_eq!(read["outputSchema"]["type"], json!("object"));
+    assert_eq!(
+        read["outputSchema"]["required"],
+        json!(["status", "data", "text"])
+    );
+    assert_eq!(
+        read["outputSchema"]["properties"]["data"]["type"],
+        json!("object")
+    );
     assert_eq!(read["inputSchema"]["type"], json!("object"));
 
-    // http_request returns a string: no outputSchema.
+    // http_request returns a string: the envelope's data is a string.
     let http = export_tool(&http_request_spec(), Format::Mcp);
-    assert!(http.get("outputSchema").is_none(), "{http}");
+    assert_eq!(http["outputSchema"]["type"], json!("object"), "{http}");
+    assert_eq!(
+        http["outputSchema"]["properties"]["data"]["type"],
+        json!("string")
+    );
     assert_eq!(http["annotations"]["destructiveHint"], json!(true));
     assert_eq!(http["annotations"]["openWorldHint"], json!(true));
 }
