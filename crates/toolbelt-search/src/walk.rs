@@ -119,18 +119,25 @@ impl Budget {
     }
 
     /// Why the work must stop now, if it must.
+    #[cfg(test)]
     pub(crate) fn check(&self) -> Option<Stop> {
-        if self
-            .cancel
+        self.check_cancel().or_else(|| self.check_clock())
+    }
+
+    /// [`Stop::Cancelled`] once the flag is set: one atomic load, cheap enough for
+    /// every entry.
+    pub(crate) fn check_cancel(&self) -> Option<Stop> {
+        self.cancel
             .as_ref()
             .is_some_and(|c| c.load(Ordering::Relaxed))
-        {
-            return Some(Stop::Cancelled);
-        }
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            return Some(Stop::TimedOut);
-        }
-        None
+            .then_some(Stop::Cancelled)
+    }
+
+    /// [`Stop::TimedOut`] once the deadline passed: reads the clock.
+    pub(crate) fn check_clock(&self) -> Option<Stop> {
+        self.deadline
+            .is_some_and(|d| Instant::now() >= d)
+            .then_some(Stop::TimedOut)
     }
 }
 
@@ -359,7 +366,8 @@ where
 }
 
 /// The budget's clock is read once per this many entries of one walker thread (a
-/// clock read per entry is measurable on a large tree).
+/// clock read per entry is measurable on a large tree); the cancellation flag is
+/// checked at every entry.
 const BUDGET_CHECK_EVERY: u32 = 64;
 
 struct Visitor<'s, W: Worker> {
@@ -377,11 +385,11 @@ impl<W: Worker> ParallelVisitor for Visitor<'_, W> {
             return WalkState::Quit;
         }
         self.visited = self.visited.wrapping_add(1);
-        let stop = if self.visited % BUDGET_CHECK_EVERY == 1 {
-            self.budget.check()
-        } else {
-            None
-        };
+        let stop = self.budget.check_cancel().or_else(|| {
+            (self.visited % BUDGET_CHECK_EVERY == 1)
+                .then(|| self.budget.check_clock())
+                .flatten()
+        });
         if let Some(stop) = stop {
             let code = match stop {
                 Stop::TimedOut => STOP_TIMED_OUT,
