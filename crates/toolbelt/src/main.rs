@@ -296,15 +296,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 .enable_all()
                 .build()
                 .context("cannot start the async runtime")?;
-            let session = registry.session();
-            stamps::load(session.state_dir(), session.file_stamps());
+            // Only file tools read or refresh what the agent has seen of files.
+            let uses_files = registry
+                .get(&tool)
+                .is_some_and(|t| t.spec().permissions.iter().any(|p| p.starts_with("fs:")));
+            if uses_files {
+                stamps::load(registry.session());
+            }
             let env = rt.block_on(registry.execute_call(ToolCall::new(tool, arguments), opts));
-            let session = registry.session();
-            if let Err(err) = stamps::save(session.state_dir(), session.file_stamps()) {
-                tracing::warn!(
-                    "cannot save what was read in {}: {err}",
-                    session.state_dir().display()
-                );
+            if uses_files {
+                stamps::save_or_warn(registry.session());
             }
             if json {
                 out(&format!("{}\n", serde_json::to_string_pretty(&env)?))?;
@@ -386,7 +387,7 @@ fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     let session = Arc::clone(registry.session());
-    stamps::load(session.state_dir(), session.file_stamps());
+    stamps::load(&session);
     let mut server = toolbelt_server::McpServer::new(Arc::new(registry));
     if g.roots.is_empty() {
         let (profile, config, state_dir) =
@@ -402,12 +403,7 @@ fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
         });
     }
     let served = rt.block_on(toolbelt_server::mcp::serve(server));
-    if let Err(err) = stamps::save(session.state_dir(), session.file_stamps()) {
-        tracing::warn!(
-            "cannot save what was read in {}: {err}",
-            session.state_dir().display()
-        );
-    }
+    stamps::save_or_warn(&session);
     served.context("the MCP server stopped")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use toolbelt_core::{FileStamps, Stamp};
+use toolbelt_core::{FileStamps, Session, Stamp};
 
 const FILE_NAME: &str = "file-stamps.json";
 
@@ -36,8 +36,22 @@ fn load_saved(state_dir: &Path) -> Saved {
         .unwrap_or_default()
 }
 
-/// Loads the saved stamps into `stamps`; a missing or unreadable file loads nothing.
-pub(crate) fn load(state_dir: &Path, stamps: &FileStamps) {
+/// Loads the saved stamps into the session's; a missing or unreadable file loads nothing.
+pub(crate) fn load(session: &Session) {
+    load_into(session.state_dir(), session.file_stamps());
+}
+
+/// Saves the session's stamps, logging (not failing) when they cannot be written.
+pub(crate) fn save_or_warn(session: &Session) {
+    if let Err(err) = save(session.state_dir(), session.file_stamps()) {
+        tracing::warn!(
+            "cannot save what was read in {}: {err}",
+            session.state_dir().display()
+        );
+    }
+}
+
+fn load_into(state_dir: &Path, stamps: &FileStamps) {
     for (path, s) in load_saved(state_dir).stamps {
         let seen_at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(s.seen_at);
         stamps.record(
@@ -57,7 +71,10 @@ pub(crate) fn load(state_dir: &Path, stamps: &FileStamps) {
 ///
 /// # Errors
 /// The state directory or the file cannot be written.
-pub(crate) fn save(state_dir: &Path, stamps: &FileStamps) -> std::io::Result<()> {
+fn save(state_dir: &Path, stamps: &FileStamps) -> std::io::Result<()> {
+    if stamps.is_empty() {
+        return Ok(());
+    }
     let mut saved = load_saved(state_dir);
     let mut changed = false;
     for (path, stamp) in stamps.entries() {
@@ -114,7 +131,7 @@ mod tests {
         );
         save(dir.path(), &stamps).unwrap();
         let again = FileStamps::new();
-        load(dir.path(), &again);
+        load_into(dir.path(), &again);
         let got = again.get(Path::new("/w/a.txt")).unwrap();
         assert_eq!(got.hash, "0123456789abcdef");
         assert_eq!(got.size, 5);
@@ -124,7 +141,7 @@ mod tests {
         other.record(Path::new("/w/b.txt"), Stamp::new("fedcba9876543210", b"x"));
         save(dir.path(), &other).unwrap();
         let merged = FileStamps::new();
-        load(dir.path(), &merged);
+        load_into(dir.path(), &merged);
         assert_eq!(merged.len(), 2);
     }
 
@@ -133,7 +150,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(FILE_NAME), "{not json").unwrap();
         let stamps = FileStamps::new();
-        load(dir.path(), &stamps);
+        load_into(dir.path(), &stamps);
         assert!(stamps.is_empty());
     }
 }

@@ -856,3 +856,24 @@ fn output_budget_from_config_spills_into_the_state_dir() {
     assert_eq!(run.code, 1, "{run:#?}");
     assert_eq!(envelope(&run)["error"]["code"], "NOT_FOUND");
 }
+
+#[test]
+fn what_was_read_is_kept_between_calls_and_searches_leave_no_state() {
+    let dir = TempDir::new().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "a=1\n").unwrap();
+    let run = toolbelt(dir.path(), &["call", "grep", r#"{"pattern": "a"}"#]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(!dir.path().join(".toolbelt/file-stamps.json").exists());
+    let edit = r#"{"path": "f.txt", "old_string": "a=1", "new_string": "a=2"}"#;
+    // Never read: refused.
+    let run = toolbelt(dir.path(), &["call", "edit_file", edit]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    let run = toolbelt(dir.path(), &["call", "read_file", r#"{"path": "f.txt"}"#]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let run = toolbelt(dir.path(), &["call", "edit_file", edit]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        "a=2\n"
+    );
+}
