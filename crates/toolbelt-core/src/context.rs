@@ -219,6 +219,12 @@ impl ToolContext {
         self.cancel.is_cancelled()
     }
 
+    /// True when somebody listens to [`ToolContext::progress`] (the client sent a
+    /// progress token, say): long work can skip counting otherwise.
+    pub fn wants_progress(&self) -> bool {
+        self.progress.is_some()
+    }
+
     /// Reports progress, if anyone listens.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         if let Some(p) = &self.progress {

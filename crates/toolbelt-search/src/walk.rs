@@ -8,7 +8,7 @@
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -92,6 +92,7 @@ impl std::fmt::Debug for Withhold {
 pub struct Budget {
     deadline: Option<Instant>,
     cancel: Option<Arc<AtomicBool>>,
+    progress: Option<Arc<AtomicU64>>,
 }
 
 impl Budget {
@@ -115,6 +116,14 @@ impl Budget {
     /// Stops once `flag` is set.
     pub fn with_cancel(mut self, flag: Arc<AtomicBool>) -> Budget {
         self.cancel = Some(flag);
+        self
+    }
+
+    /// Counts the entries walked into `counter` as the walk goes (in batches of
+    /// [`PROGRESS_EVERY`] per walker thread, and whole at the end), so that another
+    /// thread can report progress.
+    pub fn with_progress(mut self, counter: Arc<AtomicU64>) -> Budget {
+        self.progress = Some(counter);
         self
     }
 
@@ -361,6 +370,7 @@ where
             errors: Vec::new(),
             error_count: 0,
             visited: 0,
+            unreported: 0,
         })
     }
 }
@@ -370,6 +380,10 @@ where
 /// checked at every entry.
 const BUDGET_CHECK_EVERY: u32 = 64;
 
+/// Entries a walker thread counts before adding them to the budget's progress
+/// counter (one shared atomic add per entry would contend between threads).
+pub const PROGRESS_EVERY: u64 = 16;
+
 struct Visitor<'s, W: Worker> {
     worker: Option<W>,
     shared: &'s Shared<W::Out>,
@@ -377,6 +391,19 @@ struct Visitor<'s, W: Worker> {
     errors: Vec<String>,
     error_count: usize,
     visited: u32,
+    unreported: u64,
+}
+
+impl<W: Worker> Visitor<'_, W> {
+    /// Adds the entries counted since the last report to the progress counter.
+    fn report_progress(&mut self) {
+        if let Some(counter) = &self.budget.progress
+            && self.unreported > 0
+        {
+            counter.fetch_add(self.unreported, Ordering::Relaxed);
+        }
+        self.unreported = 0;
+    }
 }
 
 impl<W: Worker> ParallelVisitor for Visitor<'_, W> {
@@ -385,6 +412,10 @@ impl<W: Worker> ParallelVisitor for Visitor<'_, W> {
             return WalkState::Quit;
         }
         self.visited = self.visited.wrapping_add(1);
+        self.unreported += 1;
+        if self.unreported >= PROGRESS_EVERY {
+            self.report_progress();
+        }
         let stop = self.budget.check_cancel().or_else(|| {
             (self.visited % BUDGET_CHECK_EVERY == 1)
                 .then(|| self.budget.check_clock())
@@ -416,6 +447,7 @@ impl<W: Worker> ParallelVisitor for Visitor<'_, W> {
 
 impl<W: Worker> Drop for Visitor<'_, W> {
     fn drop(&mut self) {
+        self.report_progress();
         if let Some(w) = self.worker.take() {
             let out = w.finish();
             self.shared

@@ -18,10 +18,11 @@ use rmcp::ServerHandler;
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
-    ServerConfig, Tool, ToolsCapability,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, ResultType,
+    ServerCapabilities, ServerConfig, Tool, ToolsCapability,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, ServerInitializeError};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -229,9 +230,13 @@ impl McpServer {
                 .map_or_else(String::new, |e| e.message.clone());
             return Err(McpError::invalid_params(message, None));
         }
-        serde_json::from_value::<CallToolResult>(to_mcp_call_result(&env)).map_err(|e| {
-            McpError::internal_error(format!("cannot encode the tool's result: {e}"), None)
-        })
+        let mut result = serde_json::from_value::<CallToolResult>(to_mcp_call_result(&env))
+            .map_err(|e| {
+                McpError::internal_error(format!("cannot encode the tool's result: {e}"), None)
+            })?;
+        // Required from 2026-07-28 on; rmcp strips it again for older peers.
+        result.result_type = Some(ResultType::COMPLETE);
+        Ok(result)
     }
 }
 
@@ -453,6 +458,7 @@ where
     let mut input = BufReader::with_capacity(64 * 1024, input);
     let mut line: Vec<u8> = Vec::new();
     let mut oversized = false;
+    let mut handshake = Handshake::default();
     loop {
         let chunk = input.fill_buf().await?;
         if chunk.is_empty() {
@@ -481,13 +487,13 @@ where
                 &format!("the message is longer than {MAX_LINE_BYTES} bytes and was discarded"),
             ));
         } else {
-            check_and_forward(&line, &mut engine, &errors).await?;
+            check_and_forward(&line, &mut engine, &errors, &mut handshake).await?;
         }
         oversized = false;
         line.clear();
     }
     if !oversized && !line.is_empty() {
-        check_and_forward(&line, &mut engine, &errors).await?;
+        check_and_forward(&line, &mut engine, &errors, &mut handshake).await?;
     }
     engine.shutdown().await
 }
@@ -496,6 +502,7 @@ async fn check_and_forward<E: AsyncWrite + Unpin>(
     line: &[u8],
     engine: &mut E,
     errors: &mpsc::UnboundedSender<Vec<u8>>,
+    handshake: &mut Handshake,
 ) -> std::io::Result<()> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
@@ -511,6 +518,7 @@ async fn check_and_forward<E: AsyncWrite + Unpin>(
         return Ok(());
     }
     match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+        Ok(_) if !handshake.admit(line) => Ok(()),
         Ok(_) => {
             engine.write_all(line).await?;
             engine.write_all(b"\n").await?;
@@ -522,6 +530,79 @@ async fn check_and_forward<E: AsyncWrite + Unpin>(
                 &format!("the message is not valid JSON: {e}"),
             ));
             Ok(())
+        }
+    }
+}
+
+/// Whether the protocol engine has chosen the session's lifecycle: an `initialize`
+/// request (2025-11-25 and before), or a request carrying the protocol version and
+/// client capabilities in its `_meta` (2026-07-28). Until then the engine ends the
+/// session on any notification or response, so the filter holds those back.
+#[derive(Default)]
+struct Handshake {
+    chosen: bool,
+}
+
+/// The parts of a JSON-RPC message that tell its kind.
+#[derive(Deserialize)]
+struct Peek {
+    method: Option<String>,
+    id: Option<serde::de::IgnoredAny>,
+    result: Option<serde::de::IgnoredAny>,
+    error: Option<serde::de::IgnoredAny>,
+    params: Option<PeekParams>,
+}
+
+#[derive(Deserialize)]
+struct PeekParams {
+    #[serde(rename = "_meta")]
+    meta: Option<PeekMeta>,
+}
+
+#[derive(Deserialize)]
+struct PeekMeta {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    version: Option<String>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    capabilities: Option<serde::de::IgnoredAny>,
+}
+
+impl Handshake {
+    /// Whether `line`, valid JSON, may go to the engine; notes when it chooses the
+    /// lifecycle. Messages that are not JSON-RPC go on: the engine answers them.
+    fn admit(&mut self, line: &[u8]) -> bool {
+        if self.chosen {
+            return true;
+        }
+        let Ok(peek) = serde_json::from_slice::<Peek>(line) else {
+            return true;
+        };
+        match (&peek.method, &peek.id) {
+            (Some(method), Some(_)) => {
+                let inline = peek.params.and_then(|p| p.meta).is_some_and(|m| {
+                    m.capabilities.is_some()
+                        && m.version.is_some_and(|v| {
+                            ProtocolVersion::KNOWN_VERSIONS
+                                .iter()
+                                .any(|k| k.as_str() == v)
+                        })
+                });
+                if method == "initialize"
+                    || (inline && method != "server/discover" && method != "ping")
+                {
+                    self.chosen = true;
+                }
+                true
+            }
+            (Some(method), None) => {
+                tracing::warn!("the notification {method:?} came before initialize; dropped");
+                false
+            }
+            (None, Some(_)) if peek.result.is_some() || peek.error.is_some() => {
+                tracing::warn!("a response came before initialize; dropped");
+                false
+            }
+            _ => true,
         }
     }
 }

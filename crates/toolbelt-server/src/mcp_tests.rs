@@ -340,6 +340,129 @@ async fn answer(lines: &mut tokio::io::Lines<BufReader<tokio::io::DuplexStream>>
     serde_json::from_str(&line).unwrap()
 }
 
+async fn send(input: &mut tokio::io::DuplexStream, message: &Value) {
+    input
+        .write_all(format!("{message}\n").as_bytes())
+        .await
+        .unwrap();
+}
+
+fn initialize(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}})
+}
+
+#[tokio::test]
+async fn messages_before_initialize_are_answered_or_dropped_and_the_handshake_still_works() {
+    with_timeout(async {
+        let (mut input, mut output, _dir) = lines_server();
+        // A notification and a response first: the engine would end the session
+        // on either, so they are dropped.
+        send(
+            &mut input,
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await;
+        send(
+            &mut input,
+            &json!({"jsonrpc": "2.0", "id": 7, "result": {}}),
+        )
+        .await;
+        // A request before initialize is answered with an error.
+        send(
+            &mut input,
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+        let early = answer(&mut output).await;
+        assert_eq!(early["id"], 1);
+        assert!(early["error"]["message"].is_string(), "{early}");
+        // ping is allowed before initialize.
+        send(
+            &mut input,
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+        )
+        .await;
+        assert_eq!(
+            answer(&mut output).await,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {}})
+        );
+        send(&mut input, &initialize(3)).await;
+        let init = answer(&mut output).await;
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+        send(
+            &mut input,
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await;
+        send(
+            &mut input,
+            &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+            "params": {"name": "think", "arguments": {"thought": "hi"}}}),
+        )
+        .await;
+        let called = answer(&mut output).await;
+        assert_eq!(called["id"], 4);
+        assert_eq!(called["result"]["isError"], false);
+        // The 2025-11-25 revision has no resultType.
+        assert!(called["result"].get("resultType").is_none(), "{called}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_2026_07_28_revision_works_without_a_handshake() {
+    with_timeout(async {
+        let (mut input, mut output, _dir) = lines_server();
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        send(
+            &mut input,
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+            "params": {"_meta": meta}}),
+        )
+        .await;
+        let discovered = answer(&mut output).await;
+        let versions = discovered["result"]["supportedVersions"]
+            .as_array()
+            .unwrap();
+        assert!(versions.contains(&json!("2026-07-28")), "{discovered}");
+        assert!(versions.contains(&json!("2025-11-25")), "{discovered}");
+        send(
+            &mut input,
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
+            "params": {"_meta": meta}}),
+        )
+        .await;
+        let listed = answer(&mut output).await;
+        assert_eq!(listed["result"]["resultType"], "complete");
+        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 11);
+        send(
+            &mut input,
+            &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "think", "arguments": {"thought": "hi"}, "_meta": meta}}),
+        )
+        .await;
+        let called = answer(&mut output).await;
+        assert_eq!(called["result"]["resultType"], "complete", "{called}");
+        assert_eq!(called["result"]["structuredContent"]["status"], "success");
+        send(
+            &mut input,
+            &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+            "params": {"name": "read_file", "arguments": {"path": ""}, "_meta": meta}}),
+        )
+        .await;
+        let invalid = answer(&mut output).await;
+        assert_eq!(invalid["result"]["resultType"], "complete", "{invalid}");
+        assert_eq!(invalid["result"]["isError"], true);
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn malformed_lines_are_answered_and_the_server_goes_on() {
     with_timeout(async {
@@ -361,9 +484,12 @@ async fn malformed_lines_are_answered_and_the_server_goes_on() {
                 .unwrap()
                 .contains("nested")
         );
-        let huge = vec![b'x'; MAX_LINE_BYTES + 10];
+        // A 100 MB line, streamed in pieces: discarded as it comes, never held whole.
         let writer = async {
-            input.write_all(&huge).await.unwrap();
+            let piece = vec![b'x'; 1 << 20];
+            for _ in 0..100 {
+                input.write_all(&piece).await.unwrap();
+            }
             input.write_all(b"\n").await.unwrap();
             input
         };

@@ -1,6 +1,5 @@
 //! `glob`: finds files in the workspace by name or path pattern.
 
-use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use schemars::JsonSchema;
@@ -9,11 +8,11 @@ use serde_json::json;
 use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
+use toolbelt_search::Stop;
 use toolbelt_search::glob::{DEFAULT_LIMIT, Glob as Engine, GlobOptions, GlobReport, GlobSort};
-use toolbelt_search::{Budget, Stop};
 
 use crate::files::{blocking, workspace};
-use crate::grep::{CancelOnDrop, plural, search_root, search_timeout, secret_files};
+use crate::grep::{SearchWatch, plural, search_root, search_timeout, secret_files};
 
 /// Arguments of `glob`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -153,10 +152,8 @@ impl TypedTool for Glob {
         })
         .map_err(|e| ToolError::new(ErrorCode::InvalidParams, e.to_string()))?;
         let timeout = search_timeout(ctx, p.timeout_ms);
-        let cancel = CancelOnDrop::watch(ctx);
-        let budget = Budget::unlimited()
-            .with_time_limit(timeout)
-            .with_cancel(Arc::clone(&cancel.flag));
+        let watch = SearchWatch::start(ctx, "glob");
+        let budget = watch.budget(timeout);
         let skip_secrets = ws.skips_secret_files();
         let (report, shown_root) = blocking(move || {
             let at = search_root(&ws, &path)?;
@@ -168,7 +165,7 @@ impl TypedTool for Glob {
             Ok((engine.run(&at.path, &at.base, &budget), at.shown))
         })
         .await?;
-        drop(cancel);
+        drop(watch);
         if report.stop == Some(Stop::Cancelled) {
             return Err(ToolError::new(
                 ErrorCode::Cancelled,

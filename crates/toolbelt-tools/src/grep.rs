@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -205,18 +205,18 @@ impl TypedTool for Grep {
         let ws = workspace(ctx)?;
         let opts = options(&p);
         let mode = p.output_mode.unwrap_or_default();
-        let engine = Engine::new(opts).map_err(|e| {
-            ToolError::new(ErrorCode::InvalidParams, e.to_string())
-                .data(json!({ "pattern": p.pattern }))
-        })?;
         let timeout = search_timeout(ctx, p.timeout_ms);
-        let cancel = CancelOnDrop::watch(ctx);
-        let budget = Budget::unlimited()
-            .with_time_limit(timeout)
-            .with_cancel(Arc::clone(&cancel.flag));
+        let watch = SearchWatch::start(ctx, "grep");
+        let budget = watch.budget(timeout);
         let path = p.path.clone().unwrap_or_else(|| ".".to_owned());
         let skip_secrets = ws.skips_secret_files();
+        let pattern = p.pattern.clone();
         let (report, shown_root) = blocking(move || {
+            // Compiling a large pattern can take a moment: off the async runtime too.
+            let engine = Engine::new(opts).map_err(|e| {
+                ToolError::new(ErrorCode::InvalidParams, e.to_string())
+                    .data(json!({ "pattern": pattern }))
+            })?;
             let at = search_root(&ws, &path)?;
             let engine = if skip_secrets {
                 engine.withholding(secret_files(&at.root))
@@ -227,7 +227,7 @@ impl TypedTool for Grep {
             Ok((engine.run(&at.path, &at.base, &open, &budget), at.shown))
         })
         .await?;
-        drop(cancel);
+        drop(watch);
         if report.stop == Some(Stop::Cancelled) {
             return Err(ToolError::new(
                 ErrorCode::Cancelled,
@@ -367,30 +367,78 @@ pub(crate) fn search_root(ws: &Workspace, path: &str) -> Result<SearchRoot, Tool
     })
 }
 
-/// Sets a search's cancellation flag when the call is cancelled, and when the call
-/// is dropped (its timeout passed), so the blocking search stops early.
-pub(crate) struct CancelOnDrop {
-    pub flag: Arc<AtomicBool>,
-    watcher: tokio::task::JoinHandle<()>,
+/// How often a long search reports how far it got, while somebody listens.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Watches a blocking search from the async side. It sets the search's
+/// cancellation flag when the call is cancelled, and when the watch is dropped (the
+/// call ended or its timeout passed), so the search stops early; and while somebody
+/// listens for progress it reports the entries walked so far, every
+/// [`PROGRESS_INTERVAL`] in which the count grew.
+pub(crate) struct SearchWatch {
+    flag: Arc<AtomicBool>,
+    walked: Option<Arc<AtomicU64>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
-impl CancelOnDrop {
-    pub fn watch(ctx: &ToolContext) -> CancelOnDrop {
+impl SearchWatch {
+    /// Starts watching for `ctx`'s call; `what` names the search in progress
+    /// messages ("grep", "glob").
+    pub fn start(ctx: &ToolContext, what: &'static str) -> SearchWatch {
         let flag = Arc::new(AtomicBool::new(false));
         let token = ctx.cancel_token().clone();
         let set = Arc::clone(&flag);
-        let watcher = tokio::spawn(async move {
+        let mut tasks = vec![tokio::spawn(async move {
             token.cancelled().await;
             set.store(true, Ordering::Relaxed);
-        });
-        CancelOnDrop { flag, watcher }
+        })];
+        let walked = ctx.wants_progress().then(|| Arc::new(AtomicU64::new(0)));
+        if let Some(walked) = &walked {
+            let (ctx, walked) = (ctx.clone(), Arc::clone(walked));
+            tasks.push(tokio::spawn(async move {
+                let started = Instant::now();
+                let mut reported = 0;
+                loop {
+                    tokio::time::sleep(PROGRESS_INTERVAL).await;
+                    let now = walked.load(Ordering::Relaxed);
+                    if now > reported {
+                        reported = now;
+                        let message = format!(
+                            "{what}: {} walked in {:.1} s",
+                            plural(now as usize, "entry", "entries"),
+                            started.elapsed().as_secs_f64()
+                        );
+                        ctx.progress(now as f64, None, Some(&message));
+                    }
+                }
+            }));
+        }
+        SearchWatch {
+            flag,
+            walked,
+            tasks,
+        }
+    }
+
+    /// The budget for the search: `timeout`, this watch's cancellation flag and, when
+    /// progress is wanted, its counter.
+    pub fn budget(&self, timeout: Duration) -> Budget {
+        let budget = Budget::unlimited()
+            .with_time_limit(timeout)
+            .with_cancel(Arc::clone(&self.flag));
+        match &self.walked {
+            Some(walked) => budget.with_progress(Arc::clone(walked)),
+            None => budget,
+        }
     }
 }
 
-impl Drop for CancelOnDrop {
+impl Drop for SearchWatch {
     fn drop(&mut self) {
         self.flag.store(true, Ordering::Relaxed);
-        self.watcher.abort();
+        for task in &self.tasks {
+            task.abort();
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! structured data, and the workspace boundary.
 
 use std::os::unix::fs::symlink;
+use std::sync::Arc;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -520,4 +521,78 @@ fn grep_and_glob_schemas_pass_the_strict_and_gemini_checks() {
     for declaration in gemini["functionDeclarations"].as_array().unwrap() {
         check_gemini(&declaration["parameters"]).unwrap();
     }
+}
+
+/// Records progress reports; cancels the call after the third.
+struct CancelAfterThree {
+    reports: std::sync::Mutex<Vec<(f64, Option<String>)>>,
+    cancel: tokio_util::sync::CancellationToken,
+}
+
+impl toolbelt_core::ProgressSink for CancelAfterThree {
+    fn report(&self, progress: f64, _total: Option<f64>, message: Option<&str>) {
+        let mut reports = self.reports.lock().unwrap();
+        reports.push((progress, message.map(str::to_owned)));
+        if reports.len() >= 3 {
+            self.cancel.cancel();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_search_reports_progress_and_stops_when_cancelled() {
+    let dir = TempDir::new().unwrap();
+    // Accented words and Unicode word boundaries keep the regex engine slow (seconds
+    // for the whole tree), and the pattern has no literal to skip ahead with.
+    let line = "alpha béta gamma délta epsilon zeta thêta kappa ".repeat(2) + "\n";
+    let body = line.repeat(200);
+    for d in 0..20 {
+        let sub = dir.path().join(format!("d{d:02}"));
+        std::fs::create_dir(&sub).unwrap();
+        for f in 0..100 {
+            std::fs::write(sub.join(format!("f{f:03}.txt")), &body).unwrap();
+        }
+    }
+    let registry = builtins(dir.path());
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let sink = Arc::new(CancelAfterThree {
+        reports: std::sync::Mutex::new(Vec::new()),
+        cancel: cancel.clone(),
+    });
+    let started = std::time::Instant::now();
+    let env = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        registry.execute_call(
+            toolbelt_core::ToolCall::new(
+                "grep",
+                json!({"pattern": r"\b\w{3}\b\s\p{Lu}", "timeout_ms": 120_000}),
+            ),
+            toolbelt_core::CallOptions {
+                cancel: Some(cancel),
+                progress: Some(Arc::clone(&sink) as Arc<dyn toolbelt_core::ProgressSink>),
+                ..toolbelt_core::CallOptions::default()
+            },
+        ),
+    )
+    .await
+    .expect("the cancelled search did not stop");
+    error_message(&env, ErrorCode::Cancelled);
+    let reports = sink.reports.lock().unwrap().clone();
+    assert!(reports.len() >= 3, "{reports:?}");
+    let counts: Vec<f64> = reports.iter().map(|(p, _)| *p).collect();
+    assert!(counts.windows(2).all(|w| w[0] < w[1]), "{counts:?}");
+    assert!(counts[0] >= 1.0 && counts[0] <= 2000.0, "{counts:?}");
+    for (_, message) in &reports {
+        let message = message.as_deref().unwrap();
+        assert!(
+            message.starts_with("grep: ") && message.contains("walked"),
+            "{message}"
+        );
+    }
+    // Three reports a quarter second apart, then the cancel: well under the search.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
 }
