@@ -5,7 +5,8 @@ use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
 /// The JSON Schema (2020-12) of `T`, with subschemas inlined (no `$ref` unless the
-/// type is recursive) and without the Rust type's name as `title`.
+/// type is recursive), without the Rust type's name as `title` and without
+/// `$schema` (2020-12 is the default dialect of every consumer that names one).
 pub fn schema_for<T: JsonSchema>() -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| s.inline_subschemas = true)
@@ -14,8 +15,58 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     let mut value = schema.to_value();
     if let Value::Object(map) = &mut value {
         map.remove("title");
+        map.remove("$schema");
     }
     value
+}
+
+/// The `format` values JSON Schema 2020-12 defines.
+const STANDARD_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Removes the `format`s JSON Schema does not define, such as the `uint32` and
+/// `int64` that Rust integer types produce: strict validators (Ajv in strict mode)
+/// reject a schema with an unknown format, and the range is in `minimum` and
+/// `maximum` anyway.
+pub(crate) fn drop_foreign_formats(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let foreign = map.get("type").is_some()
+                && map
+                    .get("format")
+                    .and_then(Value::as_str)
+                    .is_some_and(|f| !STANDARD_FORMATS.contains(&f));
+            if foreign {
+                map.remove("format");
+            }
+            for (key, value) in map.iter_mut() {
+                if !matches!(key.as_str(), "default" | "examples" | "const" | "enum") {
+                    drop_foreign_formats(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_foreign_formats),
+        _ => {}
+    }
 }
 
 /// The schema a local reference (`#/$defs/Row`) points at in `root`.

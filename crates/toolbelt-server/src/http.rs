@@ -72,8 +72,9 @@ const MCP_SESSION_HEADER: &str = "mcp-session-id";
 pub struct ServeConfig {
     /// Address to listen on.
     pub bind: SocketAddr,
-    /// The bearer token every request but `/healthz` must carry.
-    pub token: String,
+    /// The bearer token every request but `/healthz` must carry; `None` asks for no
+    /// token, which only a loopback address may do.
+    pub token: Option<String>,
     /// Browser origins allowed besides loopback ones, such as `https://app.example.com`
     /// (scheme, host and port, compared exactly; `null` allows `Origin: null`).
     pub allowed_origins: Vec<String>,
@@ -91,8 +92,18 @@ impl ServeConfig {
     /// A configuration with the default limits.
     pub fn new(bind: SocketAddr, token: impl Into<String>) -> ServeConfig {
         ServeConfig {
+            token: Some(token.into()),
+            ..ServeConfig::without_token(bind)
+        }
+    }
+
+    /// A configuration that asks for no token, for a loopback address only (other
+    /// local programs can then call every tool; Host and Origin checks still keep
+    /// web pages out). [`serve`] refuses it on any other address.
+    pub fn without_token(bind: SocketAddr) -> ServeConfig {
+        ServeConfig {
             bind,
-            token: token.into(),
+            token: None,
             allowed_origins: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -107,7 +118,7 @@ impl std::fmt::Debug for ServeConfig {
         // The token never appears in logs or debug output.
         f.debug_struct("ServeConfig")
             .field("bind", &self.bind)
-            .field("token", &"<redacted>")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("allowed_origins", &self.allowed_origins)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_connections", &self.max_connections)
@@ -232,8 +243,17 @@ pub async fn serve_listener(
 }
 
 fn check_config(config: &ServeConfig) -> Result<(), ServerError> {
-    if config.token.trim().is_empty() {
-        return Err(ServerError::Config("the token is empty".into()));
+    match &config.token {
+        Some(token) if token.trim().is_empty() => {
+            return Err(ServerError::Config("the token is empty".into()));
+        }
+        None if !config.bind.ip().is_loopback() => {
+            return Err(ServerError::Config(format!(
+                "refusing to serve {} without a token: the address is reachable from other machines",
+                config.bind
+            )));
+        }
+        _ => {}
     }
     if config.max_connections == 0 || config.max_sessions == 0 || config.max_body_bytes == 0 {
         return Err(ServerError::Config(
@@ -282,7 +302,8 @@ struct AppState {
 
 /// What the security layer checks requests against.
 struct Guard {
-    token_digest: [u8; 32],
+    /// `None` when the server asks for no token.
+    token_digest: Option<[u8; 32]>,
     bind: SocketAddr,
     allowed_origins: Vec<String>,
     max_body_bytes: usize,
@@ -312,7 +333,7 @@ fn build_router(
         .with_state(state);
     let (app, sessions) = mount_mcp(api, &registry, config, cancel);
     let guard = Arc::new(Guard {
-        token_digest: digest(config.token.trim()),
+        token_digest: config.token.as_deref().map(|t| digest(t.trim())),
         bind: config.bind,
         allowed_origins: config
             .allowed_origins
@@ -371,7 +392,7 @@ async fn security(State(guard): State<Arc<Guard>>, request: Request, next: Next)
     if method == Method::OPTIONS && origin.is_some() {
         return with_cors(preflight(), origin.as_ref());
     }
-    if path != "/healthz" {
+    if let Some(expected) = guard.token_digest.as_ref().filter(|_| path != "/healthz") {
         if let Some(name) = token_in_query(request.uri().query()) {
             tracing::info!(target: "toolbelt::serve", %method, %path, "refused: token in the query string");
             return unauthorized(
@@ -390,7 +411,7 @@ async fn security(State(guard): State<Arc<Guard>>, request: Request, next: Next)
                      the token is printed by `toolbelt serve` at start",
                 );
             }
-            Some(token) if !constant_time_eq(&digest(token), &guard.token_digest) => {
+            Some(token) if !constant_time_eq(&digest(token), expected) => {
                 tracing::info!(target: "toolbelt::serve", %method, %path, "refused: wrong token");
                 return unauthorized("invalid_token", "the bearer token is wrong");
             }

@@ -680,3 +680,53 @@ mod mcp_client {
         server.stop().await;
     }
 }
+
+#[tokio::test]
+async fn without_a_token_loopback_requests_need_none_but_host_and_origin_still_count() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = ServeConfig::without_token(BIND.parse().expect("address"));
+    let app = router(registry(&dir), &config);
+    let bare = |uri: &str| {
+        Request::builder()
+            .method("GET")
+            .uri(uri)
+            .header(header::HOST, BIND)
+    };
+    let (status, _, body) = send(
+        app.clone(),
+        bare("/v1/tools").body(Body::empty()).expect("request"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let foreign = bare("/v1/tools")
+        .header(header::ORIGIN, "https://evil.example")
+        .body(Body::empty())
+        .expect("request");
+    assert_eq!(send(app.clone(), foreign).await.0, StatusCode::FORBIDDEN);
+    let rebound = Request::builder()
+        .method("GET")
+        .uri("/v1/tools")
+        .header(header::HOST, "evil.example")
+        .body(Body::empty())
+        .expect("request");
+    assert_eq!(send(app, rebound).await.0, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn without_a_token_a_reachable_address_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let config = ServeConfig::without_token("0.0.0.0:8750".parse().expect("address"));
+    let refused = serve_listener(listener, registry(&dir), config, std::future::pending()).await;
+    let message = refused.expect_err("must refuse").to_string();
+    assert!(message.contains("without a token"), "{message}");
+    assert!(
+        format!(
+            "{:?}",
+            ServeConfig::without_token(BIND.parse().expect("address"))
+        )
+        .contains("token: None")
+    );
+}

@@ -101,6 +101,11 @@ enum Command {
         /// Bearer token clients must send (default: the generated one).
         #[arg(long, env = "TOOLBELT_TOKEN", hide_env_values = true)]
         token: Option<String>,
+        /// Ask for no token at all: loopback addresses only, for clients that cannot
+        /// send one. Every program on this machine can then call the tools; Host and
+        /// Origin checks still keep web pages out.
+        #[arg(long, conflicts_with = "token")]
+        no_token: bool,
         /// A browser origin allowed to call the server, such as
         /// https://app.example.com (repeatable; loopback origins are always allowed).
         #[arg(long = "allow-origin")]
@@ -321,39 +326,72 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve {
             bind,
             token,
+            no_token,
             allowed_origins,
-        } => serve(registry, bind, token, allowed_origins),
+        } => {
+            let token = if no_token {
+                Token::Nothing
+            } else {
+                Token::Given(token)
+            };
+            serve(registry, bind, token, allowed_origins)
+        }
         Command::Mcp => serve_mcp(registry, &cli.global),
     }
+}
+
+/// The token `toolbelt serve` asks for.
+enum Token {
+    /// `--token` / `TOOLBELT_TOKEN`, or the generated one when not given.
+    Given(Option<String>),
+    /// `--no-token`.
+    Nothing,
 }
 
 /// `toolbelt serve`: listens until SIGINT or SIGTERM.
 fn serve(
     registry: Registry,
     bind: SocketAddr,
-    token: Option<String>,
+    token: Token,
     allowed_origins: Vec<String>,
 ) -> Result<ExitCode> {
-    let explicit = token
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty());
-    if explicit.is_none() && !bind.ip().is_loopback() {
-        bail!(
-            "refusing to listen on {bind}, which is reachable from other machines, with a \
-             generated token; pass --token or set TOOLBELT_TOKEN (use a long random value)"
-        );
-    }
-    let (token, shown) = match explicit {
-        Some(token) => (token, "from --token or TOOLBELT_TOKEN".to_string()),
-        None => {
-            let dir = registry.session().state_dir();
-            let token = toolbelt_server::load_or_create_token(dir)
-                .with_context(|| format!("cannot read or create the token in {}", dir.display()))?;
-            let shown = token.clone();
-            (token, shown)
+    let (mut config, shown) = match token {
+        Token::Nothing => {
+            if !bind.ip().is_loopback() {
+                bail!(
+                    "refusing to listen on {bind}, which is reachable from other machines, \
+                     without a token; --no-token is for loopback addresses only"
+                );
+            }
+            (
+                toolbelt_server::ServeConfig::without_token(bind),
+                "none (--no-token: every program on this machine can call the tools)".to_string(),
+            )
+        }
+        Token::Given(token) => {
+            let explicit = token
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty());
+            if explicit.is_none() && !bind.ip().is_loopback() {
+                bail!(
+                    "refusing to listen on {bind}, which is reachable from other machines, with a \
+                     generated token; pass --token or set TOOLBELT_TOKEN (use a long random value)"
+                );
+            }
+            let (token, shown) = match explicit {
+                Some(token) => (token, "from --token or TOOLBELT_TOKEN".to_string()),
+                None => {
+                    let dir = registry.session().state_dir();
+                    let token = toolbelt_server::load_or_create_token(dir).with_context(|| {
+                        format!("cannot read or create the token in {}", dir.display())
+                    })?;
+                    let shown = token.clone();
+                    (token, shown)
+                }
+            };
+            (toolbelt_server::ServeConfig::new(bind, token), shown)
         }
     };
-    let mut config = toolbelt_server::ServeConfig::new(bind, token);
     config.allowed_origins = allowed_origins;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -10,8 +10,10 @@
 //! | `mcp` | `tools/list` entries with `title`, `inputSchema`, `outputSchema` and `annotations` |
 //! | `text` | the text protocol's tool prompt ([`text_prompt`]) |
 //!
-//! Schemas lose `$schema` and their root `title` everywhere (the dialect is
-//! implied by each consumer, and the name is the tool's). Objects come out with
+//! Schemas lose their root `title` everywhere (the name is the tool's), and
+//! `$schema` everywhere but in `mcp`, whose input schemas keep a dialect their
+//! author declared (MCP reads JSON Schema 2020-12 unless told otherwise; the other
+//! consumers imply their own dialect). Objects come out with
 //! their keys sorted, so the output is byte-for-byte stable for prompt caching.
 //!
 //! ```
@@ -50,6 +52,7 @@ pub use gemini::{check_gemini, gemini_schema};
 pub use strict::{check_strict, strict_schema};
 pub use text::text_prompt;
 
+use crate::schema::drop_foreign_formats;
 use crate::spec::ToolSpec;
 
 /// A consumer of tool schemas.
@@ -133,7 +136,10 @@ pub fn export(specs: &[ToolSpec], format: Format) -> Value {
 /// is exported as a non-strict tool (`"strict": false`, plain parameters), so the
 /// API still takes it and the model can still send every argument.
 pub fn export_tool(spec: &ToolSpec, format: Format) -> Value {
-    let parameters = input_schema(&spec.input_schema);
+    // JSON Schema consumers get no `format` JSON Schema does not define; Gemini
+    // maps formats to its own set.
+    let mut parameters = input_schema(&spec.input_schema);
+    drop_foreign_formats(&mut parameters);
     let mut out = match format {
         Format::OpenAi => json!({
             "type": "function",
@@ -232,7 +238,10 @@ fn gemini_declaration(spec: &ToolSpec) -> Value {
     out
 }
 
-fn mcp_tool(spec: &ToolSpec, input: Value) -> Value {
+fn mcp_tool(spec: &ToolSpec, mut input: Value) -> Value {
+    if let (Some(dialect), Value::Object(root)) = (spec.input_schema.get("$schema"), &mut input) {
+        root.insert("$schema".to_owned(), dialect.clone());
+    }
     let hints = spec.hints;
     let mut tool = json!({
         "name": spec.name,
@@ -260,6 +269,7 @@ fn mcp_tool(spec: &ToolSpec, input: Value) -> Value {
 /// data schema's `$defs` move to the root, so its `#/$defs/...` references hold.
 fn envelope_schema(data_schema: &Value) -> Value {
     let mut data = clean_root(data_schema);
+    drop_foreign_formats(&mut data);
     let defs = data.as_object_mut().and_then(|d| d.remove("$defs"));
     let mut schema = json!({
         "type": "object",

@@ -136,6 +136,28 @@ fn no_format_leaks_the_dialect_or_the_root_title() {
             assert!(node.get("$schema").is_none(), "{format}: $schema at {path}");
         }
     }
+    // MCP keeps a dialect the author declared, at the input schema's root only.
+    let mut spec = read_file_spec();
+    spec.input_schema["$schema"] = json!("https://json-schema.org/draft/2020-12/schema");
+    for format in Format::ALL {
+        let out = export(std::slice::from_ref(&spec), format);
+        let mut nodes = Vec::new();
+        all_nodes(&out, String::new(), &mut nodes);
+        let with_dialect: Vec<String> = nodes
+            .into_iter()
+            .filter(|(_, node)| node.get("$schema").is_some())
+            .map(|(path, _)| path)
+            .collect();
+        if format == Format::Mcp {
+            assert_eq!(with_dialect, ["/0/inputSchema"], "{format}");
+            assert_eq!(
+                out[0]["inputSchema"]["$schema"],
+                "https://json-schema.org/draft/2020-12/schema"
+            );
+        } else {
+            assert!(with_dialect.is_empty(), "{format}: {with_dialect:?}");
+        }
+    }
     let mut spec = read_file_spec();
     spec.input_schema["title"] = json!("ReadFileParams");
     for format in [
@@ -318,4 +340,41 @@ fn strict_schemas_keep_their_meaning() {
         let expect_strict = bad["todos"][0]["content"] == json!("");
         assert_eq!(strict.is_valid(&bad), expect_strict, "{bad}");
     }
+}
+
+#[test]
+fn json_schema_consumers_get_only_formats_json_schema_defines() {
+    let spec = ToolSpec::new(
+        "formats",
+        "Formats of every kind.",
+        json!({"type": "object", "properties": {
+            "count": {"type": "integer", "format": "uint32", "minimum": 0},
+            "when": {"type": "string", "format": "date-time"},
+            "ratio": {"type": ["number", "null"], "format": "double", "default": {"format": "uint8"}},
+        }}),
+    )
+    .output_schema(json!({"type": "object", "properties": {
+        "total": {"type": "integer", "format": "uint64"},
+    }}));
+    for format in [
+        Format::OpenAi,
+        Format::OpenAiStrict,
+        Format::OpenAiResponses,
+        Format::Anthropic,
+        Format::Mcp,
+    ] {
+        let out = export(std::slice::from_ref(&spec), format);
+        let mut nodes = Vec::new();
+        all_nodes(&out, String::new(), &mut nodes);
+        let formats: Vec<&str> = nodes
+            .iter()
+            .filter(|(path, _)| !path.contains("/default"))
+            .filter_map(|(_, node)| node.get("format").and_then(Value::as_str))
+            .collect();
+        assert_eq!(formats, ["date-time"], "{format}");
+    }
+    let gemini = export(std::slice::from_ref(&spec), Format::Gemini);
+    let props = &gemini["functionDeclarations"][0]["parameters"]["properties"];
+    assert_eq!(props["count"]["format"], "int64");
+    assert_eq!(props["ratio"]["format"], "double");
 }
