@@ -87,7 +87,28 @@ fn mcp_answers_malformed_input_and_keeps_serving() {
     server.send(r#"{"jsonrpc":"2.0","id":1,"method":"initia"#);
     assert_eq!(server.answer()["error"]["code"], -32700);
 
-    // A request before initialize is answered with an error.
+    // Deep nesting is refused before it reaches a parser.
+    server.send(&format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)));
+    let deep = server.answer();
+    assert_eq!(deep["error"]["code"], -32600, "{deep}");
+
+    // A 100 MB line is discarded as it streams in, never held whole.
+    let piece = vec![b'x'; 1 << 20];
+    for _ in 0..100 {
+        server.stdin.write_all(&piece).unwrap();
+    }
+    server.send("");
+    let huge = server.answer();
+    assert_eq!(huge["error"]["code"], -32600, "{huge}");
+    let peak_kib = peak_rss_kib(server.child.id());
+    assert!(
+        peak_kib < 80 * 1024,
+        "peak RSS {peak_kib} KiB after a 100 MB line"
+    );
+
+    // A notification before initialize is dropped (it would end the session), and a
+    // request before initialize is answered with an error.
+    server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
     server.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
     let early = server.answer();
     assert_eq!(early["id"], 2);
@@ -128,6 +149,16 @@ fn mcp_answers_malformed_input_and_keeps_serving() {
             .unwrap()
             .contains("hello")
     );
+}
+
+/// The peak resident set of process `pid` (VmHWM), in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
 }
 
 #[test]
