@@ -391,7 +391,7 @@ class Served:
 @pytest.fixture
 def served(toolbelt_bin: str, workspace: Path, tmp_path: Path) -> Iterator[Served]:
     port = free_port()
-    token = secrets.token_urlsafe(24)
+    token = secrets.token_hex(24)
     state = tmp_path / "state"
     state.mkdir()
     log = (tmp_path / "serve.log").open("wb")
@@ -401,8 +401,7 @@ def served(toolbelt_bin: str, workspace: Path, tmp_path: Path) -> Iterator[Serve
             "serve",
             "--bind",
             f"127.0.0.1:{port}",
-            "--token",
-            token,
+            f"--token={token}",
             "--root",
             str(workspace),
             "--state-dir",
