@@ -251,6 +251,15 @@ struct Root {
     /// The path as configured (may differ from `path` through symlinks).
     given: PathBuf,
     dir: Dir,
+    /// Device and inode of the directory when it was opened.
+    identity: (u64, u64),
+}
+
+/// Device and inode of the directory `path` names (symlinks followed).
+fn identity(path: &Path) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)?;
+    Ok((meta.dev(), meta.ino()))
 }
 
 /// The workspace roots as open directory handles. Every file operation of the
@@ -288,14 +297,25 @@ impl Jail {
             };
             let path = std::fs::canonicalize(given).map_err(unavailable)?;
             let dir = Dir::open_ambient_dir(&path, ambient_authority()).map_err(unavailable)?;
+            let identity = identity(&path).map_err(unavailable)?;
             opened.push(Root {
                 given: normalize(given),
                 path,
                 dir,
+                identity,
             });
         }
         opened.sort_by_key(|r| std::cmp::Reverse(r.path.components().count()));
         Ok(Jail { roots: opened })
+    }
+
+    /// True while every root's configured path still names the directory this
+    /// jail holds open (it was not removed, replaced or re-pointed by a symlink
+    /// since): one `stat` per root, so that a jail can be kept between calls.
+    pub fn is_current(&self) -> bool {
+        self.roots
+            .iter()
+            .all(|r| identity(&r.given).is_ok_and(|id| id == r.identity))
     }
 
     /// The canonical absolute paths of the roots.

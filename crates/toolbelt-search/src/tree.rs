@@ -41,7 +41,6 @@
 //! assert_eq!(tree.text, "📁 project/\n├── 📁 src/\n│   └── lib.rs\n└── README.md\n[3 entries: 1 directory, 2 files]");
 //! ```
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -456,18 +455,20 @@ fn sort_children(nodes: &mut [Node]) {
     for id in 0..nodes.len() {
         let mut children = std::mem::take(&mut nodes[id].children);
         children.retain(|&c| nodes[c].keep);
-        children.sort_by(|&a, &b| order(&nodes[a], &nodes[b]));
+        // Each name is lowercased once, not once per comparison.
+        children.sort_by_cached_key(|&c| order_key(&nodes[c]));
         nodes[id].children = children;
     }
 }
 
-/// Directories first, then by name ignoring case, then by name.
-fn order(a: &Node, b: &Node) -> Ordering {
-    let dir = |n: &Node| n.kind != NodeKind::Dir;
-    dir(a)
-        .cmp(&dir(b))
-        .then_with(|| a.name.to_lowercase().cmp(&b.name.to_lowercase()))
-        .then_with(|| a.name.cmp(&b.name))
+/// The sort key of a node: directories first, then by name ignoring case, then by
+/// name.
+fn order_key(n: &Node) -> (bool, String, String) {
+    (
+        n.kind != NodeKind::Dir,
+        n.name.to_lowercase(),
+        n.name.clone(),
+    )
 }
 
 struct Line {

@@ -518,12 +518,18 @@ async fn check_and_forward<E: AsyncWrite + Unpin>(
         return Ok(());
     }
     match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
-        Ok(_) if !handshake.admit(line) => Ok(()),
-        Ok(_) => {
-            engine.write_all(line).await?;
-            engine.write_all(b"\n").await?;
-            engine.flush().await
-        }
+        Ok(_) => match handshake.admit(line) {
+            Admit::Forward => {
+                engine.write_all(line).await?;
+                engine.write_all(b"\n").await?;
+                engine.flush().await
+            }
+            Admit::Drop => Ok(()),
+            Admit::Answer(answer) => {
+                let _ = errors.send(answer);
+                Ok(())
+            }
+        },
         Err(e) => {
             let _ = errors.send(error_line(
                 PARSE_ERROR_CODE,
@@ -543,11 +549,21 @@ struct Handshake {
     chosen: bool,
 }
 
+/// What becomes of a message before the lifecycle is chosen.
+enum Admit {
+    /// On to the engine.
+    Forward,
+    /// Dropped (logged).
+    Drop,
+    /// Answered by the filter with this line.
+    Answer(Vec<u8>),
+}
+
 /// The parts of a JSON-RPC message that tell its kind.
 #[derive(Deserialize)]
 struct Peek {
     method: Option<String>,
-    id: Option<serde::de::IgnoredAny>,
+    id: Option<Value>,
     result: Option<serde::de::IgnoredAny>,
     error: Option<serde::de::IgnoredAny>,
     params: Option<PeekParams>,
@@ -568,18 +584,20 @@ struct PeekMeta {
 }
 
 impl Handshake {
-    /// Whether `line`, valid JSON, may go to the engine; notes when it chooses the
-    /// lifecycle. Messages that are not JSON-RPC go on: the engine answers them.
-    fn admit(&mut self, line: &[u8]) -> bool {
+    /// What becomes of `line`, valid JSON; notes when it chooses the lifecycle.
+    /// Messages that are not JSON-RPC go on: the engine answers them.
+    fn admit(&mut self, line: &[u8]) -> Admit {
         if self.chosen {
-            return true;
+            return Admit::Forward;
         }
         let Ok(peek) = serde_json::from_slice::<Peek>(line) else {
-            return true;
+            return Admit::Forward;
         };
         match (&peek.method, &peek.id) {
-            (Some(method), Some(_)) => {
-                let inline = peek.params.and_then(|p| p.meta).is_some_and(|m| {
+            (Some(method), Some(id)) => {
+                let meta = peek.params.and_then(|p| p.meta);
+                let names_version = meta.as_ref().is_some_and(|m| m.version.is_some());
+                let inline = meta.is_some_and(|m| {
                     m.capabilities.is_some()
                         && m.version.is_some_and(|v| {
                             ProtocolVersion::KNOWN_VERSIONS
@@ -587,22 +605,35 @@ impl Handshake {
                                 .any(|k| k.as_str() == v)
                         })
                 });
-                if method == "initialize"
-                    || (inline && method != "server/discover" && method != "ping")
-                {
+                let bootstrap =
+                    matches!(method.as_str(), "initialize" | "ping" | "server/discover");
+                if method == "initialize" || (inline && !bootstrap) {
                     self.chosen = true;
                 }
-                true
+                if bootstrap || names_version {
+                    // The engine answers what is missing from a 2026-07-28 request.
+                    return Admit::Forward;
+                }
+                Admit::Answer(error_answer(
+                    id,
+                    INVALID_REQUEST_CODE,
+                    &format!(
+                        "{method:?} came before the session was initialized: send `initialize` \
+                         first (protocol 2025-11-25 and earlier), or, on protocol 2026-07-28, \
+                         put io.modelcontextprotocol/protocolVersion and \
+                         io.modelcontextprotocol/clientCapabilities in the request's `_meta`"
+                    ),
+                ))
             }
             (Some(method), None) => {
                 tracing::warn!("the notification {method:?} came before initialize; dropped");
-                false
+                Admit::Drop
             }
             (None, Some(_)) if peek.result.is_some() || peek.error.is_some() => {
                 tracing::warn!("a response came before initialize; dropped");
-                false
+                Admit::Drop
             }
-            _ => true,
+            _ => Admit::Forward,
         }
     }
 }
@@ -638,17 +669,22 @@ fn too_deep(line: &[u8]) -> Option<usize> {
     None
 }
 
-/// A JSON-RPC error response without an id, as one line.
-fn error_line(code: i64, message: &str) -> Vec<u8> {
+/// A JSON-RPC error response to request `id`, as one line.
+fn error_answer(id: &Value, code: i64, message: &str) -> Vec<u8> {
     let mut line = json!({
         "jsonrpc": "2.0",
-        "id": null,
+        "id": id,
         "error": {"code": code, "message": message},
     })
     .to_string()
     .into_bytes();
     line.push(b'\n');
     line
+}
+
+/// A JSON-RPC error response without an id, as one line.
+fn error_line(code: i64, message: &str) -> Vec<u8> {
+    error_answer(&Value::Null, code, message)
 }
 
 /// Writes the engine's lines and the filter's error answers to `output`, one

@@ -377,7 +377,23 @@ async fn messages_before_initialize_are_answered_or_dropped_and_the_handshake_st
         .await;
         let early = answer(&mut output).await;
         assert_eq!(early["id"], 1);
-        assert!(early["error"]["message"].is_string(), "{early}");
+        assert_eq!(early["error"]["code"], INVALID_REQUEST_CODE);
+        let message = early["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("\"tools/list\"") && message.contains("initialize"),
+            "{message}"
+        );
+        // A 2026-07-28 request missing a key hears which.
+        send(
+            &mut input,
+            &json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list",
+            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}),
+        )
+        .await;
+        let partial = answer(&mut output).await;
+        assert_eq!(partial["id"], 8);
+        let message = partial["error"]["message"].as_str().unwrap();
+        assert!(message.contains("clientCapabilities"), "{message}");
         // ping is allowed before initialize.
         send(
             &mut input,

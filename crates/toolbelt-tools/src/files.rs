@@ -2,8 +2,9 @@
 //! resolved and shown relative to the cwd, errors worded for the model, and the
 //! optimistic lock (a file must be unchanged since the agent last read it).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use serde_json::json;
 use toolbelt_core::policy::{Decision, Policy, Request};
@@ -36,7 +37,7 @@ const MAX_SUGGESTIONS: usize = 3;
 #[derive(Debug)]
 pub(crate) struct Workspace {
     /// The roots, as directory handles.
-    pub jail: Jail,
+    pub jail: Arc<Jail>,
     /// The working directory relative paths start from.
     pub cwd: PathBuf,
     stamps: Arc<FileStamps>,
@@ -47,7 +48,7 @@ pub(crate) struct Workspace {
 /// Opens the session's roots for one call.
 pub(crate) fn workspace(ctx: &ToolContext) -> Result<Workspace, ToolError> {
     let session = ctx.session();
-    let jail = Jail::open(session.roots()).map_err(fs_error)?;
+    let jail = jail_for(session.roots()).map_err(fs_error)?;
     Ok(Workspace {
         jail,
         cwd: session.cwd().to_path_buf(),
@@ -55,6 +56,34 @@ pub(crate) fn workspace(ctx: &ToolContext) -> Result<Workspace, ToolError> {
         policy: ctx.policy().cloned(),
         tool: ctx.tool().to_owned(),
     })
+}
+
+/// Jails kept between calls, by their roots: opening one resolves and opens every
+/// root, which costs more than a small read. A kept jail serves only while
+/// [`Jail::is_current`] (its roots were not removed, replaced or re-pointed).
+static JAILS: LazyLock<Mutex<HashMap<Vec<PathBuf>, Arc<Jail>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Distinct root sets kept at most; past it, all are forgotten and opened again.
+const MAX_KEPT_JAILS: usize = 16;
+
+/// The jail of `roots`: a kept one while it is current, else newly opened.
+fn jail_for(roots: &[PathBuf]) -> Result<Arc<Jail>, FsError> {
+    let kept = JAILS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(roots)
+        .cloned();
+    if let Some(jail) = kept.filter(|j| j.is_current()) {
+        return Ok(jail);
+    }
+    let jail = Arc::new(Jail::open(roots)?);
+    let mut jails = JAILS.lock().unwrap_or_else(PoisonError::into_inner);
+    if jails.len() >= MAX_KEPT_JAILS {
+        jails.clear();
+    }
+    jails.insert(roots.to_vec(), Arc::clone(&jail));
+    Ok(jail)
 }
 
 impl Workspace {

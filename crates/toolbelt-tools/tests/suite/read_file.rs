@@ -323,3 +323,24 @@ async fn the_example_is_what_the_tool_returns() {
         assert_eq!(success_data(&env), &example.output);
     }
 }
+
+#[tokio::test]
+async fn a_root_replaced_between_calls_is_opened_again() {
+    let dir = TempDir::new().unwrap();
+    let root = dir.path().join("project");
+    fs::create_dir(&root).unwrap();
+    fs::write(root.join("a.txt"), "first\n").unwrap();
+    let registry = builtins(&root);
+    let env = call(&registry, "read_file", json!({"path": "a.txt"})).await;
+    assert!(env.text.contains("first"), "{}", env.text);
+    // The directory is moved away and another takes its path (a fresh clone, say).
+    fs::rename(&root, dir.path().join("old")).unwrap();
+    fs::create_dir(&root).unwrap();
+    fs::write(root.join("a.txt"), "second\n").unwrap();
+    let env = call(&registry, "read_file", json!({"path": "a.txt"})).await;
+    assert!(env.text.contains("second"), "{}", env.text);
+    // A root that is gone is reported, not read through an old handle.
+    fs::remove_dir_all(&root).unwrap();
+    let env = call(&registry, "read_file", json!({"path": "a.txt"})).await;
+    assert_eq!(env.status, Status::Error, "{env:?}");
+}
