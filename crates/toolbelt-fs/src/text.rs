@@ -635,6 +635,8 @@ pub fn render_lines(text: &str, opts: &RenderOptions) -> Rendered {
     }
     let budget = opts.max_bytes.saturating_sub(FOOTER_RESERVE_BYTES);
     let end = start.saturating_add(limit - 1).min(total);
+    out.body
+        .reserve(text.len().min(budget) + 7 * (end + 1 - start).min(budget / 8 + 1));
     let mut line_buf = String::new();
     for (i, line) in lines(text).enumerate().skip(start - 1) {
         let n = i + 1;
@@ -664,7 +666,7 @@ pub fn render_lines(text: &str, opts: &RenderOptions) -> Rendered {
 
 /// Appends line `n` to `buf`; returns its length in characters when it was cut.
 fn render_line(buf: &mut String, n: usize, line: &str, max_chars: usize) -> Option<usize> {
-    let _ = write!(buf, "{n:>6}\t");
+    push_line_number(buf, n);
     // Cheap test first: a line of at most `max_chars` bytes has at most that many chars.
     let cut_at = if line.len() <= max_chars {
         None
@@ -689,6 +691,29 @@ fn render_line(buf: &mut String, n: usize, line: &str, max_chars: usize) -> Opti
             Some(chars)
         }
     }
+}
+
+/// Pushes `n` right-aligned in six columns and a tab, as `format!("{n:>6}\t")` does,
+/// without the formatting machinery (it is most of the cost of numbering lines).
+fn push_line_number(buf: &mut String, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    let mut rest = n;
+    loop {
+        start -= 1;
+        // `rest % 10` is below 10.
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let digits = &digits[start..];
+    for _ in digits.len()..6 {
+        buf.push(' ');
+    }
+    buf.extend(digits.iter().map(|&d| char::from(d)));
+    buf.push('\t');
 }
 
 /// Lines in `text`: line breaks, plus one for a last line without a break.

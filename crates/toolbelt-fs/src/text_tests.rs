@@ -483,3 +483,23 @@ fn numbers_and_sizes_read_well() {
     assert_eq!(human_bytes(256_000_000), "256 MB");
     assert_eq!(human_bytes(3_400_000_000), "3.4 GB");
 }
+
+#[test]
+fn line_numbers_are_right_aligned_in_six_columns_like_format() {
+    for n in [
+        0,
+        1,
+        9,
+        10,
+        99_999,
+        100_000,
+        999_999,
+        1_000_000,
+        123_456_789,
+        usize::MAX,
+    ] {
+        let mut buf = String::new();
+        push_line_number(&mut buf, n);
+        assert_eq!(buf, format!("{n:>6}\t"));
+    }
+}
