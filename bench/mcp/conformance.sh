@@ -69,7 +69,9 @@ start_server() {
     server_pid=$!
     url="http://127.0.0.1:$port/mcp"
     for _ in $(seq 200); do
-        curl -s -o /dev/null "http://127.0.0.1:$port/healthz" && return 0
+        # python3 rather than curl: the one fewer program a fresh machine must have.
+        python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' \
+            "http://127.0.0.1:$port/healthz" 2>/dev/null && return 0
         kill -0 "$server_pid" 2>/dev/null || break
         sleep 0.1
     done
