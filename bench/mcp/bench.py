@@ -7,6 +7,9 @@ each request's write and its answer's read. Measured per server:
   - p50/p99 latency and calls/s over N calls for each case (read a 4 KiB file, list a
     directory, a glob search), after warm-up calls;
   - peak RSS of the server process (VmHWM from /proc/<pid>/status, read before closing).
+The servers run side by side and take turns: starts alternate, and each case's calls run
+in rounds that alternate between them, so a noisy stretch of a shared machine falls on
+both alike.
 
   bench.py --fixture DIR --reference 'node .../index.js' --toolbelt /path/to/toolbelt [--calls N]
 """
@@ -23,7 +26,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 PROTOCOL_VERSION = "2025-11-25"
 TARGETS = {"latency": 5.0, "memory": 5.0, "start": 10.0}
@@ -161,47 +164,79 @@ def call(server: Server, case: Case) -> dict[str, Any]:
     return server.request("tools/call", {"name": case.tool, "arguments": case.args})
 
 
-def measure(
-    argv: list[str], fixture: Path, cases_for, calls: int, slow_calls: int, warmup: int, starts: int
-) -> Result:
-    result = Result()
-    start_samples = []
-    for _ in range(starts):
-        server = Server(argv, fixture)
-        server.handshake()
-        start_samples.append((time.perf_counter_ns() - server.started_ns) / 1e6)
-        server.close()
-    result.start_ms = statistics.median(start_samples)
+@dataclass
+class Contender:
+    """A server under test: how to start it and what to call."""
 
-    server = Server(argv, fixture)
+    argv: list[str]
+    cases_for: Callable[[set[str]], list[Case]]
+
+
+def measure(
+    contenders: list[Contender], fixture: Path, calls: int, slow_calls: int, warmup: int, starts: int, rounds: int
+) -> list[Result]:
+    """Measures every contender, interleaved: starts alternate, and each case's calls
+    run in `rounds` slices that alternate between the servers (the order flips every
+    round), so that a noisy stretch of the machine falls on all of them alike."""
+    results = [Result() for _ in contenders]
+
+    def order(i: int) -> list[int]:
+        ks = list(range(len(contenders)))
+        return ks if i % 2 == 0 else ks[::-1]
+
+    start_samples: list[list[float]] = [[] for _ in contenders]
+    for i in range(starts):
+        for k in order(i):
+            server = Server(contenders[k].argv, fixture)
+            server.handshake()
+            start_samples[k].append((time.perf_counter_ns() - server.started_ns) / 1e6)
+            server.close()
+    for k, samples in enumerate(start_samples):
+        results[k].start_ms = statistics.median(samples)
+
+    servers = [Server(c.argv, fixture) for c in contenders]
     try:
-        tools = {t["name"] for t in server.handshake()}
-        for case in cases_for(tools):
-            if case.tool not in tools:
-                raise RpcError(f"{argv[0]} has no tool {case.tool} (it has {sorted(tools)})")
-            first = call(server, case)
-            if first.get("isError"):
-                raise RpcError(f"{case.tool} {case.args} failed: {json.dumps(first)[:500]}")
-            n = slow_calls if case.slow else calls
-            for _ in range(min(warmup, n)):
-                call(server, case)
-            samples = []
-            began = time.perf_counter_ns()
-            for _ in range(n):
-                t0 = time.perf_counter_ns()
-                call(server, case)
-                samples.append(time.perf_counter_ns() - t0)
-            elapsed_s = (time.perf_counter_ns() - began) / 1e9
-            samples.sort()
-            result.cases[case.name] = {
-                "p50_ms": samples[len(samples) // 2] / 1e6,
-                "p99_ms": samples[min(len(samples) - 1, (len(samples) * 99) // 100)] / 1e6,
-                "calls_per_s": n / elapsed_s,
-            }
-        result.peak_rss_mib = server.peak_rss_kib() / 1024
+        case_lists = []
+        for server, contender in zip(servers, contenders):
+            tools = {t["name"] for t in server.handshake()}
+            cases = contender.cases_for(tools)
+            for case in cases:
+                if case.tool not in tools:
+                    raise RpcError(f"{server.argv[0]} has no tool {case.tool} (it has {sorted(tools)})")
+            case_lists.append(cases)
+        for same_case in zip(*case_lists):
+            n = slow_calls if same_case[0].slow else calls
+            for server, case in zip(servers, same_case):
+                first = call(server, case)
+                if first.get("isError"):
+                    raise RpcError(f"{case.tool} {case.args} failed: {json.dumps(first)[:500]}")
+                for _ in range(min(warmup, n)):
+                    call(server, case)
+            samples: list[list[int]] = [[] for _ in servers]
+            elapsed_ns = [0 for _ in servers]
+            per_round = max(1, -(-n // rounds))
+            for r in range(rounds):
+                for k in order(r):
+                    todo = min(per_round, n - len(samples[k]))
+                    began = time.perf_counter_ns()
+                    for _ in range(todo):
+                        t0 = time.perf_counter_ns()
+                        call(servers[k], same_case[k])
+                        samples[k].append(time.perf_counter_ns() - t0)
+                    elapsed_ns[k] += time.perf_counter_ns() - began
+            for k, xs in enumerate(samples):
+                xs.sort()
+                results[k].cases[same_case[0].name] = {
+                    "p50_ms": xs[len(xs) // 2] / 1e6,
+                    "p99_ms": xs[min(len(xs) - 1, (len(xs) * 99) // 100)] / 1e6,
+                    "calls_per_s": len(xs) / (elapsed_ns[k] / 1e9),
+                }
+        for k, server in enumerate(servers):
+            results[k].peak_rss_mib = server.peak_rss_kib() / 1024
     finally:
-        server.close()
-    return result
+        for server in servers:
+            server.close()
+    return results
 
 
 def ratio(reference: float, ours: float | None) -> str:
@@ -250,28 +285,25 @@ def main() -> int:
     ap.add_argument("--slow-calls", type=int, default=100, help="calls for the glob search")
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--starts", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=10, help="slices each case's calls alternate in")
     a = ap.parse_args()
 
     fixture = a.fixture.resolve()
     make_fixture(fixture)
-    reference_argv = [*shlex.split(a.reference), str(fixture)]
-    ref = measure(
-        reference_argv, fixture, lambda tools: reference_cases(tools, fixture), a.calls, a.slow_calls, a.warmup, a.starts
-    )
-    ours = None
+    contenders = [
+        Contender([*shlex.split(a.reference), str(fixture)], lambda tools: reference_cases(tools, fixture))
+    ]
     if a.toolbelt:
-        ours = measure(
-            [a.toolbelt, "mcp", "--root", str(fixture)],
-            fixture,
-            lambda _tools: toolbelt_cases(fixture),
-            a.calls,
-            a.slow_calls,
-            a.warmup,
-            a.starts,
+        contenders.append(
+            Contender([a.toolbelt, "mcp", "--root", str(fixture)], lambda _tools: toolbelt_cases(fixture))
         )
+    results = measure(contenders, fixture, a.calls, a.slow_calls, a.warmup, a.starts, a.rounds)
+    ref = results[0]
+    ours = results[1] if a.toolbelt else None
     print(
         f"{a.calls} calls per case ({a.slow_calls} for the glob search) after up to {a.warmup} warm-up calls; "
-        f"start is the median of {a.starts} starts.\n"
+        f"start is the median of {a.starts} starts. The servers run side by side and take turns "
+        f"({a.rounds} rounds per case).\n"
     )
     print(table(ref, ours))
     return 0

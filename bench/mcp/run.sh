@@ -6,7 +6,7 @@
 #   CALLS=5000 bench/mcp/run.sh
 #   REFERENCE_ONLY=1 bench/mcp/run.sh   # measure the reference server alone
 # Environment: TOOLBELT_BENCH_CACHE (default ~/.cache/toolbelt-bench), CALLS, SLOW_CALLS, WARMUP,
-# STARTS, CARGO_TARGET_DIR (default ./target).
+# STARTS, ROUNDS, CARGO_TARGET_DIR (default ./target).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -39,5 +39,5 @@ fi
 exec python3 "$here/bench.py" \
     --fixture "$cache/fixture" \
     --reference "node $reference_js" \
-    --calls "${CALLS:-1000}" --slow-calls "${SLOW_CALLS:-100}" --warmup "${WARMUP:-100}" --starts "${STARTS:-5}" \
+    --calls "${CALLS:-1000}" --slow-calls "${SLOW_CALLS:-100}" --warmup "${WARMUP:-100}" --starts "${STARTS:-5}" --rounds "${ROUNDS:-10}" \
     "${toolbelt_args[@]}"

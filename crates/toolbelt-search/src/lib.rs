@@ -34,6 +34,7 @@
 
 pub mod glob;
 pub mod grep;
+mod rules;
 pub mod tree;
 mod walk;
 

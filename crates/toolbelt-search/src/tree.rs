@@ -1,6 +1,6 @@
 //! The directory tree behind list_dir.
 //!
-//! [`list_tree`] walks a directory with `ignore::WalkBuilder` down to a depth and
+//! [`list_tree`] walks a directory with `read_dir` down to a depth and
 //! returns a [`Tree`]: the entries sorted (directories first, then by name), rendered
 //! as text in the tree format below, and as nested [`TreeNode`]s for JSON.
 //!
@@ -41,12 +41,12 @@
 //! assert_eq!(tree.text, "📁 project/\n├── 📁 src/\n│   └── lib.rs\n└── README.md\n[3 entries: 1 directory, 2 files]");
 //! ```
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use globset::GlobBuilder;
-use ignore::WalkBuilder;
+use globset::{GlobBuilder, GlobMatcher};
+
+use crate::rules::Rules;
 
 /// Entries shown by default.
 pub const DEFAULT_LIMIT_ENTRIES: usize = 500;
@@ -262,7 +262,7 @@ pub fn list_tree(dir: &Path, label: &str, opts: &TreeOptions) -> Result<Tree, Tr
     }
 
     let depth = opts.depth.clamp(1, MAX_DEPTH);
-    let mut nodes = vec![Node {
+    let nodes = vec![Node {
         name: label.trim_end_matches('/').to_string(),
         kind: NodeKind::Dir,
         size: None,
@@ -272,74 +272,25 @@ pub fn list_tree(dir: &Path, label: &str, opts: &TreeOptions) -> Result<Tree, Tr
         children: Vec::new(),
         keep: true,
     }];
-    let mut index: HashMap<PathBuf, usize> = HashMap::new();
-    index.insert(dir.to_path_buf(), 0);
-    let mut walk_truncated = false;
-    let mut unreadable = 0;
-    let mut first_error = None;
-
-    for result in walker(dir, depth, opts).build() {
-        let entry = match result {
-            Ok(entry) => entry,
-            Err(e) => {
-                unreadable += 1;
-                first_error.get_or_insert_with(|| e.to_string());
-                continue;
-            }
-        };
-        if entry.depth() == 0 {
-            continue;
-        }
-        if nodes.len() > MAX_WALK_ENTRIES {
-            walk_truncated = true;
-            break;
-        }
-        let path = entry.path();
-        let Some(&parent) = path.parent().and_then(|p| index.get(p)) else {
-            continue;
-        };
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let file_type = entry.file_type();
-        let kind = match file_type {
-            Some(t) if t.is_dir() => NodeKind::Dir,
-            Some(t) if t.is_file() => NodeKind::File,
-            Some(t) if t.is_symlink() => NodeKind::Symlink,
-            _ => NodeKind::Other,
-        };
-        let collapsed = kind == NodeKind::Dir && COLLAPSED_DIRS.contains(&name.as_str());
-        let size = match kind {
-            NodeKind::File if opts.sizes => entry.metadata().ok().map(|m| m.len()),
-            _ => None,
-        };
-        let target = (kind == NodeKind::Symlink)
-            .then(|| std::fs::read_link(path).ok())
-            .flatten()
-            .map(|t| t.to_string_lossy().into_owned());
-        let rel = path.strip_prefix(dir).unwrap_or(path);
-        let self_match = (!opts.dirs_only || kind == NodeKind::Dir)
-            && matcher.as_ref().is_none_or(|(m, by_path)| {
-                if *by_path {
-                    m.is_match(rel)
-                } else {
-                    m.is_match(&name)
-                }
-            });
-        let id = nodes.len();
-        nodes.push(Node {
-            name,
-            kind,
-            size,
-            target,
-            collapsed,
-            expanded: kind == NodeKind::Dir && !collapsed && entry.depth() < depth,
-            children: Vec::new(),
-            keep: self_match,
-        });
-        nodes[parent].children.push(id);
-        if kind == NodeKind::Dir {
-            index.insert(path.to_path_buf(), id);
-        }
-    }
+    let mut walk = Walk {
+        root: dir,
+        depth,
+        opts,
+        matcher: matcher.as_ref(),
+        rules: opts.respect_gitignore.then(|| Rules::for_dir(dir)),
+        nodes,
+        truncated: false,
+        unreadable: 0,
+        first_error: None,
+    };
+    walk.visit(dir, 0, 1);
+    let Walk {
+        mut nodes,
+        truncated: walk_truncated,
+        unreadable,
+        first_error,
+        ..
+    } = walk;
 
     mark_kept(&mut nodes, 0);
     sort_children(&mut nodes);
@@ -406,37 +357,130 @@ pub fn list_tree(dir: &Path, label: &str, opts: &TreeOptions) -> Result<Tree, Tr
     })
 }
 
-fn walker(dir: &Path, depth: usize, opts: &TreeOptions) -> WalkBuilder {
-    let mut builder = WalkBuilder::new(dir);
-    let ignore_rules = opts.respect_gitignore;
-    builder
-        .standard_filters(false)
-        .hidden(!opts.show_hidden)
-        .parents(ignore_rules)
-        .ignore(ignore_rules)
-        .git_ignore(ignore_rules)
-        .git_global(ignore_rules)
-        .git_exclude(ignore_rules)
-        .require_git(false)
-        .follow_links(false)
-        .max_depth(Some(depth))
-        .filter_entry(|e| {
-            if e.depth() == 0 {
-                return true;
+/// One listing's walk: a depth-first descent with `read_dir`, no symlink
+/// followed.
+struct Walk<'a> {
+    root: &'a Path,
+    depth: usize,
+    opts: &'a TreeOptions,
+    /// The name glob, and whether it is matched against the relative path.
+    matcher: Option<&'a (GlobMatcher, bool)>,
+    /// The ignore rules, when they apply.
+    rules: Option<Rules>,
+    nodes: Vec<Node>,
+    truncated: bool,
+    unreadable: usize,
+    first_error: Option<String>,
+}
+
+impl Walk<'_> {
+    /// Adds the entries of `dir` (node `parent`, whose entries are at `level`)
+    /// and descends into its subdirectories down to the depth.
+    fn visit(&mut self, dir: &Path, parent: usize, level: usize) {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                self.failed(dir, &e);
+                return;
             }
-            if e.file_name() == ".git" {
-                return false;
+        };
+        let mut subdirs = Vec::new();
+        for entry in entries {
+            if self.truncated {
+                return;
             }
-            // The contents of a collapsed directory (but not of the listed one).
-            let in_collapsed = e.depth() >= 2
-                && e.path()
-                    .parent()
-                    .and_then(Path::file_name)
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| COLLAPSED_DIRS.contains(&n));
-            !in_collapsed
-        });
-    builder
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    self.failed(dir, &e);
+                    continue;
+                }
+            };
+            let file_name = entry.file_name();
+            let name = file_name.to_string_lossy();
+            if name == ".git" || (!self.opts.show_hidden && name.starts_with('.')) {
+                continue;
+            }
+            let path = entry.path();
+            let file_type = match entry.file_type() {
+                Ok(t) => t,
+                Err(e) => {
+                    self.failed(&path, &e);
+                    continue;
+                }
+            };
+            let kind = if file_type.is_dir() {
+                NodeKind::Dir
+            } else if file_type.is_file() {
+                NodeKind::File
+            } else if file_type.is_symlink() {
+                NodeKind::Symlink
+            } else {
+                NodeKind::Other
+            };
+            if self
+                .rules
+                .as_ref()
+                .is_some_and(|r| r.ignored(&path, kind == NodeKind::Dir))
+            {
+                continue;
+            }
+            if self.nodes.len() > MAX_WALK_ENTRIES {
+                self.truncated = true;
+                return;
+            }
+            let name = name.into_owned();
+            let collapsed = kind == NodeKind::Dir && COLLAPSED_DIRS.contains(&name.as_str());
+            let size = match kind {
+                NodeKind::File if self.opts.sizes => entry.metadata().ok().map(|m| m.len()),
+                _ => None,
+            };
+            let target = (kind == NodeKind::Symlink)
+                .then(|| std::fs::read_link(&path).ok())
+                .flatten()
+                .map(|t| t.to_string_lossy().into_owned());
+            let self_match = (!self.opts.dirs_only || kind == NodeKind::Dir)
+                && self.matcher.is_none_or(|(m, by_path)| {
+                    if *by_path {
+                        m.is_match(path.strip_prefix(self.root).unwrap_or(&path))
+                    } else {
+                        m.is_match(&name)
+                    }
+                });
+            let expanded = kind == NodeKind::Dir && !collapsed && level < self.depth;
+            let id = self.nodes.len();
+            self.nodes.push(Node {
+                name,
+                kind,
+                size,
+                target,
+                collapsed,
+                expanded,
+                children: Vec::new(),
+                keep: self_match,
+            });
+            self.nodes[parent].children.push(id);
+            if expanded {
+                subdirs.push((path, id));
+            }
+        }
+        for (path, id) in subdirs {
+            if let Some(rules) = &mut self.rules {
+                rules.enter(&path);
+            }
+            self.visit(&path, id, level + 1);
+            if let Some(rules) = &mut self.rules {
+                rules.leave();
+            }
+        }
+    }
+
+    /// Counts an entry that cannot be read; keeps the first error.
+    fn failed(&mut self, path: &Path, e: &std::io::Error) {
+        self.unreadable += 1;
+        self.first_error
+            .get_or_insert_with(|| format!("{}: {e}", path.display()));
+    }
 }
 
 /// Keeps a directory when something beneath it is kept; returns whether `id` is kept.

@@ -423,3 +423,231 @@ fn errors() {
     .unwrap_err();
     assert!(matches!(err, TreeError::Io { .. }), "{err:?}");
 }
+
+/// The paths of every node in `node`'s subtree, relative to it, directories with a
+/// trailing `/`.
+fn listed_paths(node: &TreeNode, prefix: &str, out: &mut Vec<String>) {
+    for child in node.children.iter().flatten() {
+        let path = format!("{prefix}{}", child.name);
+        if child.kind == NodeKind::Dir {
+            out.push(format!("{path}/"));
+            listed_paths(child, &format!("{path}/"), out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+fn all_listed(root: &Path, opts: TreeOptions) -> Vec<String> {
+    let tree = list_tree(
+        root,
+        "root",
+        &TreeOptions {
+            depth: MAX_DEPTH,
+            limit: MAX_WALK_ENTRIES,
+            ..opts
+        },
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    listed_paths(&tree.root, "", &mut out);
+    out.sort();
+    out
+}
+
+/// What ripgrep's walker (the `ignore` crate) lists under the same rules.
+fn walked_by_ignore(root: &Path, show_hidden: bool) -> Vec<String> {
+    let mut out: Vec<String> = ignore::WalkBuilder::new(root)
+        .standard_filters(false)
+        .hidden(!show_hidden)
+        .parents(true)
+        .ignore(true)
+        .git_ignore(true)
+        .git_global(true)
+        .git_exclude(true)
+        .require_git(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build()
+        .map(Result::unwrap)
+        .filter(|e| e.depth() > 0)
+        .map(|e| {
+            let rel = e
+                .path()
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if e.file_type().is_some_and(|t| t.is_dir()) {
+                format!("{rel}/")
+            } else {
+                rel
+            }
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn ignore_rules_of_parents_subdirectories_and_the_repository_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for d in [
+        ".git/info",
+        "app/src",
+        "app/build",
+        "app/logs",
+        "app/vendor/lib",
+    ] {
+        fs::create_dir_all(root.join(d)).unwrap();
+    }
+    for (f, content) in [
+        (".gitignore", "*.log\nbuild/\n"),
+        (".git/info/exclude", "*.tmp\n"),
+        ("app/.gitignore", "!keep.log\n/vendor\n"),
+        ("app/.ignore", "secret.*\n"),
+        ("app/logs/.gitignore", "!*.log\n"),
+        ("app/a.log", ""),
+        ("app/keep.log", ""),
+        ("app/x.tmp", ""),
+        ("app/secret.txt", ""),
+        ("app/main.rs", ""),
+        ("app/build", ""),
+        ("app/src/build", ""),
+        ("app/logs/today.log", ""),
+        ("app/vendor/lib/v.rs", ""),
+    ] {
+        fs::write(root.join(f), content).unwrap_or(());
+    }
+    // Listing the subdirectory still applies the root's rules and the exclude file.
+    let app = root.join("app");
+    assert_eq!(
+        all_listed(&app, TreeOptions::default()),
+        [
+            "keep.log",
+            "logs/",
+            "logs/today.log",
+            "main.rs",
+            "src/",
+            "src/build"
+        ]
+    );
+    assert_eq!(
+        all_listed(&app, TreeOptions::default()),
+        walked_by_ignore(&app, false)
+    );
+    // Without the rules, everything but hidden files.
+    assert_eq!(
+        all_listed(
+            &app,
+            TreeOptions {
+                respect_gitignore: false,
+                ..TreeOptions::default()
+            }
+        )
+        .len(),
+        13
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn an_unreadable_directory_is_counted_not_fatal() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("locked")).unwrap();
+    fs::write(dir.path().join("locked/x"), "").unwrap();
+    fs::set_permissions(dir.path().join("locked"), fs::Permissions::from_mode(0o000)).unwrap();
+    if fs::read_dir(dir.path().join("locked")).is_ok() {
+        return; // running as root: permissions do not stop reads
+    }
+    let tree = list(
+        dir.path(),
+        TreeOptions {
+            depth: 2,
+            ..TreeOptions::default()
+        },
+    );
+    fs::set_permissions(dir.path().join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(tree.unreadable, 1);
+    assert!(
+        tree.text.contains("1 entry could not be read"),
+        "{}",
+        tree.text
+    );
+}
+
+mod same_as_ripgrep {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const NAMES: &[&str] = &["a", "b.log", "build", "keep.log", ".env", "deep", "x.rs"];
+    const RULES: &[&str] = &[
+        "*.log",
+        "!keep.log",
+        "build/",
+        "/a",
+        "deep",
+        "**/deep/x.rs",
+        "!*.rs",
+        "a/",
+        "*",
+        "!build",
+        "x.*",
+        ".env",
+    ];
+
+    /// A tree: each entry is a path of names, a file or a directory, and some
+    /// directories get `.gitignore` or `.ignore` files made of the rules.
+    fn arb_tree() -> impl Strategy<Value = (Vec<(Vec<usize>, bool)>, Vec<(usize, bool, Vec<usize>)>)>
+    {
+        let entries = prop::collection::vec(
+            (prop::collection::vec(0..NAMES.len(), 1..4), any::<bool>()),
+            1..24,
+        );
+        let ignores = prop::collection::vec(
+            (
+                0..8usize,
+                any::<bool>(),
+                prop::collection::vec(0..RULES.len(), 1..4),
+            ),
+            0..5,
+        );
+        (entries, ignores)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn listing_matches_the_ignore_crates_walk((entries, ignores) in arb_tree(), hidden in any::<bool>()) {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            let mut dirs = vec![root.to_path_buf()];
+            for (names, is_dir) in &entries {
+                let mut path = root.to_path_buf();
+                for (i, &n) in names.iter().enumerate() {
+                    path.push(NAMES[n]);
+                    let last = i + 1 == names.len();
+                    if !last || *is_dir {
+                        if fs::create_dir_all(&path).is_err() {
+                            break; // a file is already there
+                        }
+                        dirs.push(path.clone());
+                    } else if !path.exists() {
+                        fs::write(&path, "").unwrap();
+                    }
+                }
+            }
+            for (d, dot_ignore, rules) in &ignores {
+                let d = &dirs[d % dirs.len()];
+                let text: String = rules.iter().map(|&r| format!("{}\n", RULES[r])).collect();
+                let name = if *dot_ignore { ".ignore" } else { ".gitignore" };
+                fs::write(d.join(name), text).unwrap();
+            }
+            let opts = TreeOptions { show_hidden: hidden, ..TreeOptions::default() };
+            prop_assert_eq!(all_listed(root, opts), walked_by_ignore(root, hidden));
+        }
+    }
+}

@@ -4,6 +4,7 @@
 
 pub mod http;
 pub mod mcp;
+mod stdio;
 
 pub use http::{ServeConfig, load_or_create_token, router, serve};
 pub use mcp::{McpServer, ServerError, serve_stdio};

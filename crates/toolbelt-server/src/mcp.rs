@@ -17,9 +17,9 @@ use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
 use rmcp::ServiceExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, ResultType,
-    ServerCapabilities, ServerConfig, Tool, ToolsCapability,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ResultType, ServerCapabilities, ServerConfig, Tool, ToolsCapability,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, ServerInitializeError};
 use serde::Deserialize;
@@ -27,9 +27,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::calls::to_mcp_call_result;
 use toolbelt_core::export::{self, Format};
-use toolbelt_core::{CallOptions, ErrorCode, ProgressSink, Registry, ToolCall};
+use toolbelt_core::{CallOptions, Envelope, ErrorCode, ProgressSink, Registry, Status, ToolCall};
 
 /// The name the server gives in `initialize`.
 pub const SERVER_NAME: &str = "toolbelt";
@@ -230,14 +229,49 @@ impl McpServer {
                 .map_or_else(String::new, |e| e.message.clone());
             return Err(McpError::invalid_params(message, None));
         }
-        let mut result = serde_json::from_value::<CallToolResult>(to_mcp_call_result(&env))
-            .map_err(|e| {
-                McpError::internal_error(format!("cannot encode the tool's result: {e}"), None)
-            })?;
-        // Required from 2026-07-28 on; rmcp strips it again for older peers.
-        result.result_type = Some(ResultType::COMPLETE);
-        Ok(result)
+        Ok(call_result(env))
     }
+}
+
+/// The envelope as an MCP tool result: its text as text content, the envelope
+/// as `structuredContent`, `isError` for errors, an image as image content (its
+/// bytes not repeated in `structuredContent`). The same shape as
+/// [`toolbelt_core::calls::to_mcp_call_result`], built without a round trip
+/// through JSON values.
+fn call_result(mut env: Envelope) -> CallToolResult {
+    let mut content = vec![ContentBlock::text(env.text.clone())];
+    // The data moves into the structured content instead of being copied.
+    let mut data = std::mem::take(&mut env.data);
+    let image = data
+        .get_mut("image")
+        .and_then(Value::as_object_mut)
+        .filter(|image| {
+            image
+                .get("mime_type")
+                .and_then(Value::as_str)
+                .is_some_and(|m| m.starts_with("image/"))
+                && image.get("data").is_some_and(Value::is_string)
+        });
+    if let Some(image) = image {
+        // Checked above: a string mime type and a string of data.
+        let mime = image["mime_type"].as_str().unwrap_or_default().to_string();
+        if let Some(Value::String(base64)) = image.remove("data") {
+            content.push(ContentBlock::image(base64, mime));
+        }
+    }
+    let mut structured = env.to_value();
+    if let Some(slot) = structured.get_mut("data") {
+        *slot = data;
+    }
+    let mut result = if env.status == Status::Error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    result.structured_content = Some(structured);
+    // Required from 2026-07-28 on; rmcp strips it again for older peers.
+    result.result_type = Some(ResultType::COMPLETE);
+    result
 }
 
 /// The local directory a `file://` root URI names, when it is one.
@@ -405,7 +439,7 @@ pub async fn serve_stdio(registry: Arc<Registry>) -> Result<(), ServerError> {
 ///
 /// [`ServerError`] when the handshake fails or the pipes break.
 pub async fn serve(server: McpServer) -> Result<(), ServerError> {
-    serve_lines(server, tokio::io::stdin(), tokio::io::stdout()).await
+    serve_lines(server, crate::stdio::input(), crate::stdio::output()).await
 }
 
 /// Serves `server` over newline-delimited JSON-RPC on `input` and `output`.

@@ -625,3 +625,25 @@ async fn the_clients_roots_become_the_workspace() {
     })
     .await;
 }
+
+#[test]
+fn tool_results_have_the_shape_of_the_mcp_export() {
+    let envelopes = [
+        Envelope::success(json!({"entries": [1, 2, {"name": "a"}]}), "two entries"),
+        Envelope::partial(json!({"shown": 1}), "cut short"),
+        Envelope::error(ErrorCode::NotFound, "no such file", Some("list_dir".into())),
+        Envelope::success(
+            json!({"image": {"mime_type": "image/png", "data": "iVBORw0KGgo=", "width": 1}}),
+            "an image",
+        ),
+        Envelope::success(
+            json!({"image": {"mime_type": "text/plain", "data": "not an image"}}),
+            "not an image",
+        ),
+    ];
+    for env in envelopes {
+        let mut expected = toolbelt_core::calls::to_mcp_call_result(&env);
+        expected["resultType"] = json!("complete");
+        assert_eq!(serde_json::to_value(call_result(env)).unwrap(), expected);
+    }
+}

@@ -420,7 +420,10 @@ fn serve(
 /// closes standard input. Without `--root`, the client's roots become the
 /// workspace roots once it announces them.
 fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    // One client, one request at a time mostly: a single-threaded runtime answers
+    // without handing each message between threads (blocking file work still runs on
+    // tokio's blocking pool), and holds less memory.
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

@@ -175,3 +175,62 @@ fn mcp_help_shows_the_client_configuration() {
         "{help}"
     );
 }
+
+/// Whether the open file description behind `fd` is in non-blocking mode.
+fn non_blocking(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    rustix::fs::fcntl_getfl(fd)
+        .unwrap()
+        .contains(rustix::fs::OFlags::NONBLOCK)
+}
+
+#[cfg(unix)]
+#[test]
+fn mcp_serves_over_a_pipe_and_a_socket_and_leaves_them_blocking() {
+    use std::os::fd::AsFd as _;
+    use std::os::unix::net::UnixStream;
+
+    let dir = tempfile::tempdir().unwrap();
+    // stdin is a pipe, stdout a socket: the two kinds MCP clients hand a server.
+    let (stdin_read, mut stdin_write) = std::io::pipe().unwrap();
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    let stdin_seen = stdin_read.try_clone().unwrap();
+    let stdout_seen = theirs.try_clone().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args(["mcp", "--root"])
+        .arg(dir.path())
+        .env_remove("RUST_LOG")
+        .stdin(stdin_read)
+        .stdout(std::os::fd::OwnedFd::from(theirs))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    ours.set_read_timeout(Some(ANSWER_TIMEOUT)).unwrap();
+    let mut answers = BufReader::new(ours).lines();
+    let mut ask = |stdin: &mut std::io::PipeWriter, line: Value| {
+        writeln!(stdin, "{line}").unwrap();
+        serde_json::from_str::<Value>(&answers.next().unwrap().unwrap()).unwrap()
+    };
+    let init = ask(
+        &mut stdin_write,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}),
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "toolbelt");
+    writeln!(
+        stdin_write,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    let think = ask(
+        &mut stdin_write,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "think", "arguments": {"thought": "pipes"}}}),
+    );
+    assert_eq!(think["result"]["isError"], false, "{think}");
+    drop(stdin_write);
+    assert!(child.wait().unwrap().success());
+    // Non-blocking mode belongs to the shared description; the server put it back.
+    assert!(!non_blocking(stdin_seen.as_fd()));
+    assert!(!non_blocking(stdout_seen.as_fd()));
+}
