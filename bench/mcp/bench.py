@@ -107,9 +107,12 @@ class Server:
 @dataclass
 class Case:
     name: str
-    tool: str
+    tool: str | None  # None: a `ping`, the round trip with no work (the floor of every call)
     args: dict[str, Any]
     slow: bool = False  # measured with --slow-calls (a search walks the whole tree)
+
+
+PING = Case("ping (no work)", None, {})
 
 
 @dataclass
@@ -146,6 +149,7 @@ def make_fixture(root: Path) -> None:
 def reference_cases(tools: set[str], fixture: Path) -> list[Case]:
     read = "read_text_file" if "read_text_file" in tools else "read_file"
     return [
+        PING,
         Case("read a 4 KiB file", read, {"path": str(fixture / "small.txt")}),
         Case("list a directory", "list_directory", {"path": str(fixture / "flat")}),
         Case("glob search", "search_files", {"path": str(fixture), "pattern": "**/*.rs"}, slow=True),
@@ -154,6 +158,7 @@ def reference_cases(tools: set[str], fixture: Path) -> list[Case]:
 
 def toolbelt_cases(fixture: Path) -> list[Case]:
     return [
+        PING,
         Case("read a 4 KiB file", "read_file", {"path": str(fixture / "small.txt")}),
         Case("list a directory", "list_dir", {"path": str(fixture / "flat"), "depth": 1}),
         Case("glob search", "glob", {"pattern": "**/*.rs", "path": str(fixture), "sort": "path", "limit": 0}, slow=True),
@@ -161,6 +166,8 @@ def toolbelt_cases(fixture: Path) -> list[Case]:
 
 
 def call(server: Server, case: Case) -> dict[str, Any]:
+    if case.tool is None:
+        return server.request("ping", {})
     return server.request("tools/call", {"name": case.tool, "arguments": case.args})
 
 
@@ -201,7 +208,7 @@ def measure(
             tools = {t["name"] for t in server.handshake()}
             cases = contender.cases_for(tools)
             for case in cases:
-                if case.tool not in tools:
+                if case.tool is not None and case.tool not in tools:
                     raise RpcError(f"{server.argv[0]} has no tool {case.tool} (it has {sorted(tools)})")
             case_lists.append(cases)
         for same_case in zip(*case_lists):
@@ -257,9 +264,10 @@ def table(ref: Result, ours: Result | None) -> str:
     ]
     for name, r in ref.cases.items():
         c = ours.cases.get(name) if ours else None
+        target = "" if name == PING.name else f"{TARGETS['latency']:.0f}x"
         rows.append(
             f"| {name}: p50 (ms) | {r['p50_ms']:.3f} | {o(c and c['p50_ms'], '.3f')} "
-            f"| {ratio(r['p50_ms'], c and c['p50_ms'])} | {TARGETS['latency']:.0f}x |"
+            f"| {ratio(r['p50_ms'], c and c['p50_ms'])} | {target} |"
         )
         rows.append(
             f"| {name}: p99 (ms) | {r['p99_ms']:.3f} | {o(c and c['p99_ms'], '.3f')} "
@@ -273,6 +281,15 @@ def table(ref: Result, ours: Result | None) -> str:
         f"| peak RSS (MiB) | {ref.peak_rss_mib:.1f} | {o(ours and ours.peak_rss_mib, '.1f')} "
         f"| {ratio(ref.peak_rss_mib, ours and ours.peak_rss_mib)} | {TARGETS['memory']:.0f}x |"
     )
+    ping = ours.cases.get(PING.name) if ours else None
+    if ping:
+        ceilings = ", ".join(
+            f"{name} {ratio(r['p50_ms'], ping['p50_ms'])}" for name, r in ref.cases.items() if name != PING.name
+        )
+        rows.append(
+            f"\nA server that did no work would answer in its ping time, so through this client no "
+            f"server could beat the reference's p50 by more than: {ceilings}."
+        )
     return "\n".join(rows)
 
 
