@@ -1,0 +1,1 @@
+//! Running shell commands for toolbelt's shell tools.

@@ -1,0 +1,1 @@
+//! The sandbox of toolbelt's shell commands.
