@@ -1,1 +1,31 @@
 //! Running shell commands for toolbelt's shell tools.
+//!
+//! [`run`] runs one command with `bash -c` in its own process group, with
+//! standard input closed, and returns its bounded, UTF-8 output:
+//!
+//! - **time**: after the timeout the tree gets `SIGTERM`, then `SIGKILL` after a
+//!   grace period; [`TIMEOUT_EXIT_CODE`] is reported;
+//! - **the whole tree**: every process of it is marked in its environment, so
+//!   children that left the group (`setsid`, `nohup`, `disown`) are found and
+//!   killed too, when the command times out, is cancelled, or ends leaving them
+//!   behind ([`tree`]);
+//! - **output**: read as it comes into the core's bounded sinks (head, tail and
+//!   the error lines in between within budget, the whole spilled to a file), so
+//!   memory stays bounded for gigabytes of output or one endless line; a
+//!   background process that keeps the pipes open does not hold the call past
+//!   the drain timeout;
+//! - **encodings**: output that is not UTF-8 is decoded from the locale's
+//!   encoding or GB18030 ([`decode`]);
+//! - **environment**: built by [`EnvPolicy`]: a core set, secrets scrubbed,
+//!   non-interactive settings.
+
+pub mod decode;
+mod env;
+mod run;
+pub mod tree;
+
+pub use env::{CORE_VARS, EnvPolicy, Inherit, NON_INTERACTIVE, SECRET_NAME_PARTS, looks_secret};
+pub use run::{
+    CANCELLED_EXIT_CODE, DEFAULT_DRAIN_TIMEOUT, DEFAULT_KILL_GRACE, ExecError, ExecOutcome,
+    ExecRequest, StreamOutput, TIMEOUT_EXIT_CODE, default_shell, run,
+};
