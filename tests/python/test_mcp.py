@@ -39,6 +39,7 @@ BUILTINS = {
     "list_dir",
     "glob",
     "grep",
+    "bash",
 }
 
 # "legacy" speaks the initialize handshake (2025-11-25 and earlier); "auto" probes
@@ -255,6 +256,9 @@ async def call_every_builtin(client: Client, root: Path) -> set[str]:
     await call("apply_patch", {"patch": patch})
     assert (root / "added.txt").read_text() == "made by apply_patch\n"
     assert (root / "notes.md").read_text() == "# Notes\n\nfirst\nsecond, patched\n"
+
+    env = await call("bash", {"command": "ls src && echo done >&2", "working_dir": "."})
+    assert env["data"]["stdout"] == "lib.rs\nmain.rs\n" and env["data"]["exit_code"] == 0
 
     # A large output is saved; read_output pages through it.
     env = await call("grep", {"pattern": "needle", "output_mode": "content", "head_limit": 0})

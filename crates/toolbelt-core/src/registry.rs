@@ -12,6 +12,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolContext};
+
+/// Time a tool that enforces its own timeout gets beyond the maximum, to clean up.
+const OWN_TIMEOUT_SLACK: Duration = Duration::from_secs(30);
 use crate::envelope::{Envelope, ErrorCode};
 use crate::policy::{Decision, Policy, Request};
 use crate::profile::Profile;
@@ -516,10 +519,15 @@ impl Registry {
             .with_progress(opts.progress)
             .with_events(self.events.clone())
             .with_policy(Some(Arc::clone(&self.policy)));
-        let timeout = opts
-            .timeout
-            .unwrap_or_else(|| self.session.timeout())
-            .min(Duration::from_millis(MAX_TIMEOUT_MS));
+        let timeout = match opts.timeout {
+            Some(t) => t.min(Duration::from_millis(MAX_TIMEOUT_MS)),
+            // The tool stops itself; the slack covers its clean-up.
+            None if spec.own_timeout => Duration::from_millis(MAX_TIMEOUT_MS) + OWN_TIMEOUT_SLACK,
+            None => self
+                .session
+                .timeout()
+                .min(Duration::from_millis(MAX_TIMEOUT_MS)),
+        };
         let fut = AssertUnwindSafe(tool.call(&ctx, args)).catch_unwind();
         let outcome = tokio::select! {
             biased;

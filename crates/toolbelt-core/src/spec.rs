@@ -158,6 +158,12 @@ pub struct ToolSpec {
     /// not the key argument: grep shows its pattern but is permitted by its path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission_argument: Option<String>,
+    /// The tool enforces its own time limit (a `timeout` argument, up to
+    /// [`MAX_TIMEOUT_MS`](crate::MAX_TIMEOUT_MS)) and stops its work
+    /// cleanly: the registry waits for it up to that maximum, not the session's
+    /// default timeout.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub own_timeout: bool,
 }
 
 impl ToolSpec {
@@ -180,6 +186,7 @@ impl ToolSpec {
             hints: Hints::default(),
             key_argument: None,
             permission_argument: None,
+            own_timeout: false,
         }
     }
 
@@ -230,6 +237,12 @@ impl ToolSpec {
     /// Sets the hints.
     pub fn hints(mut self, hints: Hints) -> ToolSpec {
         self.hints = hints;
+        self
+    }
+
+    /// Says the tool enforces its own time limit (see [`ToolSpec::own_timeout`]).
+    pub fn own_timeout(mut self) -> ToolSpec {
+        self.own_timeout = true;
         self
     }
 

@@ -100,6 +100,9 @@ pub struct ToolError {
     pub hint: Option<String>,
     /// Extra machine-readable detail, placed in the envelope's `data`.
     pub data: Option<Value>,
+    /// What the model reads before the error line, when the failure produced
+    /// something worth reading (a failed command's output).
+    pub text: Option<String>,
 }
 
 impl ToolError {
@@ -110,6 +113,7 @@ impl ToolError {
             message: message.into(),
             hint: None,
             data: None,
+            text: None,
         }
     }
 
@@ -125,11 +129,26 @@ impl ToolError {
         self
     }
 
-    /// The error as an envelope.
+    /// Adds what the model reads before the error line.
+    pub fn text(mut self, text: impl Into<String>) -> ToolError {
+        self.text = Some(text.into());
+        self
+    }
+
+    /// The error as an envelope. With [`ToolError::text`], the envelope's text is
+    /// that text, then the error line and the hint.
     pub fn into_envelope(self) -> Envelope {
         let mut env = Envelope::error(self.code, self.message, self.hint);
         if let Some(d) = self.data {
             env.data = d;
+        }
+        if let Some(text) = self.text {
+            let mut full = text;
+            if !full.is_empty() && !full.ends_with('\n') {
+                full.push('\n');
+            }
+            full.push_str(&env.text);
+            env.text = full;
         }
         env
     }

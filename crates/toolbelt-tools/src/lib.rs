@@ -9,6 +9,7 @@
 //! - [`ApplyPatch`]: adds, deletes, updates and moves files with one patch, all or nothing.
 //! - [`EditFile`], [`MultiEdit`]: replace text in a file, one or several places at once.
 //! - [`Grep`]: searches file contents (ripgrep's engine); [`Glob`]: finds files by name.
+//! - [`Bash`]: runs a shell command; the whole process tree is stopped on timeout.
 //!
 //! ```
 //! use toolbelt_core::{Registry, Session};
@@ -19,6 +20,7 @@
 //! ```
 
 mod apply_patch;
+mod bash;
 mod edit_file;
 mod files;
 mod glob;
@@ -34,6 +36,7 @@ mod write_file;
 pub use apply_patch::{
     ApplyPatch, ApplyPatchOutput, ApplyPatchParams, LooseMatch, PatchAction, PatchedFile,
 };
+pub use bash::{Bash, BashOutput, BashParams, MAX_BASH_TIMEOUT_SECS};
 pub use edit_file::{EditFile, EditFileOutput, EditFileParams, LineSpan};
 pub use glob::{Glob, GlobFound, GlobParams, GlobResult, GlobSortParam};
 pub use grep::{Grep, GrepFile, GrepLine, GrepMode, GrepParams, GrepResult};
@@ -69,5 +72,6 @@ pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register_typed(ListDir)?;
     registry.register_typed(Grep)?;
     registry.register_typed(Glob)?;
+    registry.register_typed(Bash::default())?;
     Ok(())
 }

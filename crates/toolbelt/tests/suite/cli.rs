@@ -282,7 +282,7 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
     assert_eq!(run.code, 0, "{run:#?}");
     let tools = stdout_json(&run);
     let tools = tools.as_array().unwrap();
-    assert_eq!(tools.len(), 11);
+    assert_eq!(tools.len(), 12);
     let mut checked = 0;
     for tool in tools {
         let function = &tool["function"];
@@ -295,7 +295,7 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
         checked += here;
     }
     // One object per tool, plus set_todo_list's todo and multi_edit's edit.
-    assert_eq!(checked, 13);
+    assert_eq!(checked, 14);
 }
 
 #[test]
@@ -388,7 +388,7 @@ fn schema_usage_errors_exit_2() {
     let run = toolbelt(dir.path(), &["schema", "nope"]);
     assert_usage_error(
         &run,
-        "unknown tool \"nope\"; available: apply_patch, edit_file, glob, grep, list_dir, multi_edit, read_file, read_output, set_todo_list, think, write_file",
+        "unknown tool \"nope\"; available: apply_patch, bash, edit_file, glob, grep, list_dir, multi_edit, read_file, read_output, set_todo_list, think, write_file",
     );
 }
 
@@ -633,6 +633,7 @@ fn claude_profile_exposes_todo_write() {
         tool_names(&run),
         [
             "apply_patch",
+            "Bash",
             "Edit",
             "Glob",
             "Grep",
@@ -697,6 +698,7 @@ fn config_file_in_the_root_sets_the_profile() {
         tool_names(&run),
         [
             "apply_patch",
+            "Bash",
             "StrReplaceFile",
             "Glob",
             "Grep",
@@ -715,6 +717,7 @@ fn config_file_in_the_root_sets_the_profile() {
         tool_names(&run),
         [
             "apply_patch",
+            "bash",
             "edit_file",
             "glob",
             "grep",
@@ -742,6 +745,7 @@ fn explicit_config_file_is_used() {
         tool_names(&run),
         [
             "apply_patch",
+            "Bash",
             "Edit",
             "Glob",
             "Grep",
