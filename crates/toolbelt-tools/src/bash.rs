@@ -20,6 +20,8 @@ use crate::files::{fs_error, workspace};
 
 /// The longest timeout a call may ask for, in seconds.
 pub const MAX_BASH_TIMEOUT_SECS: u64 = MAX_TIMEOUT_MS / 1000;
+/// Commands running at once; more calls wait for a slot.
+pub const MAX_CONCURRENT_COMMANDS: usize = 16;
 /// Bytes of the text budget kept for the status line.
 const STATUS_RESERVE_BYTES: usize = 300;
 /// The smallest budget of one stream.
@@ -87,6 +89,9 @@ pub struct BashOutput {
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
+
+/// The slots of [`MAX_CONCURRENT_COMMANDS`], shared by every `bash` of the process.
+static SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_CONCURRENT_COMMANDS);
 
 /// The `bash` tool.
 #[derive(Debug, Default)]
@@ -186,6 +191,13 @@ impl TypedTool for Bash {
         if let Some(description) = &p.description {
             ctx.emit(&format!("$ {description}"));
         }
+        // Calls past the cap wait their turn (and can be cancelled while they wait).
+        let _slot = tokio::select! {
+            slot = SLOTS.acquire() => slot.map_err(|e| ToolError::new(ErrorCode::Internal, e.to_string()))?,
+            () = ctx.cancel_token().cancelled() => {
+                return Err(ToolError::new(ErrorCode::Cancelled, "the command was cancelled before it started"));
+            }
+        };
         let outcome = toolbelt_exec::run(req, ctx.cancel_token())
             .await
             .map_err(|e| ToolError::new(ErrorCode::Internal, e.to_string()))?;

@@ -36,7 +36,7 @@ mod write_file;
 pub use apply_patch::{
     ApplyPatch, ApplyPatchOutput, ApplyPatchParams, LooseMatch, PatchAction, PatchedFile,
 };
-pub use bash::{Bash, BashOutput, BashParams, MAX_BASH_TIMEOUT_SECS};
+pub use bash::{Bash, BashOutput, BashParams, MAX_BASH_TIMEOUT_SECS, MAX_CONCURRENT_COMMANDS};
 pub use edit_file::{EditFile, EditFileOutput, EditFileParams, LineSpan};
 pub use glob::{Glob, GlobFound, GlobParams, GlobResult, GlobSortParam};
 pub use grep::{Grep, GrepFile, GrepLine, GrepMode, GrepParams, GrepResult};

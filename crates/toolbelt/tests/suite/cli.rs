@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -880,4 +880,93 @@ fn what_was_read_is_kept_between_calls_and_searches_leave_no_state() {
         std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
         "a=2\n"
     );
+}
+
+/// Runs `toolbelt call bash` with `command`; returns the envelope and the peak RSS of
+/// the toolbelt process in KiB (polled until it exits).
+fn bash_with_peak(root: &Path, command: &str) -> (Value, u64) {
+    let args = json!({"command": command, "timeout": 600}).to_string();
+    let mut child = command_for_bash(root, &args);
+    let pid = child.id();
+    let stdout = child.stdout.take().unwrap();
+    let reader = thread::spawn(move || {
+        let mut s = String::new();
+        let mut stdout = stdout;
+        stdout.read_to_string(&mut s).unwrap();
+        s
+    });
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            if let Some(kib) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kib);
+            }
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    let out = reader.join().unwrap();
+    (serde_json::from_str(&out).unwrap(), peak)
+}
+
+fn command_for_bash(root: &Path, args: &str) -> Child {
+    command(root, &["call", "bash", args, "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Bytes piped through base64 by the test below (more with `TOOLBELT_HEAVY_BYTES`;
+/// bench/exec runs 2 GB on a release build).
+const HEAVY_BYTES: u64 = 240_000_000;
+
+#[test]
+fn a_flood_of_output_stays_within_budget_and_memory_and_is_saved_whole() {
+    let bytes: u64 = std::env::var("TOOLBELT_HEAVY_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(HEAVY_BYTES);
+    let dir = TempDir::new().unwrap();
+    let (small, baseline) = bash_with_peak(dir.path(), "echo small");
+    assert_eq!(small["data"]["stdout"], "small\n", "{small}");
+    let (env, peak) = bash_with_peak(dir.path(), &format!("head -c {bytes} /dev/zero | base64"));
+    let text = env["text"].as_str().unwrap();
+    assert!(text.len() <= 30_000, "{}", text.len());
+    assert_eq!(env["data"]["truncated"], true);
+    assert_eq!(env["data"]["exit_code"], 0);
+    let id = env["data"]["output_id"].as_str().unwrap();
+    let spilled = walk_find(dir.path(), &format!("{id}.txt")).expect("the spill file");
+    // base64: 4 characters per 3 bytes, in lines of 76 characters.
+    let chars = bytes.div_ceil(3) * 4;
+    let expected = chars + chars.div_ceil(76);
+    assert_eq!(std::fs::metadata(&spilled).unwrap().len(), expected);
+    assert_eq!(env["stats"]["stdout_bytes"], expected);
+    // Per stream: a 64 KiB read, its decoded text, the sink's head, tail and error
+    // lines (within the 30 KB budget) and the spill file's 64 KiB write buffer; the
+    // rest is the allocator's slack. None of it grows with the output.
+    let grown = peak.saturating_sub(baseline);
+    eprintln!("peak RSS {peak} KiB, baseline {baseline} KiB, grown {grown} KiB");
+    assert!(
+        grown < 8 * 1024,
+        "grew by {grown} KiB for {expected} bytes of output"
+    );
+}
+
+fn walk_find(dir: &Path, name: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if entry.file_name() == name {
+            return Some(path);
+        }
+        if path.is_dir() {
+            if let Some(found) = walk_find(&path, name) {
+                return Some(found);
+            }
+        }
+    }
+    None
 }

@@ -234,3 +234,45 @@ fn mcp_serves_over_a_pipe_and_a_socket_and_leaves_them_blocking() {
     assert!(!non_blocking(stdin_seen.as_fd()));
     assert!(!non_blocking(stdout_seen.as_fd()));
 }
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}
+
+#[test]
+fn sixty_four_concurrent_commands_are_answered_and_release_their_descriptors() {
+    let mut server = Server::start();
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "suite", "version": "1"}}})
+        .to_string(),
+    );
+    assert_eq!(server.answer()["id"], 0);
+    server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let call = |id: u64, command: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "bash", "arguments": {"command": command}}})
+        .to_string()
+    };
+    // One call first, so that what the runtime opens once is open.
+    server.send(&call(1, "true"));
+    assert_eq!(server.answer()["id"], 1);
+    let pid = server.child.id();
+    let before = open_fds(pid);
+    for i in 0..64 {
+        server.send(&call(100 + i, &format!("sleep 0.3; echo {i}")));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..64 {
+        let answer = server.answer();
+        let id = answer["id"].as_u64().unwrap();
+        let stdout = &answer["result"]["structuredContent"]["data"]["stdout"];
+        assert_eq!(stdout, &json!(format!("{}\n", id - 100)), "{answer}");
+        seen.insert(id);
+    }
+    assert_eq!(seen.len(), 64);
+    assert_eq!(open_fds(pid), before);
+}
