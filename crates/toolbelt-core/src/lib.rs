@@ -10,7 +10,8 @@
 //! - [`calls`]: tool calls parsed from OpenAI, Anthropic and text-protocol replies,
 //!   and results formatted back.
 //! - [`output`]: output budgets with spill files.
-//! - [`policy`] and [`profile`]: permission rules and name profiles, as data.
+//! - [`policy`] and [`profile`]: permission rules and name profiles, as data;
+//!   [`shell`]: command lines split into the simple commands the rules check.
 //!
 //! ```
 //! use schemars::JsonSchema;
@@ -53,6 +54,7 @@ pub mod profile;
 mod registry;
 mod repair;
 mod schema;
+pub mod shell;
 mod spec;
 pub mod stamps;
 mod tool;

@@ -37,9 +37,24 @@
 //! patterns too. Paths compare case-sensitively.
 //!
 //! **Commands** are compared after collapsing runs of unquoted blanks, so
-//! `git  status` is `git status`. One rule checks one simple command: splitting
-//! `a && b` into its parts is the shell's job, which then calls
-//! [`Policy::evaluate_commands`].
+//! `git  status` is `git status`. One rule checks one simple command: a shell tool's
+//! command line is parsed with a bash parser ([`shell::simple_commands`]) and every
+//! simple command in it (in `&&`, `||`, `;`, pipes, subshells, `$(...)`, backticks,
+//! `<(...)`, loops, conditions and function bodies) is judged on its own: a denied
+//! part denies the call (naming its rule), else a part that asks makes it ask, else
+//! it is allowed. So `bash(git status:*)` does not allow `git status && rm -rf x`,
+//! and `bash(echo:*)` does not allow `echo $(rm x)`. While an allow rule with a
+//! command specifier names the tool, the tool's allow rules are a list: a part no
+//! rule matches asks (`no allow rule covers "rm -rf x"`). A command line that does
+//! not parse asks (`command could not be parsed`) unless a deny rule matches it as
+//! a whole. Arguments keep their quotes (`echo "a && b"` is one command, which
+//! `bash(echo:*)` covers); the command name is unquoted (`"rm"` and `\rm` are
+//! `rm`). Variable assignments before a command are part of its text for allow
+//! rules (`FOO=1 make` needs a rule like `bash(FOO=1 make:*)`, since `PATH=...` or
+//! `LD_PRELOAD=...` change what runs) and are ignored by deny and ask rules
+//! (`FOO=1 rm x` is denied by `bash(rm:*)`). Without command rules for the tool
+//! (none, or only `bash` / `bash(*)`), the line is not split. To judge parts split
+//! elsewhere, use [`Policy::evaluate_commands`].
 //!
 //! **Evaluation** is deny, then ask, then allow: any matching deny rule wins, then
 //! any ask rule, then any allow rule. When nothing matches, the call is allowed (a
@@ -87,7 +102,7 @@ use std::sync::LazyLock;
 use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
-use crate::profile;
+use crate::{profile, shell};
 
 /// The outcome of a rule check, ordered from the most to the least permissive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -495,7 +510,7 @@ impl Specifier {
 
 /// Collapses runs of unquoted blanks (spaces and tabs) to one space and trims the
 /// ends; quoted text and escaped characters are kept as they are.
-fn normalize_command(command: &str) -> String {
+pub(crate) fn normalize_command(command: &str) -> String {
     let mut out = String::with_capacity(command.len());
     let mut quote: Option<char> = None;
     let mut blank = false;
@@ -967,8 +982,11 @@ fn secret_file(forms: &PathForms) -> Option<&'static str> {
 /// # Security
 ///
 /// Rules compare strings: a path subject is normalised lexically (`a/../b`) but
-/// symbolic links are not resolved, and a command is one simple command. The file
-/// tools' workspace jail and the shell's command splitting do the rest.
+/// symbolic links are not resolved, and the file tools' workspace jail does the
+/// rest. A shell command line is split into simple commands, each matched by its
+/// words: a rule that allows a program allows whatever that program runs
+/// (`env rm x`, `xargs rm`, `bash -c '...'`, `eval '...'`), so allow such
+/// programs only with care.
 #[derive(Debug, Clone)]
 pub struct Policy {
     rules: Vec<(Decision, Rule)>,
@@ -1068,7 +1086,60 @@ impl Policy {
 
     /// Evaluates a request: deny rules, then the secret-file defaults, then ask
     /// rules, then allow rules; allowed when nothing matches.
+    ///
+    /// A shell tool's command is split into its simple commands (see
+    /// [`shell::simple_commands`]) when the policy has
+    /// rules with a command specifier for the tool, and each part is judged on its
+    /// own: the first part denied decides, else the first part that asks, else the
+    /// call is allowed. While an allow rule with a command specifier names the tool,
+    /// a part no rule matches asks; a command that cannot be parsed asks.
     pub fn evaluate(&self, req: &Request<'_>) -> Evaluation {
+        if let Some(raw) = req.subject
+            && is_shell_tool(req.tool)
+            && self.has_command_rules(req)
+        {
+            return self.evaluate_shell(req, raw);
+        }
+        self.evaluate_whole(req)
+    }
+
+    /// Evaluates `req` for one simple command (no `&&`, `;`, `|`, ...) in place of
+    /// its subject, without splitting it.
+    pub fn evaluate_command(&self, req: &Request<'_>, command: &str) -> Evaluation {
+        let req = Request {
+            subject: Some(command),
+            ..*req
+        };
+        if is_shell_tool(req.tool) && self.has_command_rules(&req) {
+            self.evaluate_part(&req, command, command, self.has_command_allow_rules(&req))
+        } else {
+            self.evaluate_whole(&req)
+        }
+    }
+
+    /// Evaluates the simple commands a compound command splits into: the strictest
+    /// decision wins (the first deny, else the first ask, else the first part's
+    /// evaluation). With no commands, evaluates `req` as it is.
+    pub fn evaluate_commands<'c>(
+        &self,
+        req: &Request<'_>,
+        commands: impl IntoIterator<Item = &'c str>,
+    ) -> Evaluation {
+        strictest(commands.into_iter().map(|c| self.evaluate_command(req, c)))
+            .unwrap_or_else(|| self.evaluate(req))
+    }
+
+    /// The first rule for `decision` that matches `req` with its subject as it is.
+    fn first_match(&self, decision: Decision, req: &Request<'_>) -> Option<&Rule> {
+        let subject = Subject::new(req, self);
+        self.rules
+            .iter()
+            .find(|(d, rule)| *d == decision && rule.matches(req, &subject))
+            .map(|(_, rule)| rule)
+    }
+
+    /// The request judged on its subject as it is, unsplit.
+    fn evaluate_whole(&self, req: &Request<'_>) -> Evaluation {
         let subject = Subject::new(req, self);
         let first = |decision: Decision| {
             self.rules
@@ -1100,39 +1171,137 @@ impl Policy {
             })
     }
 
-    /// Evaluates `req` for one simple command (no `&&`, `;`, `|`, ...) in place of
-    /// its subject.
-    pub fn evaluate_command(&self, req: &Request<'_>, command: &str) -> Evaluation {
-        self.evaluate(&Request {
-            subject: Some(command),
-            ..*req
-        })
+    /// Rules for the tool of `req` whose specifier depends on the command (neither
+    /// absent nor `*`), optionally only those for `decision`.
+    fn command_rules<'r>(
+        &'r self,
+        req: &'r Request<'_>,
+        decision: Option<Decision>,
+    ) -> impl Iterator<Item = &'r Rule> + 'r {
+        self.rules
+            .iter()
+            .filter(move |(d, _)| decision.is_none_or(|want| *d == want))
+            .map(|(_, rule)| rule)
+            .filter(|rule| {
+                rule.specifier
+                    .as_ref()
+                    .is_some_and(|s| !matches!(s, Specifier::Everything))
+            })
+            .filter(|rule| {
+                rule.tool.matches(req.tool) || req.alias.is_some_and(|a| rule.tool.matches(a))
+            })
     }
 
-    /// Evaluates the simple commands a compound command splits into: the strictest
-    /// decision wins (the first deny, else the first ask, else the first part's
-    /// evaluation). With no commands, evaluates `req` as it is.
-    pub fn evaluate_commands<'c>(
+    fn has_command_rules(&self, req: &Request<'_>) -> bool {
+        self.command_rules(req, None).next().is_some()
+    }
+
+    fn has_command_allow_rules(&self, req: &Request<'_>) -> bool {
+        self.command_rules(req, Some(Decision::Allow))
+            .next()
+            .is_some()
+    }
+
+    /// A shell command line, split into its simple commands.
+    fn evaluate_shell(&self, req: &Request<'_>, raw: &str) -> Evaluation {
+        let commands = match shell::simple_commands(raw) {
+            Ok(commands) => commands,
+            Err(_) => {
+                let whole = self.evaluate_whole(req);
+                return if whole.decision == Decision::Deny {
+                    whole
+                } else {
+                    Evaluation {
+                        decision: Decision::Ask,
+                        rule: Some(UNPARSED_COMMAND.to_string()),
+                    }
+                };
+            }
+        };
+        let allowlist = self.has_command_allow_rules(req);
+        strictest(commands.iter().map(|c| {
+            let part = Request {
+                subject: Some(c.text()),
+                ..*req
+            };
+            self.evaluate_part(&part, c.text(), c.command(), allowlist)
+        }))
+        .unwrap_or_else(|| self.evaluate_whole(req))
+    }
+
+    /// One simple command: deny and ask rules are matched against its text and
+    /// against the command without its prefix assignments (`FOO=1 rm x` is an
+    /// `rm` command to them), allow rules against its text only. With `allowlist`,
+    /// a command no rule matches asks.
+    fn evaluate_part(
         &self,
         req: &Request<'_>,
-        commands: impl IntoIterator<Item = &'c str>,
+        text: &str,
+        command: &str,
+        allowlist: bool,
     ) -> Evaluation {
-        let mut strictest: Option<Evaluation> = None;
-        for command in commands {
-            let eval = self.evaluate_command(req, command);
-            if strictest
-                .as_ref()
-                .is_none_or(|s| eval.decision > s.decision)
-            {
-                let deny = eval.decision == Decision::Deny;
-                strictest = Some(eval);
-                if deny {
-                    break;
-                }
+        fn with<'b>(req: &Request<'b>, subject: &'b str) -> Request<'b> {
+            Request {
+                subject: Some(subject),
+                ..*req
             }
         }
-        strictest.unwrap_or_else(|| self.evaluate(req))
+        for decision in [Decision::Deny, Decision::Ask] {
+            let found = self
+                .first_match(decision, &with(req, text))
+                .or_else(|| self.first_match(decision, &with(req, command)));
+            if let Some(rule) = found {
+                return Evaluation {
+                    decision,
+                    rule: Some(rule.text.clone()),
+                };
+            }
+        }
+        match self.first_match(Decision::Allow, &with(req, text)) {
+            Some(rule) => Evaluation {
+                decision: Decision::Allow,
+                rule: Some(rule.text.clone()),
+            },
+            None if allowlist => Evaluation {
+                decision: Decision::Ask,
+                rule: Some(format!("no allow rule covers {text:?}")),
+            },
+            None => Evaluation {
+                decision: Decision::Allow,
+                rule: None,
+            },
+        }
     }
+}
+
+/// The rule text of an evaluation that asks because a command line could not be
+/// split into simple commands.
+pub const UNPARSED_COMMAND: &str = "command could not be parsed";
+
+/// Whether `tool` (canonical, or a name a built-in profile exposes) is a shell tool.
+fn is_shell_tool(tool: &str) -> bool {
+    matches!(
+        profile::built_in_canonical(tool).unwrap_or(tool),
+        "bash" | "run_command"
+    )
+}
+
+/// The strictest of `evals`: the first deny, else the first ask, else the first.
+fn strictest(evals: impl IntoIterator<Item = Evaluation>) -> Option<Evaluation> {
+    let mut strictest: Option<Evaluation> = None;
+    for eval in evals {
+        if strictest
+            .as_ref()
+            .is_none_or(|s| eval.decision > s.decision)
+        {
+            let deny = eval.decision == Decision::Deny;
+            strictest = Some(eval);
+            if deny {
+                break;
+            }
+        }
+    }
+    strictest
 }
 
 /// The `[permissions]` table of a configuration file.

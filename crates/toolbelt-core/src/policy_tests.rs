@@ -54,6 +54,11 @@ fn allowed_by_default() -> Evaluation {
     }
 }
 
+/// A shell command no rule matches, under a policy with allow rules for the shell.
+fn not_covered(cmd: &str) -> Evaluation {
+    decided(Decision::Ask, &format!("no allow rule covers {cmd:?}"))
+}
+
 fn command(p: &Policy, cmd: &str) -> Evaluation {
     eval(p, "bash", Some("Bash"), Some(cmd), &["exec"])
 }
@@ -311,9 +316,10 @@ fn command_prefix_respects_word_boundaries() {
     assert_eq!(command(&p, "git status"), allow);
     assert_eq!(command(&p, "git status --short"), allow);
     assert_eq!(command(&p, "  git \t status   -s "), allow);
-    assert_eq!(command(&p, "git statusx"), allowed_by_default());
-    assert_eq!(command(&p, "git stat"), allowed_by_default());
-    assert_eq!(command(&p, "xgit status"), allowed_by_default());
+    // An allow rule for the shell makes it an allow list: other commands ask.
+    assert_eq!(command(&p, "git statusx"), not_covered("git statusx"));
+    assert_eq!(command(&p, "git stat"), not_covered("git stat"));
+    assert_eq!(command(&p, "xgit status"), not_covered("xgit status"));
 }
 
 #[test]
@@ -376,13 +382,14 @@ fn evaluate_commands_takes_the_strictest_part() {
         p.evaluate_commands(&req, ["git log", "ls -l"]),
         decided(Decision::Allow, "bash(git:*)")
     );
+    // No parts given: the request's own command line is split.
     assert_eq!(
         p.evaluate_commands(&req, []),
-        decided(Decision::Allow, "bash(git:*)")
+        decided(Decision::Deny, "bash(rm:*)")
     );
     assert_eq!(
         p.evaluate_command(&req, "cargo build"),
-        allowed_by_default()
+        not_covered("cargo build")
     );
 }
 
@@ -1082,5 +1089,205 @@ proptest! {
         let joined = parts.join("/");
         let path = if absolute { format!("/{joined}") } else { joined };
         prop_assert_eq!(super::secret_file_label(&path), secret_label_slow(&path), "{}", path);
+    }
+}
+
+// ---- compound commands ----
+
+#[test]
+fn allowed_prefix_does_not_cover_the_rest_of_a_list() {
+    let p = policy(&["bash(git status:*)"], &[], &[]);
+    let eval = command(&p, "git status && rm -rf x");
+    assert_eq!(eval, not_covered("rm -rf x"));
+    assert_ne!(eval.decision, Decision::Allow);
+    assert_eq!(
+        command(&p, "git status; git status -s"),
+        decided(Decision::Allow, "bash(git status:*)")
+    );
+}
+
+#[test]
+fn allowed_echo_does_not_cover_its_command_substitution() {
+    let p = policy(&["bash(echo:*)"], &[], &[]);
+    assert_eq!(command(&p, "echo $(rm x)"), not_covered("rm x"));
+    assert_eq!(command(&p, "echo \"`rm x`\""), not_covered("rm x"));
+    assert_eq!(command(&p, "echo <(rm x)"), not_covered("rm x"));
+    assert_eq!(
+        command(&p, "echo \"a && b\""),
+        decided(Decision::Allow, "bash(echo:*)")
+    );
+    assert_eq!(
+        command(&p, "echo $(echo hi)"),
+        decided(Decision::Allow, "bash(echo:*)")
+    );
+}
+
+#[test]
+fn deny_wins_inside_any_construct() {
+    let p = policy(&["bash(*)"], &["bash(git push:*)"], &["bash(rm:*)"]);
+    let deny = decided(Decision::Deny, "bash(rm:*)");
+    for line in [
+        "rm -rf x",
+        "ls | rm x",
+        "(cd a && rm x)",
+        "{ ls; rm x; }",
+        "echo `rm x`",
+        "echo \"$(rm x)\"",
+        "git push && echo $(rm x)",
+        "if true; then rm x; fi",
+        "for f in *; do rm $f; done",
+        "f() { rm x; }",
+        "X=$(rm x)",
+        "FOO=1 rm x",
+        "\"rm\" x",
+        "\\rm x",
+        "ls > $(rm x)",
+        "cat <<EOF\n$(rm x)\nEOF",
+    ] {
+        assert_eq!(command(&p, line), deny, "{line:?}");
+    }
+    assert_eq!(
+        command(&p, "ls && git push origin"),
+        decided(Decision::Ask, "bash(git push:*)")
+    );
+    assert_eq!(
+        command(&p, "ls | wc -l"),
+        decided(Decision::Allow, "bash(*)")
+    );
+}
+
+#[test]
+fn a_rule_for_every_command_covers_compound_ones() {
+    for rule in ["bash", "bash(*)", "Bash"] {
+        let p = policy(&[rule], &[], &[]);
+        for line in ["a && b | c", "echo $(rm x)", "echo 'unterminated"] {
+            assert_eq!(
+                command(&p, line),
+                decided(Decision::Allow, rule),
+                "{rule} {line:?}"
+            );
+        }
+    }
+    let p = policy(&[], &[], &["bash"]);
+    assert_eq!(command(&p, "ls && pwd"), decided(Decision::Deny, "bash"));
+}
+
+#[test]
+fn unparseable_command_asks() {
+    let p = policy(&["bash(echo:*)"], &[], &[]);
+    let ask = decided(Decision::Ask, super::UNPARSED_COMMAND);
+    assert_eq!(command(&p, "echo 'unterminated"), ask);
+    assert_eq!(command(&p, "echo $(rm x"), ask);
+    assert_eq!(command(&p, "$CMD -rf x"), ask);
+    // A deny rule that matches the whole line still denies it.
+    let p = policy(&["bash(*)"], &[], &["bash(rm:*)"]);
+    assert_eq!(
+        command(&p, "rm -rf x; echo 'oops"),
+        decided(Decision::Deny, "bash(rm:*)")
+    );
+    assert_eq!(command(&p, "ls; rm -rf x; echo 'oops"), ask);
+}
+
+#[test]
+fn without_command_rules_shell_calls_stay_allowed() {
+    let p = policy(&[], &[], &[]);
+    for line in ["rm -rf x", "a && b", "echo 'unterminated"] {
+        assert_eq!(command(&p, line), allowed_by_default(), "{line:?}");
+    }
+    // Rules for other tools do not make the shell an allow list.
+    let p = policy(&["read_file(src/**)"], &[], &[]);
+    assert_eq!(command(&p, "ls && pwd"), allowed_by_default());
+    // Deny or ask rules alone leave unmatched commands allowed.
+    let p = policy(&[], &["bash(git push:*)"], &["bash(rm:*)"]);
+    assert_eq!(command(&p, "ls && pwd"), allowed_by_default());
+}
+
+#[test]
+fn prefix_assignments_need_their_own_allow_rule() {
+    let p = policy(&["bash(make:*)", "bash(RUST_LOG=debug cargo:*)"], &[], &[]);
+    assert_eq!(
+        command(&p, "make all"),
+        decided(Decision::Allow, "bash(make:*)")
+    );
+    assert_eq!(
+        command(&p, "PATH=/tmp/evil make all"),
+        not_covered("PATH=/tmp/evil make all")
+    );
+    assert_eq!(
+        command(&p, "RUST_LOG=debug cargo test"),
+        decided(Decision::Allow, "bash(RUST_LOG=debug cargo:*)")
+    );
+    assert_eq!(command(&p, "X=$(make)"), not_covered("X=$(make)"));
+}
+
+#[test]
+fn run_command_is_split_too() {
+    let p = policy(&["run_command(ls:*)"], &[], &["run_command(rm:*)"]);
+    assert_eq!(
+        eval(&p, "run_command", None, Some("ls && rm -rf /"), &[]),
+        decided(Decision::Deny, "run_command(rm:*)")
+    );
+    assert_eq!(
+        eval(&p, "run_command", None, Some("ls | pwd"), &[]),
+        not_covered("pwd")
+    );
+}
+
+/// Operators joining commands (no newline: after a long pipeline the grammar can read
+/// on across one, and the line is then refused, which asks).
+const OPERATORS: [&str; 5] = [" && ", " || ", "; ", " | ", " & "];
+
+fn join(commands: &[String], ops: &[usize]) -> String {
+    let mut line = String::new();
+    for (i, command) in commands.iter().enumerate() {
+        if i > 0 {
+            line.push_str(OPERATORS[ops[i - 1] % OPERATORS.len()]);
+        }
+        line.push_str(command);
+    }
+    line
+}
+
+fn allowed_command() -> impl Strategy<Value = String> {
+    (
+        prop::sample::select(vec!["git status", "cargo test", "ls", "echo"]),
+        prop::collection::vec("[a-z0-9-]{1,6}", 0..3),
+        prop::sample::select(vec!["", "\"$(ls)\"", "`echo x`", "'a && b'", "<(ls)"]),
+    )
+        .prop_map(|(name, args, tail)| {
+            let mut command = name.to_string();
+            for arg in args {
+                command.push(' ');
+                command.push_str(&arg);
+            }
+            if !tail.is_empty() {
+                command.push(' ');
+                command.push_str(tail);
+            }
+            command
+        })
+}
+
+proptest! {
+    #[test]
+    fn allowed_parts_joined_stay_allowed_and_one_denied_part_denies(
+        commands in prop::collection::vec(allowed_command(), 1..6),
+        ops in prop::collection::vec(0usize..6, 6),
+        at in 0usize..6,
+        wrap in 0usize..4,
+    ) {
+        let p = policy(
+            &["bash(git status:*)", "bash(cargo test:*)", "bash(ls:*)", "bash(echo:*)"],
+            &[],
+            &["bash(rm:*)"],
+        );
+        let line = join(&commands, &ops);
+        prop_assert_eq!(command(&p, &line).decision, Decision::Allow, "{:?}", line);
+
+        let denied = ["rm -rf x", "(rm x)", "echo $(rm x)", "echo `rm x`"][wrap];
+        let mut with_denied = commands.clone();
+        with_denied.insert(at.min(commands.len()), denied.to_string());
+        let line = join(&with_denied, &ops);
+        prop_assert_eq!(command(&p, &line), decided(Decision::Deny, "bash(rm:*)"), "{:?}", line);
     }
 }
