@@ -146,3 +146,40 @@ async fn the_call_environment_adds_and_secrets_stay_out() {
     assert_eq!(env.error_code(), Some(ErrorCode::InvalidParams));
     assert!(env.text.contains("env[0]"), "{}", env.text);
 }
+
+#[tokio::test]
+async fn every_part_of_a_compound_command_must_be_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x"), "keep me").unwrap();
+    let mut registry = builtins(dir.path());
+    let policy = toolbelt_core::policy::Policy::from_rules(
+        &["bash(echo:*)", "bash(git status:*)"],
+        &[] as &[&str],
+        &["bash(rm:*)"],
+    )
+    .unwrap();
+    registry.set_policy(policy);
+    let env = call(&registry, "bash", json!({"command": "echo allowed"})).await;
+    assert_eq!(success_data(&env)["stdout"], "allowed\n");
+    for command in [
+        "git status && rm -rf x",
+        "echo $(rm x)",
+        "echo `rm x`",
+        "echo hi | (cd / ; rm x)",
+    ] {
+        let env = call(&registry, "bash", json!({"command": command})).await;
+        assert_eq!(
+            env.error_code(),
+            Some(ErrorCode::AccessDenied),
+            "{command}: {env:#?}"
+        );
+    }
+    // Not covered by an allow rule: refused here, where no one can approve it.
+    let env = call(&registry, "bash", json!({"command": "echo ok; touch y"})).await;
+    assert_eq!(env.error_code(), Some(ErrorCode::AccessDenied), "{env:#?}");
+    assert!(!dir.path().join("y").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("x")).unwrap(),
+        "keep me"
+    );
+}

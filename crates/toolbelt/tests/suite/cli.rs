@@ -897,14 +897,13 @@ fn bash_with_peak(root: &Path, command: &str) -> (Value, u64) {
     });
     let mut peak = 0;
     while child.try_wait().unwrap().is_none() {
-        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-            if let Some(kib) = status
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            && let Some(kib) = status
                 .lines()
                 .find_map(|l| l.strip_prefix("VmHWM:"))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            {
-                peak = peak.max(kib);
-            }
+        {
+            peak = peak.max(kib);
         }
         thread::sleep(Duration::from_millis(20));
     }
@@ -962,10 +961,10 @@ fn walk_find(dir: &Path, name: &str) -> Option<PathBuf> {
         if entry.file_name() == name {
             return Some(path);
         }
-        if path.is_dir() {
-            if let Some(found) = walk_find(&path, name) {
-                return Some(found);
-            }
+        if path.is_dir()
+            && let Some(found) = walk_find(&path, name)
+        {
+            return Some(found);
         }
     }
     None

@@ -1,0 +1,126 @@
+//! Measures `toolbelt_exec::run` against plain `sh -c`: the cost of spawning a
+//! short command, and the throughput and memory of a flood of output.
+//!
+//! `cargo run --release -p toolbelt-exec --example exec_bench -- [RUNS] [FLOOD_BYTES]`
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::output::OutputBudget;
+use toolbelt_exec::{EnvPolicy, ExecRequest, run};
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+fn request(command: &str, spill: &std::path::Path) -> ExecRequest {
+    let mut req = ExecRequest::new(command, std::env::temp_dir(), Duration::from_secs(600));
+    req.env = EnvPolicy::default().build(std::env::vars(), &BTreeMap::new());
+    req.spill_dir = Some(spill.to_path_buf());
+    req.stdout_budget = OutputBudget::default();
+    req
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(200);
+    let flood: u64 = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000_000);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let spill = std::env::temp_dir().join(format!("toolbelt-exec-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&spill)?;
+    let never = CancellationToken::new();
+
+    println!("{runs} runs per command; the median of each.\n");
+    println!("| command | `sh -c` (ms) | toolbelt_exec::run (ms) | ratio | fixed cost (ms) |");
+    println!("|---|---:|---:|---:|---:|");
+    for command in ["true", "echo hello"] {
+        let mut plain = Vec::with_capacity(runs);
+        let mut ours = Vec::with_capacity(runs);
+        for i in 0..runs + 10 {
+            // Take turns, so that a noisy moment falls on both.
+            let t = Instant::now();
+            let out = Command::new("sh")
+                .args(["-c", command])
+                .stdin(Stdio::null())
+                .output()?;
+            let p = t.elapsed();
+            assert!(out.status.success());
+            let t = Instant::now();
+            let outcome = rt.block_on(run(request(command, &spill), &never))?;
+            let o = t.elapsed();
+            assert_eq!(outcome.exit_code, 0);
+            if i >= 10 {
+                plain.push(p);
+                ours.push(o);
+            }
+        }
+        let (p, o) = (median(plain), median(ours));
+        println!(
+            "| `{command}` | {:.2} | {:.2} | {:.2}x | {:.2} |",
+            p.as_secs_f64() * 1e3,
+            o.as_secs_f64() * 1e3,
+            o.as_secs_f64() / p.as_secs_f64(),
+            (o.as_secs_f64() - p.as_secs_f64()) * 1e3
+        );
+    }
+
+    let command = format!("head -c {flood} /dev/zero | base64");
+    let t = Instant::now();
+    let status = Command::new("sh")
+        .args(["-c", &format!("{command} > /dev/null")])
+        .status()?;
+    let plain = t.elapsed();
+    assert!(status.success());
+    let before = peak_rss_kib();
+    let t = Instant::now();
+    let outcome = rt.block_on(run(request(&command, &spill), &never))?;
+    let ours = t.elapsed();
+    let after = peak_rss_kib();
+    let bytes = outcome.stdout.captured.total_bytes;
+    let mb = bytes as f64 / 1e6;
+    println!("\nOutput flood: `{command}` ({mb:.0} MB of output).\n");
+    println!(
+        "| measure | `sh -c ... > /dev/null` | toolbelt_exec::run (bounded text, whole output spilled) |"
+    );
+    println!("|---|---:|---:|");
+    println!(
+        "| time (s) | {:.2} | {:.2} |",
+        plain.as_secs_f64(),
+        ours.as_secs_f64()
+    );
+    println!(
+        "| throughput (MB/s) | {:.0} | {:.0} |",
+        mb / plain.as_secs_f64(),
+        mb / ours.as_secs_f64()
+    );
+    println!(
+        "| peak RSS of the caller (MiB) | | {:.1} (grew {:.1} during the flood) |",
+        after as f64 / 1024.0,
+        after.saturating_sub(before) as f64 / 1024.0
+    );
+    println!(
+        "| text kept for the model (bytes) | | {} |",
+        outcome.stdout.captured.text.len()
+    );
+    std::fs::remove_dir_all(&spill)?;
+    Ok(())
+}
