@@ -598,10 +598,13 @@ mod same_as_ripgrep {
         ".env",
     ];
 
+    /// Entries (a path of name indexes, whether the last one is a directory) and
+    /// ignore files (a directory index, whether it is `.ignore`, rule indexes).
+    type Layout = (Vec<(Vec<usize>, bool)>, Vec<(usize, bool, Vec<usize>)>);
+
     /// A tree: each entry is a path of names, a file or a directory, and some
     /// directories get `.gitignore` or `.ignore` files made of the rules.
-    fn arb_tree() -> impl Strategy<Value = (Vec<(Vec<usize>, bool)>, Vec<(usize, bool, Vec<usize>)>)>
-    {
+    fn arb_tree() -> impl Strategy<Value = Layout> {
         let entries = prop::collection::vec(
             (prop::collection::vec(0..NAMES.len(), 1..4), any::<bool>()),
             1..24,
