@@ -64,7 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut ours = Vec::with_capacity(runs);
         for i in 0..runs + 10 {
             // Take turns, so that a noisy moment falls on all three.
-            let mut plain = |shell: &str| -> Result<Duration, std::io::Error> {
+            let plain = |shell: &str| -> Result<Duration, std::io::Error> {
                 let t = Instant::now();
                 let out = Command::new(shell)
                     .args(["-c", command])
