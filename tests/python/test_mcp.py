@@ -40,6 +40,10 @@ BUILTINS = {
     "glob",
     "grep",
     "bash",
+    "bash_output",
+    "write_stdin",
+    "kill_shell",
+    "list_shells",
 }
 
 # "legacy" speaks the initialize handshake (2025-11-25 and earlier); "auto" probes
@@ -259,6 +263,26 @@ async def call_every_builtin(client: Client, root: Path) -> set[str]:
 
     env = await call("bash", {"command": "ls src && echo done >&2", "working_dir": "."})
     assert env["data"]["stdout"] == "lib.rs\nmain.rs\n" and env["data"]["exit_code"] == 0
+
+    # Background shells: started at once, read, listed, fed input, stopped.
+    env = await call("bash", {"command": "sleep 0.2; echo done", "run_in_background": True})
+    done_id = env["data"]["shell_id"]
+    assert env["data"]["status"] == "running"
+    stdout = ""
+    for _ in range(20):
+        env = await call("bash_output", {"shell_id": done_id, "block": True, "timeout": 5})
+        stdout += env["data"]["stdout"]
+        if env["data"]["status"] != "running":
+            break
+    assert stdout == "done\n" and env["data"]["exit_code"] == 0
+    env = await call("bash", {"command": "cat", "run_in_background": True})
+    cat_id = env["data"]["shell_id"]
+    env = await call("list_shells", {})
+    assert [s["shell_id"] for s in env["data"]["shells"]] == [cat_id]
+    env = await call("write_stdin", {"shell_id": cat_id, "chars": "ping\n"})
+    assert env["data"]["stdout"] == "ping\n"
+    env = await call("kill_shell", {"shell_id": cat_id})
+    assert env["data"]["status"] == "killed"
 
     # A large output is saved; read_output pages through it.
     env = await call("grep", {"pattern": "needle", "output_mode": "content", "head_limit": 0})

@@ -76,6 +76,15 @@ impl Transcoder {
         }
     }
 
+    /// Chooses the encoding now, from the bytes seen so far, and decodes them: for
+    /// a stream that pauses before the sniff window is full and whose text is
+    /// wanted at once. Nothing happens once the encoding is chosen.
+    pub fn settle(&mut self, out: &mut String) {
+        if matches!(&self.state, State::Sniffing(window) if !window.is_empty()) {
+            self.choose_and_flush(out, false);
+        }
+    }
+
     /// Decodes what is left at the end of the stream.
     pub fn finish(&mut self, out: &mut String) {
         match &mut self.state {

@@ -73,3 +73,17 @@ fn locales() {
     };
     assert_eq!(env_locale_encoding(env), Some(encoding_rs::GB18030));
 }
+
+#[test]
+fn settle_decodes_a_short_window_at_once() {
+    let mut t = Transcoder::new(None);
+    let mut out = String::new();
+    t.push("héllo\n".as_bytes(), &mut out);
+    assert_eq!(out, "");
+    t.settle(&mut out);
+    assert_eq!(out, "héllo\n");
+    assert_eq!(t.encoding(), Some(encoding_rs::UTF_8));
+    t.push(b" more", &mut out);
+    t.finish(&mut out);
+    assert_eq!(out, "héllo\n more");
+}

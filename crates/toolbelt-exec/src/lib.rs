@@ -18,12 +18,22 @@
 //!   encoding or GB18030 ([`decode`]);
 //! - **environment**: built by [`EnvPolicy`]: a core set, secrets scrubbed,
 //!   non-interactive settings.
+//!
+//! [`Shells`] runs commands in the background instead ([`background`]): each
+//! session gets an id, its standard input is a pipe, its new output is read
+//! call by call within a bound, and its tree is killed on request, on its
+//! optional timeout, and when the manager is dropped.
 
+pub mod background;
 pub mod decode;
 mod env;
 mod run;
 pub mod tree;
 
+pub use background::{
+    DEFAULT_MAX_LIVE, DEFAULT_MAX_UNREAD_BYTES, ShellError, ShellInfo, ShellRead, ShellStatus,
+    Shells, StartRequest,
+};
 pub use env::{CORE_VARS, EnvPolicy, Inherit, NON_INTERACTIVE, SECRET_NAME_PARTS, looks_secret};
 pub use run::{
     CANCELLED_EXIT_CODE, DEFAULT_DRAIN_TIMEOUT, DEFAULT_KILL_GRACE, ExecError, ExecOutcome,

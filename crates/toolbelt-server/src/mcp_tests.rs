@@ -158,11 +158,14 @@ async fn tools_list_has_every_builtin_with_annotations() {
             vec![
                 "apply_patch",
                 "bash",
+                "bash_output",
                 "count_to",
                 "edit_file",
                 "glob",
                 "grep",
+                "kill_shell",
                 "list_dir",
+                "list_shells",
                 "multi_edit",
                 "read_file",
                 "read_output",
@@ -170,6 +173,7 @@ async fn tools_list_has_every_builtin_with_annotations() {
                 "think",
                 "wait",
                 "write_file",
+                "write_stdin",
             ]
         );
         let read = tools.iter().find(|t| t.name == "read_file").unwrap();
@@ -457,7 +461,7 @@ async fn the_2026_07_28_revision_works_without_a_handshake() {
         .await;
         let listed = answer(&mut output).await;
         assert_eq!(listed["result"]["resultType"], "complete");
-        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 12);
+        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 16);
         send(
             &mut input,
             &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
@@ -532,7 +536,7 @@ async fn malformed_lines_are_answered_and_the_server_goes_on() {
             .unwrap();
         let list = answer(&mut output).await;
         assert_eq!(list["id"], 3);
-        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 12);
+        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 16);
     })
     .await;
 }

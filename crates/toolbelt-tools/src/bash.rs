@@ -13,9 +13,10 @@ use toolbelt_core::{
     Category, ErrorCode, Hints, MAX_TIMEOUT_MS, Reply, ToolContext, ToolError, ToolResult,
     ToolSpec, TypedTool,
 };
-use toolbelt_exec::{EnvPolicy, ExecOutcome, ExecRequest};
+use toolbelt_exec::{EnvPolicy, ExecOutcome, ExecRequest, Shells, StartRequest};
 use toolbelt_fs::EntryKind;
 
+use crate::bash_output::{millis, shell_error};
 use crate::files::{fs_error, workspace};
 
 /// The longest timeout a call may ask for, in seconds.
@@ -50,6 +51,11 @@ pub struct BashParams {
     /// What the command does, in a few words, for the user.
     #[serde(default)]
     pub description: Option<String>,
+    /// Start the command as a background shell and return its `shell_id` at once, for
+    /// servers, watchers and long builds; read it with `bash_output`, send input with
+    /// `write_stdin`, stop it with `kill_shell`. No timeout unless `timeout` is given.
+    #[serde(default)]
+    pub run_in_background: Option<bool>,
 }
 
 /// Result of `bash`.
@@ -80,6 +86,14 @@ pub struct BashOutput {
     /// Processes of the command that could not be stopped (pids).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub survivors: Vec<u32>,
+    /// The background shell started with `run_in_background`, for `bash_output`,
+    /// `write_stdin` and `kill_shell`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shell_id: Option<String>,
+    /// `running` for a background shell just started (its exit code is not known
+    /// yet and reads 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
 }
 
 #[allow(
@@ -97,13 +111,34 @@ static SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_CON
 #[derive(Debug, Default)]
 pub struct Bash {
     env: EnvPolicy,
+    shells: Shells,
 }
 
 impl Bash {
+    /// A `bash` tool whose background shells are kept in `shells` (share it with
+    /// `bash_output`, `write_stdin`, `kill_shell` and `list_shells`).
+    #[must_use]
+    pub fn new(shells: Shells) -> Bash {
+        Bash {
+            env: EnvPolicy::default(),
+            shells,
+        }
+    }
+
     /// A `bash` tool whose commands get environments made by `env`.
     #[must_use]
     pub fn with_env_policy(env: EnvPolicy) -> Bash {
-        Bash { env }
+        Bash {
+            env,
+            shells: Shells::default(),
+        }
+    }
+
+    /// The same tool, keeping its background shells in `shells`.
+    #[must_use]
+    pub fn with_shells(mut self, shells: Shells) -> Bash {
+        self.shells = shells;
+        self
     }
 }
 
@@ -191,6 +226,20 @@ impl TypedTool for Bash {
         if let Some(description) = &p.description {
             ctx.emit(&format!("$ {description}"));
         }
+        if p.run_in_background.unwrap_or(false) {
+            let start = StartRequest {
+                command: req.command,
+                cwd: req.cwd,
+                env: req.env,
+                timeout: p
+                    .timeout
+                    .map(|t| Duration::from_secs(t.clamp(1, MAX_BASH_TIMEOUT_SECS))),
+                shell: req.shell,
+                kill_grace: req.kill_grace,
+                locale: req.locale,
+            };
+            return started(self.shells.start(start).map_err(shell_error)?, p.timeout);
+        }
         // Calls past the cap wait their turn (and can be cancelled while they wait).
         let _slot = tokio::select! {
             slot = SLOTS.acquire() => slot.map_err(|e| ToolError::new(ErrorCode::Internal, e.to_string()))?,
@@ -203,6 +252,37 @@ impl TypedTool for Bash {
             .map_err(|e| ToolError::new(ErrorCode::Internal, e.to_string()))?;
         finish(outcome, timeout_secs)
     }
+}
+
+/// The result of a background start.
+fn started(info: toolbelt_exec::ShellInfo, timeout: Option<u64>) -> ToolResult<BashOutput> {
+    let out = BashOutput {
+        stdout: String::new(),
+        stderr: String::new(),
+        exit_code: 0,
+        timed_out: false,
+        truncated: false,
+        duration_ms: millis(info.runtime),
+        output_id: None,
+        stderr_output_id: None,
+        background_killed: 0,
+        survivors: Vec::new(),
+        shell_id: Some(info.id.clone()),
+        status: Some("running".to_string()),
+    };
+    let id = &info.id;
+    let limit = timeout.map_or_else(
+        || "no time limit".to_string(),
+        |t| format!("stopped after {t} s"),
+    );
+    let text = format!(
+        "Started background shell {id} ({limit}): {}\n\
+         Read its new output with bash_output(shell_id=\"{id}\"), send input with \
+         write_stdin(shell_id=\"{id}\", chars=...), stop it with kill_shell(shell_id=\"{id}\").\n\
+         [{id}: running, 0.0 s]",
+        info.command
+    );
+    Ok(Reply::new(out, text).context("shell_id", info.id))
 }
 
 /// The variables a call sets, from its `NAME=value` entries.
@@ -241,6 +321,8 @@ fn finish(o: ExecOutcome, timeout_secs: u64) -> ToolResult<BashOutput> {
         stderr_output_id: o.stderr.captured.output_id.clone(),
         background_killed: o.leftovers_killed,
         survivors: o.survivors.clone(),
+        shell_id: None,
+        status: None,
     };
     let text = render(&out, &o);
     if o.exit_code == 0 && !o.timed_out && !o.cancelled {

@@ -10,6 +10,9 @@
 //! - [`EditFile`], [`MultiEdit`]: replace text in a file, one or several places at once.
 //! - [`Grep`]: searches file contents (ripgrep's engine); [`Glob`]: finds files by name.
 //! - [`Bash`]: runs a shell command; the whole process tree is stopped on timeout.
+//!   With `run_in_background` it starts a background shell instead, which
+//!   [`BashOutputTool`] (`bash_output`), [`WriteStdin`], [`KillShell`] and
+//!   [`ListShells`] reach through one shared [`toolbelt_exec::Shells`].
 //!
 //! ```
 //! use toolbelt_core::{Registry, Session};
@@ -21,26 +24,35 @@
 
 mod apply_patch;
 mod bash;
+mod bash_output;
 mod edit_file;
 mod files;
 mod glob;
 mod grep;
+mod kill_shell;
 mod list_dir;
+mod list_shells;
 mod multi_edit;
 mod read_file;
 mod read_output;
 mod set_todo_list;
 mod think;
 mod write_file;
+mod write_stdin;
 
 pub use apply_patch::{
     ApplyPatch, ApplyPatchOutput, ApplyPatchParams, LooseMatch, PatchAction, PatchedFile,
 };
 pub use bash::{Bash, BashOutput, BashParams, MAX_BASH_TIMEOUT_SECS, MAX_CONCURRENT_COMMANDS};
+pub use bash_output::{
+    BashOutputParams, BashOutputTool, DEFAULT_BLOCK_SECS, MAX_BLOCK_SECS, ShellReport, ShellState,
+};
 pub use edit_file::{EditFile, EditFileOutput, EditFileParams, LineSpan};
 pub use glob::{Glob, GlobFound, GlobParams, GlobResult, GlobSortParam};
 pub use grep::{Grep, GrepFile, GrepLine, GrepMode, GrepParams, GrepResult};
+pub use kill_shell::{KillShell, KillShellParams};
 pub use list_dir::{ListDir, ListDirNode, ListDirOutput, ListDirParams};
+pub use list_shells::{ListShells, ListShellsParams, ShellEntry, ShellList};
 pub use multi_edit::{
     MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams,
 };
@@ -53,10 +65,13 @@ pub use set_todo_list::{
 };
 pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
 pub use write_file::{WriteFile, WriteFileOutput, WriteFileParams, WriteMode};
+pub use write_stdin::{WriteStdin, WriteStdinParams};
 
 use toolbelt_core::{Registry, RegistryError};
+use toolbelt_exec::Shells;
 
-/// Registers every built-in tool.
+/// Registers every built-in tool. The shell tools share one set of background
+/// shells, killed when the registry (the last holder) is dropped.
 ///
 /// # Errors
 /// A tool of the same name is already registered.
@@ -72,6 +87,11 @@ pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register_typed(ListDir)?;
     registry.register_typed(Grep)?;
     registry.register_typed(Glob)?;
-    registry.register_typed(Bash::default())?;
+    let shells = Shells::new();
+    registry.register_typed(Bash::new(shells.clone()))?;
+    registry.register_typed(BashOutputTool::new(shells.clone()))?;
+    registry.register_typed(WriteStdin::new(shells.clone()))?;
+    registry.register_typed(KillShell::new(shells.clone()))?;
+    registry.register_typed(ListShells::new(shells))?;
     Ok(())
 }

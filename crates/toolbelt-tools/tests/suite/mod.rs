@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod apply_patch;
+mod background;
 mod bash;
 mod edit_file;
 mod escapes;

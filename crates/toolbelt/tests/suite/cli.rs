@@ -282,7 +282,7 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
     assert_eq!(run.code, 0, "{run:#?}");
     let tools = stdout_json(&run);
     let tools = tools.as_array().unwrap();
-    assert_eq!(tools.len(), 12);
+    assert_eq!(tools.len(), 16);
     let mut checked = 0;
     for tool in tools {
         let function = &tool["function"];
@@ -295,7 +295,7 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
         checked += here;
     }
     // One object per tool, plus set_todo_list's todo and multi_edit's edit.
-    assert_eq!(checked, 14);
+    assert_eq!(checked, 18);
 }
 
 #[test]
@@ -388,7 +388,7 @@ fn schema_usage_errors_exit_2() {
     let run = toolbelt(dir.path(), &["schema", "nope"]);
     assert_usage_error(
         &run,
-        "unknown tool \"nope\"; available: apply_patch, bash, edit_file, glob, grep, list_dir, multi_edit, read_file, read_output, set_todo_list, think, write_file",
+        "unknown tool \"nope\"; available: apply_patch, bash, bash_output, edit_file, glob, grep, kill_shell, list_dir, list_shells, multi_edit, read_file, read_output, set_todo_list, think, write_file, write_stdin",
     );
 }
 
@@ -634,16 +634,20 @@ fn claude_profile_exposes_todo_write() {
         [
             "apply_patch",
             "Bash",
+            "BashOutput",
             "Edit",
             "Glob",
             "Grep",
+            "KillShell",
             "LS",
+            "list_shells",
             "MultiEdit",
             "Read",
             "read_output",
             "TodoWrite",
             "think",
-            "Write"
+            "Write",
+            "write_stdin"
         ]
     );
 
@@ -699,16 +703,20 @@ fn config_file_in_the_root_sets_the_profile() {
         [
             "apply_patch",
             "Bash",
+            "bash_output",
             "StrReplaceFile",
             "Glob",
             "Grep",
+            "kill_shell",
             "list_dir",
+            "list_shells",
             "multi_edit",
             "ReadFile",
             "read_output",
             "SetTodoList",
             "Think",
-            "WriteFile"
+            "WriteFile",
+            "write_stdin"
         ]
     );
     // The command line wins over the file.
@@ -718,16 +726,20 @@ fn config_file_in_the_root_sets_the_profile() {
         [
             "apply_patch",
             "bash",
+            "bash_output",
             "edit_file",
             "glob",
             "grep",
+            "kill_shell",
             "list_dir",
+            "list_shells",
             "multi_edit",
             "read_file",
             "read_output",
             "set_todo_list",
             "think",
-            "write_file"
+            "write_file",
+            "write_stdin"
         ]
     );
 }
@@ -746,16 +758,20 @@ fn explicit_config_file_is_used() {
         [
             "apply_patch",
             "Bash",
+            "BashOutput",
             "Edit",
             "Glob",
             "Grep",
+            "KillShell",
             "LS",
+            "list_shells",
             "MultiEdit",
             "Read",
             "read_output",
             "TodoWrite",
             "think",
-            "Write"
+            "Write",
+            "write_stdin"
         ]
     );
 }
