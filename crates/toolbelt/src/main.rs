@@ -443,7 +443,15 @@ fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
             build_registry(&global).map_err(|e| format!("{e:#}"))
         });
     }
-    let served = rt.block_on(toolbelt_server::mcp::serve(server));
+    // SIGINT or SIGTERM ends the session like the end of standard input does: the
+    // registry is dropped, which stops the background shells it started.
+    let served = rt.block_on(async move {
+        tokio::select! {
+            served = toolbelt_server::mcp::serve(server) => served,
+            () = toolbelt_server::http::shutdown_signal() => Ok(()),
+        }
+    });
+    drop(rt);
     stamps::save_or_warn(&session);
     served.context("the MCP server stopped")?;
     Ok(ExitCode::SUCCESS)

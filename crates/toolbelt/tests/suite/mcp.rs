@@ -276,3 +276,47 @@ fn sixty_four_concurrent_commands_are_answered_and_release_their_descriptors() {
     assert_eq!(seen.len(), 64);
     assert_eq!(open_fds(pid), before);
 }
+
+#[test]
+fn sigterm_stops_the_server_and_its_background_shells() {
+    let mut server = Server::start();
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "suite", "version": "1"}}})
+        .to_string(),
+    );
+    assert_eq!(server.answer()["id"], 0);
+    server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let marker = format!("tbsig{}", std::process::id());
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "bash", "arguments": {
+                "command": format!("export TBTEST={marker}; setsid sleep 1000 & sleep 1000"),
+                "run_in_background": true}}})
+        .to_string(),
+    );
+    let started = server.answer();
+    assert_eq!(started["result"]["isError"], false, "{started}");
+    let running = || {
+        let needle = format!("TBTEST={marker}\0");
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                std::fs::read(e.path().join("environ"))
+                    .is_ok_and(|env| env.windows(needle.len()).any(|w| w == needle.as_bytes()))
+            })
+            .count()
+    };
+    let deadline = std::time::Instant::now() + ANSWER_TIMEOUT;
+    while running() < 2 && std::time::Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(running(), 2);
+    let pid = rustix::process::Pid::from_raw(i32::try_from(server.child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(running(), 0);
+}
