@@ -49,6 +49,13 @@ const KIMI: &[(&str, &str)] = &[
     ("task", "Task"),
 ];
 
+/// `seed001`: the agent whose shell tool is `exec` (its other tools keep their names).
+const SEED001: &[(&str, &str)] = &[("bash", "exec")];
+
+/// `seed002`: the coding assistant whose shell tool is `run_command` (its `grep`,
+/// `list_dir`, `read_file` and `write_file` keep their names).
+const SEED002: &[(&str, &str)] = &[("bash", "run_command")];
+
 /// `seed003`: the camelCase names of the project planner's tools.
 const SEED003: &[(&str, &str)] = &[
     ("create_project", "createProject"),
@@ -117,7 +124,8 @@ pub enum ProfileError {
 
 impl Profile {
     /// The names of the built-in profiles, each accepted by [`Profile::by_name`].
-    pub const NAMES: [&'static str; 4] = ["default", "claude", "kimi", "seed003"];
+    pub const NAMES: [&'static str; 6] =
+        ["default", "claude", "kimi", "seed001", "seed002", "seed003"];
 
     /// The default profile: canonical snake_case names.
     pub fn default_profile() -> Profile {
@@ -133,6 +141,8 @@ impl Profile {
             "default" => return Some(Profile::default_profile()),
             "claude" => CLAUDE,
             "kimi" => KIMI,
+            "seed001" => SEED001,
+            "seed002" => SEED002,
             "seed003" => SEED003,
             _ => return None,
         };
@@ -227,7 +237,7 @@ impl Profile {
 
 /// The canonical name a built-in profile (other than `default`) exposes as `exposed`.
 pub(crate) fn built_in_canonical(exposed: &str) -> Option<&'static str> {
-    [CLAUDE, KIMI, SEED003]
+    [CLAUDE, KIMI, SEED001, SEED002, SEED003]
         .into_iter()
         .flatten()
         .find(|&&(_, e)| e == exposed)

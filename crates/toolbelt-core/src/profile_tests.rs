@@ -81,6 +81,15 @@ fn kimi_table() {
 }
 
 #[test]
+fn seed001_and_seed002_name_the_shell_tool() {
+    assert_eq!(table("seed001"), owned(&[("bash", "exec")]));
+    assert_eq!(table("seed002"), owned(&[("bash", "run_command")]));
+    let seed002 = Profile::by_name("seed002").unwrap();
+    assert_eq!(seed002.canonical("run_command"), Some("bash"));
+    assert_eq!(seed002.exposed("read_file"), "read_file");
+}
+
+#[test]
 fn seed003_table() {
     assert_eq!(
         table("seed003"),

@@ -28,7 +28,7 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
-    /// Name profile: default, claude, kimi, seed003.
+    /// Name profile: default, claude, kimi, seed001, seed002, seed003.
     pub profile: Option<String>,
     /// State directory; relative to the file's directory.
     pub state_dir: Option<PathBuf>,

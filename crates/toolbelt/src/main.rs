@@ -44,7 +44,7 @@ struct Global {
         value_delimiter = ','
     )]
     roots: Vec<PathBuf>,
-    /// Name profile: default, claude, kimi, seed003.
+    /// Name profile: default, claude, kimi, seed001, seed002, seed003.
     #[arg(long, global = true, env = "TOOLBELT_PROFILE")]
     profile: Option<String>,
     /// Configuration file (default: <root>/toolbelt.toml when it exists).
@@ -207,7 +207,7 @@ fn build_registry(g: &Global) -> Result<Registry> {
     let profile_name = g.profile.clone().or(file.profile.clone());
     if let Some(name) = profile_name {
         let profile = Profile::by_name(&name).with_context(|| {
-            format!("unknown profile {name:?}; choose one of: default, claude, kimi, seed003")
+            format!("unknown profile {name:?}; choose one of: default, claude, kimi, seed001, seed002, seed003")
         })?;
         registry.set_profile(profile);
     }
