@@ -43,8 +43,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::decode::Transcoder;
-use crate::run::{DEFAULT_DRAIN_TIMEOUT, DEFAULT_KILL_GRACE, default_shell};
-use crate::tree::{self, MARKER_VAR};
+use crate::run::{DEFAULT_DRAIN_TIMEOUT, DEFAULT_KILL_GRACE, Marked, spawn_marked};
+use crate::tree;
 
 /// Sessions running at once, by default.
 pub const DEFAULT_MAX_LIVE: usize = 8;
@@ -405,29 +405,23 @@ impl Shells {
         }
         forget_oldest_finished(&mut sessions);
 
-        let shell = req.shell.clone().unwrap_or_else(default_shell);
-        let marker = uuid::Uuid::new_v4().simple().to_string();
-        let mut command = tokio::process::Command::new(&shell);
-        command
-            .arg("-c")
-            .arg(&req.command)
-            .current_dir(&req.cwd)
-            .env_clear()
-            .envs(req.env.iter().map(|(k, v)| (k, v)))
-            .env(MARKER_VAR, &marker)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let mut child = command.spawn().map_err(|source| ShellError::Spawn {
-            shell: shell.clone(),
+        let Marked {
+            mut child,
+            marker,
+            group,
+        } = spawn_marked(
+            req.shell.as_ref(),
+            &req.command,
+            &req.cwd,
+            &req.env,
+            Stdio::piped(),
+        )
+        .map_err(|(shell, source)| ShellError::Spawn {
+            shell,
             cwd: req.cwd.clone(),
             source,
         })?;
         let pid = child.id();
-        let group = pid
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(Pid::from_raw);
         let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (changed, _) = watch::channel(0);
         let session = Arc::new(Session {

@@ -30,15 +30,9 @@ fn token() -> String {
 
 /// Processes whose environment holds `TBTEST=<token>`.
 fn running_with(token: &str) -> Vec<u32> {
-    let needle = format!("TBTEST={token}\0");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let env = std::fs::read(e.path().join("environ")).ok()?;
-            memchr::memmem::find(&env, needle.as_bytes()).map(|_| pid)
-        })
+    crate::tree::with_env("TBTEST", token)
+        .iter()
+        .filter_map(|p| u32::try_from(p.as_raw_nonzero().get()).ok())
         .collect()
 }
 

@@ -1,6 +1,6 @@
 //! Running one command to its end: spawn, stream, time out, kill the tree, drain.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -159,6 +159,51 @@ impl Drop for TreeGuard {
     }
 }
 
+/// A command started by [`spawn_marked`].
+pub(crate) struct Marked {
+    pub(crate) child: tokio::process::Child,
+    /// The value of [`MARKER_VAR`] every process of its tree carries.
+    pub(crate) marker: String,
+    /// Its process group.
+    pub(crate) group: Option<Pid>,
+}
+
+/// Starts `command` with `<shell> -c` (default [`default_shell`]) in `cwd` with
+/// exactly `env` plus a fresh tree marker, in its own process group, stdout and
+/// stderr piped. On failure, the shell that could not start and why.
+pub(crate) fn spawn_marked(
+    shell: Option<&PathBuf>,
+    command: &str,
+    cwd: &Path,
+    env: &[(String, String)],
+    stdin: Stdio,
+) -> Result<Marked, (PathBuf, std::io::Error)> {
+    let shell = shell.cloned().unwrap_or_else(default_shell);
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let child = tokio::process::Command::new(&shell)
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env(MARKER_VAR, &marker)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| (shell, e))?;
+    let group = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .and_then(Pid::from_raw);
+    Ok(Marked {
+        child,
+        marker,
+        group,
+    })
+}
+
 /// Runs `req` to its end, or until `cancel` fires.
 ///
 /// # Errors
@@ -166,30 +211,23 @@ impl Drop for TreeGuard {
 /// directory, no shell); [`ExecError::Output`] when output over budget cannot be
 /// saved.
 pub async fn run(req: ExecRequest, cancel: &CancellationToken) -> Result<ExecOutcome, ExecError> {
-    let shell = req.shell.clone().unwrap_or_else(default_shell);
-    let marker = uuid::Uuid::new_v4().simple().to_string();
-    let mut command = tokio::process::Command::new(&shell);
-    command
-        .arg("-c")
-        .arg(&req.command)
-        .current_dir(&req.cwd)
-        .env_clear()
-        .envs(req.env.iter().map(|(k, v)| (k, v)))
-        .env(MARKER_VAR, &marker)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
     let started = Instant::now();
-    let mut child = command.spawn().map_err(|source| ExecError::Spawn {
-        shell: shell.clone(),
+    let Marked {
+        mut child,
+        marker,
+        group,
+    } = spawn_marked(
+        req.shell.as_ref(),
+        &req.command,
+        &req.cwd,
+        &req.env,
+        Stdio::null(),
+    )
+    .map_err(|(shell, source)| ExecError::Spawn {
+        shell,
         cwd: req.cwd.clone(),
         source,
     })?;
-    let group = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .and_then(Pid::from_raw);
     let mut guard = TreeGuard {
         group,
         marker: marker.clone(),

@@ -22,7 +22,14 @@ const GONE_WAIT: Duration = Duration::from_millis(500);
 /// `MARKER_VAR=marker`.
 #[must_use]
 pub fn marked(marker: &str) -> Vec<Pid> {
-    let needle = format!("{MARKER_VAR}={marker}\0");
+    with_env(MARKER_VAR, marker)
+}
+
+/// The processes other than this one whose initial environment
+/// (`/proc/<pid>/environ`) carries `var=value`.
+#[must_use]
+pub fn with_env(var: &str, value: &str) -> Vec<Pid> {
+    let needle = format!("{var}={value}\0");
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

@@ -34,17 +34,9 @@ fn uuid_like() -> String {
 
 /// Processes whose environment holds `TBTEST=<token>`.
 fn running_with(token: &str) -> Vec<u32> {
-    let needle = format!("TBTEST={token}\0");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let env = std::fs::read(e.path().join("environ")).ok()?;
-            env.windows(needle.len())
-                .any(|w| w == needle.as_bytes())
-                .then_some(pid)
-        })
+    toolbelt_exec::tree::with_env("TBTEST", token)
+        .iter()
+        .filter_map(|p| u32::try_from(p.as_raw_nonzero().get()).ok())
         .collect()
 }
 
