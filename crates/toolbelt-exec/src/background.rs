@@ -76,6 +76,8 @@ pub struct StartRequest {
     pub kill_grace: Duration,
     /// The locale's encoding, tried before GB18030 for output that is not UTF-8.
     pub locale: Option<&'static Encoding>,
+    /// The sandbox to run in (none: the server's own rights).
+    pub sandbox: Option<std::sync::Arc<toolbelt_sandbox::Sandbox>>,
 }
 
 impl StartRequest {
@@ -89,6 +91,7 @@ impl StartRequest {
             shell: None,
             kill_grace: DEFAULT_KILL_GRACE,
             locale: None,
+            sandbox: None,
         }
     }
 }
@@ -415,6 +418,7 @@ impl Shells {
             &req.cwd,
             &req.env,
             Stdio::piped(),
+            req.sandbox.as_deref(),
         )
         .map_err(|(shell, source)| ShellError::Spawn {
             shell,

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use encoding_rs::Encoding;
@@ -9,6 +10,7 @@ use rustix::process::{Pid, Signal};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::output::{Captured, OutputBudget, OutputSink};
+use toolbelt_sandbox::Sandbox;
 
 use crate::decode::Transcoder;
 use crate::tree::{self, MARKER_VAR};
@@ -51,6 +53,8 @@ pub struct ExecRequest {
     pub drain_timeout: Duration,
     /// The locale's encoding, tried before GB18030 for output that is not UTF-8.
     pub locale: Option<&'static Encoding>,
+    /// The sandbox to run in (none: the server's own rights).
+    pub sandbox: Option<Arc<Sandbox>>,
 }
 
 impl ExecRequest {
@@ -72,6 +76,7 @@ impl ExecRequest {
             kill_grace: DEFAULT_KILL_GRACE,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             locale: None,
+            sandbox: None,
         }
     }
 }
@@ -170,22 +175,38 @@ pub(crate) struct Marked {
 
 /// Starts `command` with `<shell> -c` (default [`default_shell`]) in `cwd` with
 /// exactly `env` plus a fresh tree marker, in its own process group, stdout and
-/// stderr piped. On failure, the shell that could not start and why.
+/// stderr piped; inside `sandbox` when given (through its helper, with `TMPDIR`
+/// its private directory). On failure, the program that could not start and why.
 pub(crate) fn spawn_marked(
     shell: Option<&PathBuf>,
     command: &str,
     cwd: &Path,
     env: &[(String, String)],
     stdin: Stdio,
+    sandbox: Option<&Sandbox>,
 ) -> Result<Marked, (PathBuf, std::io::Error)> {
     let shell = shell.cloned().unwrap_or_else(default_shell);
     let marker = uuid::Uuid::new_v4().simple().to_string();
-    let child = tokio::process::Command::new(&shell)
-        .arg("-c")
-        .arg(command)
+    let mut cmd = match sandbox {
+        None => {
+            let mut cmd = tokio::process::Command::new(&shell);
+            cmd.arg("-c").arg(command).env_clear();
+            cmd
+        }
+        Some(sandbox) => {
+            let (program, args) = sandbox.command(&shell, command);
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args).env_clear();
+            cmd
+        }
+    };
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    if let Some(sandbox) = sandbox {
+        // The one temporary directory sandboxed commands can write.
+        cmd.env("TMPDIR", sandbox.tmp_dir());
+    }
+    let child = cmd
         .current_dir(cwd)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
         .env(MARKER_VAR, &marker)
         .stdin(stdin)
         .stdout(Stdio::piped())
@@ -222,6 +243,7 @@ pub async fn run(req: ExecRequest, cancel: &CancellationToken) -> Result<ExecOut
         &req.cwd,
         &req.env,
         Stdio::null(),
+        req.sandbox.as_deref(),
     )
     .map_err(|(shell, source)| ExecError::Spawn {
         shell,

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -15,6 +16,7 @@ use toolbelt_core::{
 };
 use toolbelt_exec::{EnvPolicy, ExecOutcome, ExecRequest, Shells, StartRequest};
 use toolbelt_fs::EntryKind;
+use toolbelt_sandbox::{Sandbox, SandboxMode};
 
 use crate::bash_output::{millis, shell_error};
 use crate::files::{fs_error, workspace};
@@ -112,6 +114,7 @@ static SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_CON
 pub struct Bash {
     env: EnvPolicy,
     shells: Shells,
+    sandbox: Option<Arc<Sandbox>>,
 }
 
 impl Bash {
@@ -122,6 +125,7 @@ impl Bash {
         Bash {
             env: EnvPolicy::default(),
             shells,
+            sandbox: None,
         }
     }
 
@@ -131,6 +135,7 @@ impl Bash {
         Bash {
             env,
             shells: Shells::default(),
+            sandbox: None,
         }
     }
 
@@ -140,6 +145,14 @@ impl Bash {
         self.shells = shells;
         self
     }
+
+    /// The same tool, running its commands (background shells too) in `sandbox`;
+    /// its description says what the sandbox enforces.
+    #[must_use]
+    pub fn with_sandbox(mut self, sandbox: Option<Arc<Sandbox>>) -> Bash {
+        self.sandbox = sandbox;
+        self
+    }
 }
 
 impl TypedTool for Bash {
@@ -147,7 +160,11 @@ impl TypedTool for Bash {
     type Output = BashOutput;
 
     fn spec(&self) -> ToolSpec {
-        ToolSpec::describe("bash", include_str!("bash.md"))
+        let sandbox = self.sandbox.as_deref().map_or_else(
+            || toolbelt_sandbox::describe(SandboxMode::None, true),
+            Sandbox::describe,
+        );
+        ToolSpec::describe("bash", format!("{}\n{sandbox}\n", include_str!("bash.md")))
             .title("Run Shell Command")
             .category(Category::Shell)
             .permission("shell:exec")
@@ -223,6 +240,7 @@ impl TypedTool for Bash {
         req.stderr_budget = OutputBudget::with_max_bytes(stderr_budget);
         req.spill_dir = Some(session.spill_dir());
         req.locale = locale;
+        req.sandbox.clone_from(&self.sandbox);
         if let Some(description) = &p.description {
             ctx.emit(&format!("$ {description}"));
         }
@@ -237,6 +255,7 @@ impl TypedTool for Bash {
                 shell: req.shell,
                 kill_grace: req.kill_grace,
                 locale: req.locale,
+                sandbox: req.sandbox,
             };
             return started(self.shells.start(start).map_err(shell_error)?, p.timeout);
         }

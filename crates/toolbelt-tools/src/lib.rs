@@ -67,15 +67,37 @@ pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
 pub use write_file::{WriteFile, WriteFileOutput, WriteFileParams, WriteMode};
 pub use write_stdin::{WriteStdin, WriteStdinParams};
 
+use std::sync::Arc;
+
 use toolbelt_core::{Registry, RegistryError};
 use toolbelt_exec::Shells;
+use toolbelt_sandbox::Sandbox;
 
-/// Registers every built-in tool. The shell tools share one set of background
-/// shells, killed when the registry (the last holder) is dropped.
+/// How the built-in tools are set up.
+#[derive(Debug, Clone, Default)]
+pub struct BuiltinOptions {
+    /// The sandbox of shell commands (none: they run with the server's rights).
+    pub sandbox: Option<Arc<Sandbox>>,
+}
+
+/// Registers every built-in tool with the default options. The shell tools share
+/// one set of background shells, killed when the registry (the last holder) is
+/// dropped.
 ///
 /// # Errors
 /// A tool of the same name is already registered.
 pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
+    register_builtins_with(registry, BuiltinOptions::default())
+}
+
+/// Registers every built-in tool, set up by `options`.
+///
+/// # Errors
+/// A tool of the same name is already registered.
+pub fn register_builtins_with(
+    registry: &mut Registry,
+    options: BuiltinOptions,
+) -> Result<(), RegistryError> {
     registry.register_typed(Think)?;
     registry.register_typed(SetTodoList::default())?;
     registry.register_typed(ReadOutput)?;
@@ -88,7 +110,7 @@ pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register_typed(Grep)?;
     registry.register_typed(Glob)?;
     let shells = Shells::new();
-    registry.register_typed(Bash::new(shells.clone()))?;
+    registry.register_typed(Bash::new(shells.clone()).with_sandbox(options.sandbox))?;
     registry.register_typed(BashOutputTool::new(shells.clone()))?;
     registry.register_typed(WriteStdin::new(shells.clone()))?;
     registry.register_typed(KillShell::new(shells.clone()))?;

@@ -20,6 +20,10 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 /// [output]
 /// max_bytes = 30000
 ///
+/// [shell]
+/// sandbox = "workspace-write"   # none, read-only or workspace-write
+/// network = false               # default: off in a sandbox, on without
+///
 /// [permissions]
 /// deny = ["read_file(./secrets/**)"]
 /// ask = ["bash(git push:*)"]
@@ -43,6 +47,19 @@ pub struct FileConfig {
     /// Permission rules.
     #[serde(default)]
     pub permissions: Option<PolicyConfig>,
+    /// Shell commands.
+    #[serde(default)]
+    pub shell: ShellConfig,
+}
+
+/// `[shell]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellConfig {
+    /// Sandbox mode: none, read-only, workspace-write.
+    pub sandbox: Option<String>,
+    /// Network reachable from commands.
+    pub network: Option<bool>,
 }
 
 /// `[output]`.

@@ -18,6 +18,8 @@ use toolbelt_core::export::{self, Format};
 use toolbelt_core::output::OutputBudget;
 use toolbelt_core::profile::Profile;
 use toolbelt_core::{CallOptions, Category, Registry, Session, ToolCall};
+use toolbelt_sandbox::{Sandbox, SandboxMode, Support};
+use toolbelt_tools::BuiltinOptions;
 
 use crate::config::FileConfig;
 
@@ -53,6 +55,23 @@ struct Global {
     /// State directory (default: <root>/.toolbelt).
     #[arg(long, global = true, env = "TOOLBELT_STATE_DIR")]
     state_dir: Option<PathBuf>,
+    /// Sandbox of shell commands: none, read-only or workspace-write (default: the
+    /// config file's [shell] sandbox, else none). Refused when this machine cannot
+    /// enforce it; `toolbelt doctor` shows what it can.
+    #[arg(long, global = true, env = "TOOLBELT_SANDBOX")]
+    sandbox: Option<String>,
+    /// Network for shell commands: on or off (default: off in a sandbox, on without).
+    #[arg(long, global = true, env = "TOOLBELT_NETWORK", value_parser = parse_on_off)]
+    network: Option<bool>,
+}
+
+/// `on`/`off` (also `true`/`false`, `yes`/`no`, `1`/`0`).
+fn parse_on_off(value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(format!("{value:?} is not on or off")),
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -118,6 +137,16 @@ enum Command {
     /// current directory.
     #[command(after_help = MCP_CLIENT_HELP)]
     Mcp,
+    /// Check this machine and the configuration: roots, config file, tools, and what
+    /// the shell sandbox can enforce here.
+    ///
+    /// Exit status: 0 when the configuration can be served, 1 when not (a sandbox
+    /// this machine cannot enforce, a bad config file).
+    Doctor {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// How to add the server to an MCP client, shown by `toolbelt mcp --help`.
@@ -133,6 +162,8 @@ const MCP_CLIENT_HELP: &str = r#"Add toolbelt to an MCP client's configuration (
   }"#;
 
 fn main() -> ExitCode {
+    // Re-run as the sandbox helper: sets the sandbox up, runs a command, exits.
+    toolbelt_sandbox::dispatch();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -169,7 +200,16 @@ fn out(text: &str) -> Result<()> {
     }
 }
 
-fn build_registry(g: &Global) -> Result<Registry> {
+/// The configuration the command line, the environment and the config file make.
+struct Settings {
+    roots: Vec<PathBuf>,
+    file: FileConfig,
+    state_dir: PathBuf,
+    sandbox: SandboxMode,
+    network: bool,
+}
+
+fn settings(g: &Global) -> Result<Settings> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let mut roots: Vec<PathBuf> = g.roots.iter().map(|r| cwd.join(r)).collect();
     let first = roots.first().cloned().unwrap_or_else(|| cwd.clone());
@@ -192,6 +232,39 @@ fn build_registry(g: &Global) -> Result<Registry> {
         .clone()
         .or(file.state_dir.clone())
         .unwrap_or_else(|| first.join(".toolbelt"));
+    let sandbox = match g.sandbox.as_ref().or(file.shell.sandbox.as_ref()) {
+        None => SandboxMode::None,
+        Some(name) => SandboxMode::parse(name).with_context(|| {
+            format!(
+                "unknown sandbox mode {name:?}; choose one of: none, read-only, workspace-write"
+            )
+        })?,
+    };
+    let network = g
+        .network
+        .or(file.shell.network)
+        .unwrap_or(sandbox == SandboxMode::None);
+    Ok(Settings {
+        roots,
+        file,
+        state_dir,
+        sandbox,
+        network,
+    })
+}
+
+fn build_registry(g: &Global) -> Result<Registry> {
+    let Settings {
+        roots,
+        file,
+        state_dir,
+        sandbox,
+        network,
+    } = settings(g)?;
+    let first = roots[0].clone();
+    let sandbox = Sandbox::new(sandbox, network, &roots)
+        .context("the shell sandbox cannot be set up (see `toolbelt doctor`)")?
+        .map(Arc::new);
     let budget = file
         .output
         .max_bytes
@@ -217,11 +290,14 @@ fn build_registry(g: &Global) -> Result<Registry> {
             .context("invalid [permissions] in the config file")?;
         registry.set_policy(policy);
     }
-    toolbelt_tools::register_builtins(&mut registry)?;
+    toolbelt_tools::register_builtins_with(&mut registry, BuiltinOptions { sandbox })?;
     Ok(registry)
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    if let Command::Doctor { json } = cli.command {
+        return doctor(&cli.global, json);
+    }
     let registry = build_registry(&cli.global)?;
     match cli.command {
         Command::Tools { json, category } => {
@@ -337,6 +413,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             serve(registry, bind, token, allowed_origins)
         }
         Command::Mcp => serve_mcp(registry, &cli.global),
+        Command::Doctor { .. } => unreachable!("answered above"),
     }
 }
 
@@ -433,12 +510,15 @@ fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
     if g.roots.is_empty() {
         let (profile, config, state_dir) =
             (g.profile.clone(), g.config.clone(), g.state_dir.clone());
+        let (sandbox, network) = (g.sandbox.clone(), g.network);
         server = server.with_client_roots(move |roots| {
             let global = Global {
                 roots,
                 profile: profile.clone(),
                 config: config.clone(),
                 state_dir: state_dir.clone(),
+                sandbox: sandbox.clone(),
+                network,
             };
             build_registry(&global).map_err(|e| format!("{e:#}"))
         });
@@ -455,4 +535,99 @@ fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
     stamps::save_or_warn(&session);
     served.context("the MCP server stopped")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `toolbelt doctor`: what this machine and the configuration allow.
+fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
+    let settings = settings(g);
+    let helper = toolbelt_sandbox::locate_helper();
+    let support = Support::probe();
+    let mut ok = true;
+    let mut problems: Vec<String> = Vec::new();
+    let (roots, sandbox, network, state_dir) = match &settings {
+        Ok(s) => (
+            s.roots.clone(),
+            s.sandbox,
+            s.network,
+            Some(s.state_dir.clone()),
+        ),
+        Err(e) => {
+            ok = false;
+            problems.push(format!("{e:#}"));
+            (Vec::new(), SandboxMode::None, true, None)
+        }
+    };
+    let verdict = if settings.is_ok() {
+        match Sandbox::new(sandbox, network, &roots) {
+            Ok(Some(_)) => "enforced".to_string(),
+            Ok(None) => "no sandbox: commands run with the server's own rights".to_string(),
+            Err(e) => {
+                ok = false;
+                problems.push(e.to_string());
+                format!("refused: {e}")
+            }
+        }
+    } else {
+        "unknown".to_string()
+    };
+    let tools = if ok {
+        build_registry(g).map(|r| r.definitions().len()).ok()
+    } else {
+        None
+    };
+    if json {
+        let value = serde_json::json!({
+            "ok": ok,
+            "version": env!("CARGO_PKG_VERSION"),
+            "roots": roots,
+            "state_dir": state_dir,
+            "tools": tools,
+            "shell": toolbelt_exec::default_shell(),
+            "sandbox": {
+                "mode": sandbox.as_str(),
+                "network": network,
+                "verdict": verdict,
+                "helper": helper,
+                "support": support,
+            },
+            "problems": problems,
+        });
+        out(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
+    } else {
+        let mut text = format!("toolbelt {}\n", env!("CARGO_PKG_VERSION"));
+        for r in &roots {
+            text.push_str(&format!("root: {}\n", r.display()));
+        }
+        if let Some(dir) = &state_dir {
+            text.push_str(&format!("state dir: {}\n", dir.display()));
+        }
+        if let Some(n) = tools {
+            text.push_str(&format!("tools: {n}\n"));
+        }
+        text.push_str(&format!(
+            "shell: {}\n",
+            toolbelt_exec::default_shell().display()
+        ));
+        text.push_str(&format!(
+            "sandbox helper: {}\n",
+            helper.map_or_else(|| "none found".to_string(), |h| h.display().to_string())
+        ));
+        text.push_str("\nWhat this machine enforces:\n");
+        for line in support.report().lines() {
+            text.push_str(&format!("  {line}\n"));
+        }
+        text.push_str(&format!(
+            "\nConfigured: sandbox {sandbox}, network {}: {verdict}\n",
+            if network { "on" } else { "off" }
+        ));
+        for p in &problems {
+            text.push_str(&format!("problem: {p}\n"));
+        }
+        out(&text)?;
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

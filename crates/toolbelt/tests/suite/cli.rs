@@ -19,11 +19,13 @@ const RUN_TIMEOUT_MS: u64 = 30_000;
 const POLL_INTERVAL_MS: u64 = 5;
 /// Variables the binary reads, removed from every child so that the caller's
 /// environment cannot change what a test sees.
-const TOOLBELT_ENV: [&str; 5] = [
+const TOOLBELT_ENV: [&str; 7] = [
     "TOOLBELT_ROOT",
     "TOOLBELT_PROFILE",
     "TOOLBELT_CONFIG",
     "TOOLBELT_STATE_DIR",
+    "TOOLBELT_SANDBOX",
+    "TOOLBELT_NETWORK",
     "RUST_LOG",
 ];
 /// The only top-level keys of an envelope.
@@ -41,14 +43,14 @@ const FORMAT_NAMES: [&str; 7] = [
 
 /// The outcome of one run.
 #[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(super) struct Run {
+    pub(super) code: i32,
+    pub(super) stdout: String,
+    pub(super) stderr: String,
 }
 
 /// Runs `toolbelt --root <root> <args>` in `root`.
-fn toolbelt(root: &Path, args: &[&str]) -> Run {
+pub(super) fn toolbelt(root: &Path, args: &[&str]) -> Run {
     run(root, args, None)
 }
 
@@ -132,14 +134,14 @@ fn finish(mut child: Child, args: &[&str]) -> Run {
 
 /// The JSON on stdout.
 #[track_caller]
-fn stdout_json(run: &Run) -> Value {
+pub(super) fn stdout_json(run: &Run) -> Value {
     serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", run.stdout))
 }
 
 /// The envelope printed by `call --json`, checked to have only envelope keys.
 #[track_caller]
-fn envelope(run: &Run) -> Value {
+pub(super) fn envelope(run: &Run) -> Value {
     let env = stdout_json(run);
     let keys: BTreeSet<&str> = env
         .as_object()

@@ -13,24 +13,32 @@ use serde_json::{Value, json};
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A running `toolbelt mcp` with its answers read on a thread.
-struct Server {
-    child: Child,
+pub(super) struct Server {
+    pub(super) child: Child,
     stdin: ChildStdin,
     answers: mpsc::Receiver<Value>,
-    _dir: tempfile::TempDir,
+    pub(super) dir: tempfile::TempDir,
 }
 
 impl Server {
     fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// `toolbelt mcp --root <a new directory> <args>`.
+    pub(super) fn start_with(args: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("hello.txt"), "hello\n").unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
             .args(["mcp", "--root"])
             .arg(dir.path())
+            .args(args)
             .env_remove("TOOLBELT_ROOT")
             .env_remove("TOOLBELT_PROFILE")
             .env_remove("TOOLBELT_CONFIG")
             .env_remove("TOOLBELT_STATE_DIR")
+            .env_remove("TOOLBELT_SANDBOX")
+            .env_remove("TOOLBELT_NETWORK")
             .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -54,17 +62,17 @@ impl Server {
             child,
             stdin,
             answers,
-            _dir: dir,
+            dir,
         }
     }
 
-    fn send(&mut self, line: &str) {
+    pub(super) fn send(&mut self, line: &str) {
         self.stdin.write_all(line.as_bytes()).unwrap();
         self.stdin.write_all(b"\n").unwrap();
         self.stdin.flush().unwrap();
     }
 
-    fn answer(&self) -> Value {
+    pub(super) fn answer(&self) -> Value {
         self.answers.recv_timeout(ANSWER_TIMEOUT).unwrap()
     }
 }

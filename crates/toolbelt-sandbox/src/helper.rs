@@ -1,0 +1,388 @@
+//! The helper: a fresh process (the toolbelt binary, re-run with
+//! [`crate::HELPER_ARG`]) that enters namespaces, binds the git files read-only,
+//! restricts itself with Landlock and `no_new_privs`, then starts the command and
+//! passes its exit code on.
+//!
+//! It runs before any thread is started, so no `pre_exec` hook (and no unsafe
+//! code) is needed; what it sets up is inherited by the command and everything
+//! the command starts.
+
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, RulesetAttr,
+    RulesetCreatedAttr, Scope, path_beneath_rules,
+};
+use nix::mount::{MsFlags, mount};
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::statvfs::{FsFlags, statvfs};
+use nix::unistd::{Gid, Uid};
+
+use crate::git;
+use crate::mode::{Plan, SandboxMode};
+use crate::probe::Support;
+
+/// Exit code of the helper when the sandbox cannot be set up (as `env(1)` and
+/// container runtimes use 125 for their own failures).
+pub const SETUP_FAILED_EXIT_CODE: i32 = 125;
+/// Exit code when the command itself cannot be started.
+const NOT_STARTED_EXIT_CODE: i32 = 127;
+
+/// Devices a sandboxed command may write: discarding output is not writing.
+const WRITABLE_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
+
+/// Runs the helper with the arguments after [`crate::HELPER_ARG`]; returns the
+/// process's exit code.
+pub(crate) fn main(args: Vec<OsString>) -> i32 {
+    let mut args = args.into_iter();
+    match args.next().as_ref().and_then(|a| a.to_str()) {
+        Some("run") => {
+            let plan = args
+                .next()
+                .and_then(|p| serde_json::from_str::<Plan>(p.to_str()?).ok());
+            let (Some(plan), Some(program)) = (plan, args.next()) else {
+                eprintln!("toolbelt sandbox: usage: run <plan> <program> [args...]");
+                return SETUP_FAILED_EXIT_CODE;
+            };
+            run(&plan, program, args.collect())
+        }
+        Some("probe") => {
+            let support = probe();
+            match serde_json::to_string(&support) {
+                Ok(json) => {
+                    println!("{json}");
+                    0
+                }
+                Err(e) => {
+                    eprintln!("toolbelt sandbox: {e}");
+                    SETUP_FAILED_EXIT_CODE
+                }
+            }
+        }
+        _ => {
+            eprintln!("toolbelt sandbox: usage: run <plan> <program> [args...] | probe");
+            SETUP_FAILED_EXIT_CODE
+        }
+    }
+}
+
+/// Sets up `plan`, then runs `program` and returns its exit code.
+fn run(plan: &Plan, program: OsString, args: Vec<OsString>) -> i32 {
+    if let Err(e) = enter(plan) {
+        eprintln!("toolbelt sandbox: the command was not run: {e}");
+        return SETUP_FAILED_EXIT_CODE;
+    }
+    // In a new PID namespace this child is its init: when it ends, every process
+    // it left behind is killed by the kernel.
+    match Command::new(&program).args(args).status() {
+        Ok(status) => status
+            .code()
+            .or_else(|| status.signal().map(|s| 128 + s))
+            .unwrap_or(NOT_STARTED_EXIT_CODE),
+        Err(e) => {
+            eprintln!(
+                "toolbelt sandbox: cannot start {}: {e}",
+                Path::new(&program).display()
+            );
+            NOT_STARTED_EXIT_CODE
+        }
+    }
+}
+
+/// Everything of `plan` but starting the command.
+fn enter(plan: &Plan) -> Result<(), String> {
+    let mut flags = CloneFlags::empty();
+    if plan.mount_ns {
+        flags |= CloneFlags::CLONE_NEWNS;
+    }
+    if plan.pid_ns {
+        flags |= CloneFlags::CLONE_NEWPID;
+    }
+    if !plan.network {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    if !flags.is_empty() || plan.user_ns {
+        enter_namespaces(flags, plan.user_ns)?;
+    }
+    if plan.mount_ns {
+        private_mounts()?;
+    }
+    if plan.mode == SandboxMode::WorkspaceWrite {
+        let guard = git::guard(&plan.writable, &plan.writable);
+        if !guard.dirs.is_empty() || !guard.files.is_empty() {
+            if !plan.mount_ns {
+                return Err(format!(
+                    "{} is a git repository, and without a mount namespace its hooks and \
+                     config cannot be kept read-only",
+                    guard
+                        .dirs
+                        .first()
+                        .or(guard.files.first())
+                        .map_or_else(String::new, |p| p.display().to_string())
+                ));
+            }
+            protect_git(&guard)?;
+        }
+    }
+    if plan.mode != SandboxMode::None || !plan.network {
+        landlock(plan)?;
+    }
+    Ok(())
+}
+
+/// Enters new namespaces (`flags`), in a new user namespace when `user` (the
+/// caller's ids mapped to themselves; root keeps every id).
+fn enter_namespaces(flags: CloneFlags, user: bool) -> Result<(), String> {
+    let (uid, gid) = (Uid::current(), Gid::current());
+    if user {
+        unshare(flags | CloneFlags::CLONE_NEWUSER)
+            .map_err(|e| format!("cannot create namespaces: {e}"))?;
+        map_ids(uid, gid)
+    } else {
+        unshare(flags).map_err(|e| format!("cannot create namespaces: {e}"))
+    }
+}
+
+/// Maps the caller's ids to themselves in a new user namespace. Only one id can
+/// be mapped from inside: files of other users are then seen as owned by
+/// `nobody`, and root keeps its rights over its own files only.
+fn map_ids(uid: Uid, gid: Gid) -> Result<(), String> {
+    let write = |file: &str, text: String| {
+        std::fs::write(Path::new("/proc/self").join(file), text)
+            .map_err(|e| format!("cannot write /proc/self/{file}: {e}"))
+    };
+    write("setgroups", "deny\n".to_string())?;
+    write("uid_map", format!("{uid} {uid} 1\n"))?;
+    write("gid_map", format!("{gid} {gid} 1\n"))
+}
+
+/// Makes every mount private, so what is bound here stays here.
+fn private_mounts() -> Result<(), String> {
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|e| format!("cannot make mounts private: {e}"))
+}
+
+/// Binds `path` onto itself, read-only when asked.
+fn bind(path: &Path, read_only: bool) -> Result<(), String> {
+    mount(
+        Some(path),
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(|e| format!("cannot bind {}: {e}", path.display()))?;
+    if read_only {
+        // The flags of the underlying mount are locked in a user namespace: keep them.
+        let kept = statvfs(path).map(|s| s.flags()).unwrap_or(FsFlags::empty());
+        let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+        for (st, ms) in [
+            (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+            (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+            (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+            (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+            (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+            (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+        ] {
+            if kept.contains(st) {
+                flags |= ms;
+            }
+        }
+        mount(None::<&str>, path, None::<&str>, flags, None::<&str>)
+            .map_err(|e| format!("cannot make {} read-only: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Keeps the git files of `guard` from being changed (see [`crate::git`]).
+fn protect_git(guard: &git::GitGuard) -> Result<(), String> {
+    let mut dirs = guard.dirs.clone();
+    // Outer directories first, so inner binds are not hidden by outer ones.
+    dirs.sort_by_key(|d| d.components().count());
+    for dir in &dirs {
+        let (hooks, config) = (dir.join("hooks"), dir.join("config"));
+        let linked = [&hooks, &config]
+            .iter()
+            .any(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()));
+        if linked {
+            // A link could be replaced by a directory of the command's own: keep
+            // the whole git directory read-only instead.
+            bind(dir, true)?;
+            continue;
+        }
+        bind(dir, false)?;
+        if !hooks.exists() {
+            std::fs::create_dir(&hooks)
+                .map_err(|e| format!("cannot create {}: {e}", hooks.display()))?;
+        }
+        if !config.exists() {
+            std::fs::write(&config, "")
+                .map_err(|e| format!("cannot create {}: {e}", config.display()))?;
+        }
+        bind(&hooks, true)?;
+        bind(&config, true)?;
+    }
+    for file in &guard.files {
+        bind(file, true)?;
+    }
+    Ok(())
+}
+
+/// Restricts this process and what it starts with Landlock: read everywhere,
+/// write only where `plan` allows; no TCP when the network is off.
+fn landlock(plan: &Plan) -> Result<u32, String> {
+    let err = |e: landlock::RulesetError| format!("Landlock: {e}");
+    let mut ruleset = landlock::Ruleset::default();
+    if plan.mode != SandboxMode::None {
+        // Truncation (ABI 3) is a write: without it, files outside could be emptied.
+        ruleset = ruleset
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(ABI::V3))
+            .map_err(err)?
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(ABI::V7))
+            .map_err(err)?;
+    }
+    if !plan.network {
+        // The network namespace already has no way out; this also stops TCP where
+        // Landlock can (ABI 4), and abstract Unix sockets of other programs (ABI 6).
+        ruleset = ruleset
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessNet::from_all(ABI::V4))
+            .map_err(err)?
+            .scope(Scope::AbstractUnixSocket)
+            .map_err(err)?;
+    }
+    let mut created = ruleset
+        .set_compatibility(CompatLevel::BestEffort)
+        .scope(Scope::Signal)
+        .map_err(err)?
+        .create()
+        .map_err(err)?;
+    if plan.mode != SandboxMode::None {
+        created = created
+            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(ABI::V7)))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(
+                WRITABLE_DEVICES.iter().filter(|d| Path::new(d).exists()),
+                AccessFs::from_file(ABI::V7),
+            ))
+            .map_err(err)?;
+        let mut writable: Vec<&PathBuf> = vec![&plan.tmp];
+        if plan.mode == SandboxMode::WorkspaceWrite {
+            writable.extend(&plan.writable);
+        }
+        created = created
+            .add_rules(path_beneath_rules(writable, AccessFs::from_all(ABI::V7)))
+            .map_err(err)?;
+    }
+    let status = created.restrict_self().map_err(err)?;
+    if !status.no_new_privs {
+        return Err("cannot set no_new_privs".to_string());
+    }
+    let abi = abi_of(status.landlock);
+    if plan.mode != SandboxMode::None && abi < 3 {
+        return Err(format!(
+            "Landlock ABI 3 or later is needed to keep writes out, this kernel has {abi}"
+        ));
+    }
+    Ok(abi)
+}
+
+/// The ABI number of a Landlock status (0: not available).
+fn abi_of(status: LandlockStatus) -> u32 {
+    match status {
+        LandlockStatus::Available { effective_abi, .. } => {
+            effective_abi.to_string().parse().unwrap_or(0)
+        }
+        _ => 0,
+    }
+}
+
+/// Tries each part of the sandbox in this process, in the order `run` uses
+/// them, and says what works.
+fn probe() -> Support {
+    let mut s = Support::default();
+    let (uid, gid) = (Uid::current(), Gid::current());
+    let root = Uid::effective().is_root();
+    match unshare(CloneFlags::CLONE_NEWUSER) {
+        Ok(()) => match map_ids(uid, gid) {
+            Ok(()) => s.user_namespace = true,
+            Err(e) => s.problems.push(format!("user namespace: {e}")),
+        },
+        Err(e) => s.problems.push(format!("user namespace: {e}")),
+    }
+    let privileged = s.user_namespace || root;
+    let mut try_ns = |flag: CloneFlags, name: &str| -> bool {
+        if !privileged {
+            return false;
+        }
+        match unshare(flag) {
+            Ok(()) => true,
+            Err(e) => {
+                s.problems.push(format!("{name} namespace: {e}"));
+                false
+            }
+        }
+    };
+    let mount_ns = try_ns(CloneFlags::CLONE_NEWNS, "mount");
+    let network_ns = try_ns(CloneFlags::CLONE_NEWNET, "network");
+    let pid_ns = try_ns(CloneFlags::CLONE_NEWPID, "PID");
+    s.network_namespace = network_ns;
+    s.pid_namespace = pid_ns;
+    if mount_ns {
+        // Binding read-only is what the mount namespace is for: try it.
+        let bound = private_mounts().and_then(|()| {
+            let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+            bind(dir.path(), true)?;
+            match std::fs::write(dir.path().join("probe"), "") {
+                Ok(()) => Err("a read-only bind stayed writable".to_string()),
+                Err(_) => Ok(()),
+            }
+        });
+        match bound {
+            Ok(()) => s.mount_namespace = true,
+            Err(e) => s.problems.push(format!("mount namespace: {e}")),
+        }
+    }
+    if !privileged {
+        s.problems
+            .push("mount, network and PID namespaces need a user namespace (or root)".to_string());
+    }
+    let tmp = std::env::temp_dir();
+    let plan = Plan {
+        mode: SandboxMode::ReadOnly,
+        network: !network_ns,
+        writable: Vec::new(),
+        tmp,
+        user_ns: false,
+        mount_ns: false,
+        pid_ns: false,
+    };
+    match landlock(&plan) {
+        Ok(abi) => s.landlock_abi = Some(abi),
+        Err(e) => s.problems.push(e),
+    }
+    // The command is started as the first process of the new PID namespace.
+    match Command::new("/bin/sh").args(["-c", ":"]).status() {
+        Ok(status) if status.success() => {}
+        Ok(status) => s
+            .problems
+            .push(format!("a sandboxed command failed: {status}")),
+        Err(e) => {
+            s.problems
+                .push(format!("a sandboxed command could not start: {e}"));
+            s.pid_namespace = false;
+        }
+    }
+    s
+}

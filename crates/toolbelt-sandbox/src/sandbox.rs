@@ -1,0 +1,184 @@
+//! [`Sandbox`]: a checked mode, the roots it may write, and how to run a command
+//! inside it.
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::mode::{Plan, SandboxMode};
+use crate::probe::Support;
+use crate::{SandboxError, git};
+
+/// A sandbox for shell commands, checked against what the machine enforces.
+///
+/// Built once per workspace; [`Sandbox::command`] wraps each command line in the
+/// helper that sets the sandbox up. Its private temporary directory (the
+/// commands' `TMPDIR`) is removed when it is dropped.
+#[derive(Debug)]
+pub struct Sandbox {
+    mode: SandboxMode,
+    network: bool,
+    helper: PathBuf,
+    plan: String,
+    tmp: tempfile::TempDir,
+}
+
+impl Sandbox {
+    /// The sandbox for `mode` and `network` over `roots`, probed with the helper
+    /// [`crate::locate_helper`] finds. `None` when there is nothing to enforce
+    /// (mode `none` with the network on).
+    ///
+    /// # Errors
+    /// The mode cannot be enforced here ([`SandboxError::Unsupported`],
+    /// [`SandboxError::GitNeedsMountNamespace`]), a root cannot be resolved, or
+    /// the temporary directory cannot be made.
+    ///
+    /// # Security
+    /// Never weakens a mode: what cannot be enforced is refused.
+    pub fn new(
+        mode: SandboxMode,
+        network: bool,
+        roots: &[PathBuf],
+    ) -> Result<Option<Sandbox>, SandboxError> {
+        if mode == SandboxMode::None && network {
+            return Ok(None);
+        }
+        let helper = crate::locate_helper().ok_or(SandboxError::NoHelper)?;
+        Sandbox::with_helper(mode, network, roots, helper, Support::probe()).map(Some)
+    }
+
+    /// As [`Sandbox::new`], with an explicit helper and what it probed.
+    ///
+    /// # Errors
+    /// As [`Sandbox::new`].
+    pub fn with_helper(
+        mode: SandboxMode,
+        network: bool,
+        roots: &[PathBuf],
+        helper: PathBuf,
+        support: &Support,
+    ) -> Result<Sandbox, SandboxError> {
+        support.check(mode, network)?;
+        let mut writable = Vec::new();
+        for root in roots {
+            let real = std::fs::canonicalize(root).map_err(|source| SandboxError::Root {
+                path: root.clone(),
+                source,
+            })?;
+            if real.to_str().is_none() {
+                return Err(SandboxError::Root {
+                    path: root.clone(),
+                    source: std::io::Error::other("the path is not valid UTF-8"),
+                });
+            }
+            writable.push(real);
+        }
+        let guard = git::guard(&writable, &writable);
+        if mode == SandboxMode::WorkspaceWrite
+            && !support.mount_namespace
+            && let Some(path) = guard.dirs.first().or(guard.files.first())
+        {
+            return Err(SandboxError::GitNeedsMountNamespace {
+                path: path.clone(),
+                problems: support.problems.clone(),
+            });
+        }
+        let tmp = tempfile::Builder::new()
+            .prefix("toolbelt-sandbox-")
+            .tempdir()
+            .map_err(SandboxError::TempDir)?;
+        let tmp_path = std::fs::canonicalize(tmp.path()).map_err(SandboxError::TempDir)?;
+        let plan = Plan {
+            mode,
+            network,
+            writable,
+            tmp: tmp_path,
+            user_ns: support.user_namespace,
+            mount_ns: mode == SandboxMode::WorkspaceWrite && support.mount_namespace,
+            pid_ns: support.pid_namespace,
+        };
+        let plan = serde_json::to_string(&plan)
+            .map_err(|e| SandboxError::TempDir(std::io::Error::other(e)))?;
+        Ok(Sandbox {
+            mode,
+            network,
+            helper,
+            plan,
+            tmp,
+        })
+    }
+
+    /// The file-system mode.
+    #[must_use]
+    pub fn mode(&self) -> SandboxMode {
+        self.mode
+    }
+
+    /// Whether the network is reachable.
+    #[must_use]
+    pub fn network(&self) -> bool {
+        self.network
+    }
+
+    /// The private temporary directory: give it to commands as `TMPDIR`.
+    #[must_use]
+    pub fn tmp_dir(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// The program and arguments that run `shell -c command` inside the sandbox.
+    #[must_use]
+    pub fn command(&self, shell: &Path, command: &str) -> (PathBuf, Vec<OsString>) {
+        let args = vec![
+            OsString::from(crate::HELPER_ARG),
+            OsString::from("run"),
+            OsString::from(&self.plan),
+            shell.as_os_str().to_owned(),
+            OsString::from("-c"),
+            OsString::from(command),
+        ];
+        (self.helper.clone(), args)
+    }
+
+    /// What commands may do, for the model: a paragraph for a tool description.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        describe(self.mode, self.network)
+    }
+}
+
+/// What commands may do under `mode` with the network on or off, for the model.
+#[must_use]
+pub fn describe(mode: SandboxMode, network: bool) -> String {
+    let mut text = String::new();
+    match mode {
+        SandboxMode::None => {
+            text.push_str("Sandbox: none. Commands run with the server's own rights.");
+        }
+        SandboxMode::ReadOnly => text.push_str(
+            "Sandbox: read-only (Landlock). Commands can read files but write only to $TMPDIR \
+             (a private temporary directory) and /dev/null; other writes fail with \
+             \"Permission denied\".",
+        ),
+        SandboxMode::WorkspaceWrite => text.push_str(
+            "Sandbox: workspace-write (Landlock and namespaces). Commands can write only inside \
+             the workspace roots and $TMPDIR (a private temporary directory); writes elsewhere \
+             fail with \"Permission denied\". .git/hooks and .git/config are read-only.",
+        ),
+    }
+    if network {
+        text.push_str(" Network: on.");
+    } else {
+        let _ = write!(
+            text,
+            " Network: off (a network namespace): connections{} fail, so commands that \
+             download (package installs, git fetch) cannot work.",
+            if mode == SandboxMode::None {
+                ""
+            } else {
+                ", even to 127.0.0.1,"
+            }
+        );
+    }
+    text
+}

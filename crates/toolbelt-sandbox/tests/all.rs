@@ -1,0 +1,3 @@
+//! Integration tests of toolbelt-sandbox, one binary.
+
+mod suite;
