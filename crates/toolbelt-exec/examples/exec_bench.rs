@@ -5,11 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::output::OutputBudget;
 use toolbelt_exec::{EnvPolicy, ExecRequest, run};
+use toolbelt_sandbox::{Sandbox, SandboxMode};
 
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -99,6 +101,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
 
+    sandboxed(&rt, runs, &spill, &never)?;
+
     let command = format!("head -c {flood} /dev/zero | base64");
     let t = Instant::now();
     let status = Command::new("sh")
@@ -138,5 +142,59 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         outcome.stdout.captured.text.len()
     );
     std::fs::remove_dir_all(&spill)?;
+    Ok(())
+}
+
+/// The cost of a sandbox: `true` run plainly and in each sandbox mode.
+fn sandboxed(
+    rt: &tokio::runtime::Runtime,
+    runs: usize,
+    spill: &std::path::Path,
+    never: &CancellationToken,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let root = vec![std::env::temp_dir()];
+    let modes = [
+        ("no sandbox", None),
+        (
+            "read-only, network on",
+            Sandbox::new(SandboxMode::ReadOnly, true, &root)?,
+        ),
+        (
+            "workspace-write, network on",
+            Sandbox::new(SandboxMode::WorkspaceWrite, true, &root)?,
+        ),
+        (
+            "workspace-write, network off",
+            Sandbox::new(SandboxMode::WorkspaceWrite, false, &root)?,
+        ),
+    ];
+    println!(
+        "\nSandbox: `true` through toolbelt_exec::run in each mode (the helper is started, enters its namespaces and Landlock, then starts bash).\n"
+    );
+    println!("| mode | median (ms) | cost over no sandbox (ms) |");
+    println!("|---|---:|---:|");
+    let mut base = None;
+    for (name, sandbox) in modes {
+        let sandbox = sandbox.map(Arc::new);
+        let mut times = Vec::with_capacity(runs);
+        for i in 0..runs + 10 {
+            let mut req = request("true", spill);
+            req.sandbox.clone_from(&sandbox);
+            let t = Instant::now();
+            let outcome = rt.block_on(run(req, never))?;
+            let elapsed = t.elapsed();
+            assert_eq!(
+                outcome.exit_code, 0,
+                "{name}: {}",
+                outcome.stderr.captured.text
+            );
+            if i >= 10 {
+                times.push(elapsed);
+            }
+        }
+        let ms = median(times).as_secs_f64() * 1e3;
+        let base_ms = *base.get_or_insert(ms);
+        println!("| {name} | {ms:.2} | {:.2} |", ms - base_ms);
+    }
     Ok(())
 }
