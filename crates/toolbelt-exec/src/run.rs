@@ -213,7 +213,11 @@ pub(crate) fn spawn_marked(
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
-        .map_err(|e| (shell, e))?;
+        .map_err(|e| {
+            // Name what failed to start: the sandbox helper, when there is one.
+            let program = sandbox.map_or(shell, |s| s.command(Path::new(""), "").0);
+            (program, e)
+        })?;
     let group = child
         .id()
         .and_then(|id| i32::try_from(id).ok())

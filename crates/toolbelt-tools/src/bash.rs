@@ -269,6 +269,9 @@ impl TypedTool for Bash {
         let outcome = toolbelt_exec::run(req, ctx.cancel_token())
             .await
             .map_err(|e| ToolError::new(ErrorCode::Internal, e.to_string()))?;
+        if self.sandbox.is_some() {
+            refused_by_sandbox(&outcome)?;
+        }
         finish(outcome, timeout_secs)
     }
 }
@@ -323,6 +326,26 @@ fn call_env(entries: &[String]) -> Result<BTreeMap<String, String>, ToolError> {
         env.insert(name.to_string(), value.to_string());
     }
     Ok(env)
+}
+
+/// What the sandbox's helper says when it refused to start a command.
+const SANDBOX_REFUSAL: &str = "toolbelt sandbox: the command was not run: ";
+
+/// An `ACCESS_DENIED` error when the sandbox could not be set up for the command
+/// (the helper's exit code and message), so it is not mistaken for the command's
+/// own failure.
+fn refused_by_sandbox(o: &ExecOutcome) -> Result<(), ToolError> {
+    let text = &o.stderr.captured.text;
+    match text.strip_prefix(SANDBOX_REFUSAL) {
+        Some(why) if o.exit_code == toolbelt_sandbox::SETUP_FAILED_EXIT_CODE => {
+            Err(ToolError::new(
+                ErrorCode::AccessDenied,
+                format!("the sandbox did not run the command: {}", why.trim()),
+            )
+            .hint("nothing ran; this machine or workspace cannot hold the configured sandbox (see `toolbelt doctor`)"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The result of a finished command: success for exit code 0, else an error whose

@@ -342,3 +342,35 @@ fn a_workspace_git_repository_without_mount_namespaces_is_refused() {
         .unwrap_err();
     assert!(err.to_string().contains("network namespaces"), "{err}");
 }
+
+#[test]
+fn a_repository_made_later_without_mount_namespaces_stops_the_command_before_it_runs() {
+    let (_ws, root) = canonical_tempdir();
+    let probed = Support::probe_with(&helper());
+    if probed.check(SandboxMode::WorkspaceWrite, true).is_err() {
+        return;
+    }
+    // As on a machine with Landlock but no mount namespaces.
+    let support = Support {
+        mount_namespace: false,
+        ..probed
+    };
+    let sandbox = Sandbox::with_helper(
+        SandboxMode::WorkspaceWrite,
+        true,
+        std::slice::from_ref(&root),
+        helper(),
+        &support,
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let out = run(&sandbox, &root, "echo ran > ran.txt");
+    assert_eq!(out.status.code(), Some(SETUP_FAILED_EXIT_CODE));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("toolbelt sandbox: the command was not run: ")
+            && stderr.contains("is a git repository"),
+        "{stderr}"
+    );
+    assert!(!root.join("ran.txt").exists());
+}

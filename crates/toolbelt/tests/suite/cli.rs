@@ -948,7 +948,9 @@ fn a_flood_of_output_stays_within_budget_and_memory_and_is_saved_whole() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(HEAVY_BYTES);
     let dir = TempDir::new().unwrap();
-    let (small, baseline) = bash_with_peak(dir.path(), "echo small");
+    // Long enough to be sampled after its output is handled: the high-water mark
+    // of a process that exits within one sampling interval would read low.
+    let (small, baseline) = bash_with_peak(dir.path(), "echo small; sleep 0.3");
     assert_eq!(small["data"]["stdout"], "small\n", "{small}");
     let (env, peak) = bash_with_peak(dir.path(), &format!("head -c {bytes} /dev/zero | base64"));
     let text = env["text"].as_str().unwrap();

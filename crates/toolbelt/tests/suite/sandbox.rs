@@ -279,3 +279,58 @@ fn background_shells_run_in_the_sandbox_too() {
     assert!(seen.contains("refused\nhello\n"), "{seen}");
     assert!(!server.dir.path().join("made.txt").exists());
 }
+
+/// Processes whose command line holds `token`.
+fn running_with(token: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if std::fs::read(entry.path().join("cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(token))
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_timeout_in_the_sandbox_stops_the_whole_tree() {
+    let (_ws, root) = canonical_tempdir();
+    let token = format!("tbsbxcli{}", std::process::id());
+    let command = format!(
+        "setsid bash -c 'exec -a {token}a sleep 1000' & \
+         env -i bash -c 'exec -a {token}b sleep 1000' & exec -a {token}c sleep 1000"
+    );
+    let args = json!({"command": command, "timeout": 2}).to_string();
+    let started = Instant::now();
+    let run = toolbelt(
+        &root,
+        &[
+            "--sandbox",
+            "read-only",
+            "--network",
+            "on",
+            "call",
+            "bash",
+            &args,
+            "--json",
+        ],
+    );
+    if !enforceable(&root, "read-only", "on") {
+        assert_refused(&run);
+        return;
+    }
+    let env = envelope(&run);
+    assert!(started.elapsed() < Duration::from_secs(5), "{env:#}");
+    assert_eq!(env["error"]["code"], "TIMEOUT", "{env:#}");
+    assert_eq!(env["data"]["exit_code"], 124);
+    assert_eq!(env["data"]["timed_out"], true);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !running_with(&token).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(running_with(&token), Vec::<u32>::new());
+}
