@@ -13,6 +13,13 @@ use toolbelt_core::output::OutputBudget;
 use toolbelt_exec::{EnvPolicy, ExecRequest, run};
 use toolbelt_sandbox::{Sandbox, SandboxMode};
 
+/// Bytes fed to base64 in the flood: `head -c 2G`.
+const DEFAULT_FLOOD_BYTES: u64 = 2 << 30;
+
+/// What one command holds for its output, in KiB, per stream: a 64 KiB pipe read,
+/// its decoded text, the spill file's 64 KiB write buffer and the text budget.
+const BUFFER_CAP_KIB: u64 = 2 * (64 + 64 + 64 + 30);
+
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -43,7 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let flood: u64 = args
         .next()
         .and_then(|a| a.parse().ok())
-        .unwrap_or(1_000_000_000);
+        .unwrap_or(DEFAULT_FLOOD_BYTES);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -140,6 +147,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "| text kept for the model (bytes) | | {} |",
         outcome.stdout.captured.text.len()
+    );
+    // base64: 4 characters per 3 bytes, in lines of 76 characters.
+    let chars = flood.div_ceil(3) * 4;
+    let expected = chars + chars.div_ceil(76);
+    let spilled = outcome
+        .stdout
+        .captured
+        .spill_path
+        .as_ref()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map_or(0, |m| m.len());
+    let grown = after.saturating_sub(before);
+    let check = |ok: bool| if ok { "yes" } else { "**no**" };
+    println!(
+        "\n- text within the 30 KB budget: {}\n- spill complete ({spilled} of {expected} bytes): {}\n         - memory grew {grown} KiB, under 3x the {BUFFER_CAP_KIB} KiB the buffers hold: {}",
+        check(outcome.stdout.captured.text.len() <= 30_000),
+        check(spilled == expected),
+        check(grown < 3 * BUFFER_CAP_KIB),
     );
     std::fs::remove_dir_all(&spill)?;
     Ok(())

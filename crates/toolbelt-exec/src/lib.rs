@@ -17,7 +17,11 @@
 //! - **encodings**: output that is not UTF-8 is decoded from the locale's
 //!   encoding or GB18030 ([`decode`]);
 //! - **environment**: built by [`EnvPolicy`]: a core set, secrets scrubbed,
-//!   non-interactive settings.
+//!   non-interactive settings;
+//! - **sandbox**: with [`ExecRequest::sandbox`] the command runs through
+//!   `toolbelt-sandbox`'s helper (Landlock, namespaces, `no_new_privs`, a private
+//!   `TMPDIR`); in its PID namespace whatever the command leaves running dies
+//!   with it.
 //!
 //! [`Shells`] runs commands in the background instead ([`background`]): each
 //! session gets an id, its standard input is a pipe, its new output is read

@@ -6,7 +6,8 @@
 //! (`/proc/<pid>/environ`) carries the call's marker: that reaches children that
 //! left the group with `setsid`, `nohup ... &` or `disown`. A process that clears
 //! its environment on `exec` (`env -i`) is out of reach, and one that survives
-//! `SIGKILL` is reported.
+//! `SIGKILL` is reported. In a sandbox the command also runs in its own PID
+//! namespace, which the kernel empties when the command ends: nothing escapes.
 
 use std::time::{Duration, Instant};
 

@@ -12,7 +12,8 @@
 //! - [`Bash`]: runs a shell command; the whole process tree is stopped on timeout.
 //!   With `run_in_background` it starts a background shell instead, which
 //!   [`BashOutputTool`] (`bash_output`), [`WriteStdin`], [`KillShell`] and
-//!   [`ListShells`] reach through one shared [`toolbelt_exec::Shells`].
+//!   [`ListShells`] reach through one shared [`toolbelt_exec::Shells`]. Commands
+//!   run in the sandbox of [`BuiltinOptions::sandbox`], when one is given.
 //!
 //! ```
 //! use toolbelt_core::{Registry, Session};

@@ -74,11 +74,12 @@ fn workspace_write_writes_inside_the_roots_only_and_keeps_git_hooks_and_config_r
     ) else {
         return;
     };
+    let etc = PathBuf::from(format!("/etc/toolbelt-sandbox-test-{}", std::process::id()));
     let script = format!(
         r#"echo in > inside.txt && echo inside=ok
 mkdir -p sub/deeper && echo x > sub/deeper/f && echo nested=ok
 echo out > {outside}/outside.txt 2>/dev/null; echo outside=$?
-: > /etc/toolbelt-sandbox-test 2>/dev/null; echo etc=$?
+: > {etc} 2>/dev/null; echo etc=$?
 echo h > .git/hooks/pre-commit 2>/dev/null; echo hooks=$?
 echo c >> .git/config 2>/dev/null; echo config=$?
 mv .git/hooks .git/hooks-moved 2>/dev/null; echo move_hooks=$?
@@ -87,7 +88,8 @@ rm -rf .git 2>/dev/null; test -d .git/hooks && test -f .git/config && echo git_k
 echo t > "$TMPDIR/t" && echo tmp=ok
 echo d > /dev/null && echo devnull=ok
 cat inside.txt"#,
-        outside = outside.display()
+        outside = outside.display(),
+        etc = etc.display(),
     );
     let out = run(&sandbox, &root, &script);
     assert_eq!(
@@ -108,7 +110,9 @@ cat inside.txt"#,
         std::fs::read_to_string(root.join(".git/config")).unwrap(),
         "[core]\n"
     );
-    assert!(!Path::new("/etc/toolbelt-sandbox-test").exists());
+    let written = etc.exists();
+    let _ = std::fs::remove_file(&etc);
+    assert!(!written, "{} was written", etc.display());
 }
 
 #[test]

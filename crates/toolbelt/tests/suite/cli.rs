@@ -900,10 +900,14 @@ fn what_was_read_is_kept_between_calls_and_searches_leave_no_state() {
     );
 }
 
-/// Runs `toolbelt call bash` with `command`; returns the envelope and the peak RSS of
-/// the toolbelt process in KiB (polled until it exits).
-fn bash_with_peak(root: &Path, command: &str) -> (Value, u64) {
-    let args = json!({"command": command, "timeout": 600}).to_string();
+/// Runs `command` with `bash` after a pause of [`SETTLE`] and measures the
+/// server's memory (its high-water mark, KiB) before the command starts and at
+/// the end: `(envelope, baseline, peak)`. Both are read from the same process, so
+/// they differ only by what the command's output made it hold.
+fn bash_memory(root: &Path, command: &str, timeout_secs: u64) -> (Value, u64, u64) {
+    let args = json!({"command": format!("sleep {}; {command}", SETTLE.as_secs_f64()), "timeout": timeout_secs})
+        .to_string();
+    let started = Instant::now();
     let mut child = command_for_bash(root, &args);
     let pid = child.id();
     let stdout = child.stdout.take().unwrap();
@@ -913,7 +917,7 @@ fn bash_with_peak(root: &Path, command: &str) -> (Value, u64) {
         stdout.read_to_string(&mut s).unwrap();
         s
     });
-    let mut peak = 0;
+    let (mut baseline, mut peak) = (0, 0);
     while child.try_wait().unwrap().is_none() {
         if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status"))
             && let Some(kib) = status
@@ -921,12 +925,19 @@ fn bash_with_peak(root: &Path, command: &str) -> (Value, u64) {
                 .find_map(|l| l.strip_prefix("VmHWM:"))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         {
+            if started.elapsed() < SETTLE.mul_f64(0.8) {
+                baseline = kib;
+            }
             peak = peak.max(kib);
         }
         thread::sleep(Duration::from_millis(20));
     }
     let out = reader.join().unwrap();
-    (serde_json::from_str(&out).unwrap(), peak)
+    assert!(
+        baseline > 0,
+        "the server was not sampled before the command"
+    );
+    (serde_json::from_str(&out).unwrap(), baseline, peak)
 }
 
 fn command_for_bash(root: &Path, args: &str) -> Child {
@@ -941,6 +952,14 @@ fn command_for_bash(root: &Path, args: &str) -> Child {
 /// bench/exec runs 2 GB on a release build).
 const HEAVY_BYTES: u64 = 240_000_000;
 
+/// What one command holds in memory for its output, in KiB, per stream (stdout and
+/// stderr): a 64 KiB pipe read, its decoded text (as long), the spill file's 64 KiB
+/// write buffer, and the 30 KB of text kept for the model.
+const BUFFER_CAP_KIB: u64 = 2 * (64 + 64 + 64 + 30);
+
+/// How long [`bash_memory`] lets the server settle before the command starts.
+const SETTLE: Duration = Duration::from_millis(1500);
+
 #[test]
 fn a_flood_of_output_stays_within_budget_and_memory_and_is_saved_whole() {
     let bytes: u64 = std::env::var("TOOLBELT_HEAVY_BYTES")
@@ -948,11 +967,11 @@ fn a_flood_of_output_stays_within_budget_and_memory_and_is_saved_whole() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(HEAVY_BYTES);
     let dir = TempDir::new().unwrap();
-    // Long enough to be sampled after its output is handled: the high-water mark
-    // of a process that exits within one sampling interval would read low.
-    let (small, baseline) = bash_with_peak(dir.path(), "echo small; sleep 0.3");
-    assert_eq!(small["data"]["stdout"], "small\n", "{small}");
-    let (env, peak) = bash_with_peak(dir.path(), &format!("head -c {bytes} /dev/zero | base64"));
+    let (env, baseline, peak) = bash_memory(
+        dir.path(),
+        &format!("head -c {bytes} /dev/zero | base64"),
+        600,
+    );
     let text = env["text"].as_str().unwrap();
     assert!(text.len() <= 30_000, "{}", text.len());
     assert_eq!(env["data"]["truncated"], true);
@@ -964,14 +983,40 @@ fn a_flood_of_output_stays_within_budget_and_memory_and_is_saved_whole() {
     let expected = chars + chars.div_ceil(76);
     assert_eq!(std::fs::metadata(&spilled).unwrap().len(), expected);
     assert_eq!(env["stats"]["stdout_bytes"], expected);
-    // Per stream: a 64 KiB read, its decoded text, the sink's head, tail and error
-    // lines (within the 30 KB budget) and the spill file's 64 KiB write buffer; the
-    // rest is the allocator's slack. None of it grows with the output.
+    // None of the buffers grows with the output: the server's memory grows by less
+    // than three times what they hold.
     let grown = peak.saturating_sub(baseline);
     eprintln!("peak RSS {peak} KiB, baseline {baseline} KiB, grown {grown} KiB");
     assert!(
-        grown < 8 * 1024,
+        grown < 3 * BUFFER_CAP_KIB,
         "grew by {grown} KiB for {expected} bytes of output"
+    );
+}
+
+#[test]
+fn yes_for_ten_seconds_stays_within_budget_and_memory_and_is_saved_whole() {
+    let dir = TempDir::new().unwrap();
+    let started = Instant::now();
+    let (env, baseline, peak) = bash_memory(dir.path(), "yes", 12);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(env["error"]["code"], "TIMEOUT", "{}", env["error"]);
+    assert_eq!(env["data"]["exit_code"], 124);
+    assert_eq!(env["data"]["truncated"], true);
+    let text = env["text"].as_str().unwrap();
+    assert!(text.len() <= 30_000, "{}", text.len());
+    let id = env["data"]["output_id"].as_str().unwrap();
+    let spilled = walk_find(dir.path(), &format!("{id}.txt")).expect("the spill file");
+    let saved = std::fs::read(&spilled).unwrap();
+    assert!(saved.len() > 10_000_000, "{}", saved.len());
+    // Whole lines of "y" up to where the command was stopped.
+    let whole = saved.len() - saved.len() % 2;
+    assert!(saved[..whole].chunks(2).all(|c| c == b"y\n"));
+    let grown = peak.saturating_sub(baseline);
+    eprintln!("peak RSS {peak} KiB, baseline {baseline} KiB, grown {grown} KiB");
+    assert!(
+        grown < 3 * BUFFER_CAP_KIB,
+        "grew by {grown} KiB for {} bytes of output",
+        saved.len()
     );
 }
 
