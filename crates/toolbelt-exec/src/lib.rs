@@ -1,6 +1,7 @@
 //! Running shell commands for toolbelt's shell tools.
 //!
-//! [`run`] runs one command with `bash -c` in its own process group, with
+//! [`run`] runs one command with `bash -c` in its own session and process group
+//! (no controlling terminal), with
 //! standard input closed, and returns its bounded, UTF-8 output:
 //!
 //! - **time**: after the timeout the tree gets `SIGTERM`, then `SIGKILL` after a
@@ -32,6 +33,7 @@ pub mod background;
 pub mod decode;
 mod env;
 mod run;
+mod session;
 pub mod tree;
 
 pub use background::{

@@ -174,7 +174,8 @@ pub(crate) struct Marked {
 }
 
 /// Starts `command` with `<shell> -c` (default [`default_shell`]) in `cwd` with
-/// exactly `env` plus a fresh tree marker, in its own process group, stdout and
+/// exactly `env` plus a fresh tree marker, in a new session (its own process
+/// group, no controlling terminal), stdout and
 /// stderr piped; inside `sandbox` when given (through its helper, with `TMPDIR`
 /// its private directory). On failure, the program that could not start and why.
 pub(crate) fn spawn_marked(
@@ -205,13 +206,13 @@ pub(crate) fn spawn_marked(
         // The one temporary directory sandboxed commands can write.
         cmd.env("TMPDIR", sandbox.tmp_dir());
     }
+    crate::session::new_session(&mut cmd);
     let child = cmd
         .current_dir(cwd)
         .env(MARKER_VAR, &marker)
         .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .spawn()
         .map_err(|e| {
             // Name what failed to start: the sandbox helper, when there is one.
