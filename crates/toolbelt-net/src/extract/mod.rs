@@ -1,0 +1,1 @@
+//! Main-content extraction from HTML.

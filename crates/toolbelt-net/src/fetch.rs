@@ -1,0 +1,1 @@
+//! Fetching one URL behind the guard.

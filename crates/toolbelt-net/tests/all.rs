@@ -1,0 +1,3 @@
+//! Integration tests of toolbelt-net, one binary.
+
+mod suite;
