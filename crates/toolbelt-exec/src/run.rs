@@ -206,7 +206,7 @@ pub(crate) fn spawn_marked(
         // The one temporary directory sandboxed commands can write.
         cmd.env("TMPDIR", sandbox.tmp_dir());
     }
-    crate::session::new_session(&mut cmd);
+    crate::session::detach(&mut cmd);
     let child = cmd
         .current_dir(cwd)
         .env(MARKER_VAR, &marker)

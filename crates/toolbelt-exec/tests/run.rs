@@ -123,10 +123,10 @@ async fn standard_input_is_closed() {
 }
 
 #[tokio::test]
-async fn the_command_leads_its_own_session_without_a_terminal() {
+async fn the_command_has_its_own_process_group_and_no_terminal() {
     // /proc/<pid>/stat: pid (comm) state ppid pgrp session tty_nr ...
     let out = exec(request(
-        "read -r stat < /proc/$$/stat; set -- ${stat##*) }; echo \"$$ $3 $4 $5\"; \
+        "read -r stat < /proc/$$/stat; set -- ${stat##*) }; echo \"$$ $3\"; \
          (: < /dev/tty) 2>/dev/null && echo tty || echo no-tty",
         Duration::from_secs(10),
     ))
@@ -134,19 +134,8 @@ async fn the_command_leads_its_own_session_without_a_terminal() {
     let text = &out.stdout.captured.text;
     let mut lines = text.lines();
     let ids: Vec<&str> = lines.next().unwrap().split(' ').collect();
-    let (pid, group, session, tty) = (ids[0], ids[1], ids[2], ids[3]);
-    assert_eq!((group, session, tty), (pid, pid, "0"), "{text}");
+    assert_eq!(ids[1], ids[0], "{text}");
     assert_eq!(lines.next(), Some("no-tty"));
-    let server_session = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let server_session = server_session
-        .rsplit(") ")
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(3)
-        .unwrap()
-        .to_string();
-    assert_ne!(server_session, session);
 }
 
 #[tokio::test]

@@ -1034,3 +1034,43 @@ fn walk_find(dir: &Path, name: &str) -> Option<PathBuf> {
     }
     None
 }
+
+#[test]
+fn a_command_cannot_reach_the_terminal_the_server_runs_in() {
+    let dir = TempDir::new().unwrap();
+    // `script` gives toolbelt a terminal of its own (a pseudo-terminal), as when it
+    // is run by hand.
+    let probe = Command::new("script")
+        .args(["-qec", "tty", "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("script (util-linux) is installed");
+    assert!(
+        String::from_utf8_lossy(&probe.stdout).contains("/dev/pts/"),
+        "no pseudo-terminal: {probe:?}"
+    );
+    let args = json!({"command": "read -r stat < /proc/$$/stat; set -- ${stat##*) }; \
+        echo \"ids $$ $3 $4\"; (: < /dev/tty) 2>/dev/null && echo has-tty || echo no-tty"})
+    .to_string();
+    let line = format!(
+        "{} --root {} call bash '{}'",
+        env!("CARGO_BIN_EXE_toolbelt"),
+        dir.path().display(),
+        args.replace('\'', "'\\''")
+    );
+    let out = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert!(text.contains("no-tty\n"), "{text}");
+    let ids: Vec<&str> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ids "))
+        .unwrap_or_else(|| panic!("{text}"))
+        .split(' ')
+        .collect();
+    // The shell leads its own session and process group.
+    assert_eq!((ids[1], ids[2]), (ids[0], ids[0]), "{text}");
+}
