@@ -9,7 +9,11 @@
 //!   or text.
 //! - [`search`]: web search backends (DuckDuckGo's HTML endpoint, Brave, SearXNG).
 
+pub mod charset;
+mod error;
 pub mod extract;
 pub mod fetch;
 pub mod guard;
 pub mod search;
+
+pub use error::{BoxError, FetchError, TimeoutKind};
