@@ -6,3 +6,4 @@ mod extract;
 mod fetch;
 mod guard;
 mod search;
+mod servers;

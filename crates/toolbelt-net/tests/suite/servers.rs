@@ -1,0 +1,201 @@
+//! Real servers on 127.0.0.1 for the guard and fetch tests: axum apps, raw TCP
+//! servers that misbehave on purpose, canaries that count connections, a resolver
+//! that counts lookups and a recorder of connection attempts.
+
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use toolbelt_net::fetch::FetcherBuilder;
+use toolbelt_net::guard::{Policy, ResolveFuture, Resolver};
+
+/// Every async test runs inside this limit.
+pub const TEST_LIMIT: Duration = Duration::from_secs(15);
+
+/// Runs `f` with [`TEST_LIMIT`].
+pub async fn within<T>(f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(TEST_LIMIT, f)
+        .await
+        .expect("test took too long")
+}
+
+/// A task that stops when dropped.
+pub struct Task(JoinHandle<()>);
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A server listening on 127.0.0.1.
+pub struct Server {
+    pub addr: SocketAddr,
+    _task: Task,
+}
+
+impl Server {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+}
+
+/// Serves an axum app on 127.0.0.1 with an OS-chosen port.
+pub async fn serve(app: axum::Router) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    serve_on(listener, app)
+}
+
+/// Serves an axum app on a given listener.
+pub fn serve_on(listener: TcpListener, app: axum::Router) -> Server {
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Server {
+        addr,
+        _task: Task(task),
+    }
+}
+
+/// A raw TCP server: `handle` gets each accepted connection after its request head
+/// was read.
+pub async fn raw<F, Fut>(handle: F) -> Server
+where
+    F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = Arc::new(handle);
+    let task = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let handle = handle.clone();
+            tokio::spawn(async move {
+                read_head(&mut stream).await;
+                handle(stream).await;
+            });
+        }
+    });
+    Server {
+        addr,
+        _task: Task(task),
+    }
+}
+
+async fn read_head(stream: &mut TcpStream) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte).await {
+            Ok(1) => head.push(byte[0]),
+            _ => return,
+        }
+    }
+}
+
+/// A listener that only counts the connections it accepts: nothing may ever reach it.
+pub struct Canary {
+    pub addr: SocketAddr,
+    accepts: Arc<AtomicUsize>,
+    _task: Task,
+}
+
+impl Canary {
+    pub async fn bind(addr: &str) -> io::Result<Canary> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let accepts = Arc::new(AtomicUsize::new(0));
+        let counter = accepts.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                drop(stream);
+            }
+        });
+        Ok(Canary {
+            addr,
+            accepts,
+            _task: Task(task),
+        })
+    }
+
+    pub async fn loopback() -> Canary {
+        Self::bind("127.0.0.1:0").await.unwrap()
+    }
+
+    pub fn accepts(&self) -> usize {
+        self.accepts.load(Ordering::SeqCst)
+    }
+}
+
+/// Records every socket address the fetcher attempts a connection to.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    attempts: Arc<Mutex<Vec<SocketAddr>>>,
+}
+
+impl Recorder {
+    pub fn observer(&self) -> impl Fn(SocketAddr) + Send + Sync + 'static {
+        let attempts = self.attempts.clone();
+        move |addr| attempts.lock().unwrap().push(addr)
+    }
+
+    pub fn attempts(&self) -> Vec<SocketAddr> {
+        self.attempts.lock().unwrap().clone()
+    }
+}
+
+/// A resolver that gives its `answers` in turn (the last one repeated) and counts
+/// how often it is asked.
+pub struct CountingResolver {
+    answers: Vec<Vec<IpAddr>>,
+    calls: AtomicUsize,
+}
+
+impl CountingResolver {
+    pub fn new(answers: Vec<Vec<IpAddr>>) -> Arc<Self> {
+        Arc::new(Self {
+            answers,
+            calls: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+impl Resolver for CountingResolver {
+    fn resolve<'a>(&'a self, _host: &'a str) -> ResolveFuture<'a> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        let answer = self
+            .answers
+            .get(n)
+            .or(self.answers.last())
+            .cloned()
+            .unwrap_or_default();
+        Box::pin(async move { Ok(answer) })
+    }
+}
+
+/// A fetcher builder that may reach exactly `allowed` (plus public addresses),
+/// records its connection attempts, and has short timeouts.
+pub fn builder_allowing(allowed: &[SocketAddr], recorder: &Recorder) -> FetcherBuilder {
+    let mut policy = Policy::new();
+    for addr in allowed {
+        policy = policy.allow_socket_addr(*addr);
+    }
+    FetcherBuilder::new()
+        .policy(policy)
+        .on_connect(recorder.observer())
+        .total_timeout(Duration::from_secs(5))
+        .idle_timeout(Duration::from_secs(2))
+        .connect_timeout(Duration::from_secs(2))
+}
