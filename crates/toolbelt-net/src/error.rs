@@ -174,6 +174,15 @@ pub enum FetchError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The configured proxy could not be used (refused the tunnel, closed the
+    /// connection, answered garbage).
+    #[error("proxy {proxy}: {reason}")]
+    Proxy {
+        /// The proxy's `host:port`.
+        proxy: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// The fetcher's configuration is unusable.
     #[error("invalid fetcher configuration: {reason}")]
     Config {

@@ -13,8 +13,9 @@
 //!    [`Resolver`]) and every address is checked against the [`Policy`];
 //! 2. the socket is opened to one of those addresses, the observer set with
 //!    [`FetcherBuilder::on_connect`] hearing about each attempt first;
-//! 3. nothing else resolves: no proxy is read from the environment and the HTTP
-//!    stack is handed an already connected socket.
+//! 3. nothing else resolves: no proxy is read from the environment, an explicit
+//!    proxy ([`FetcherBuilder::proxy`]) is asked for a tunnel to the checked IP
+//!    address, and the HTTP stack is handed an already connected socket.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), toolbelt_net::FetchError> {
@@ -57,6 +58,7 @@ use url::{Host, Url};
 use crate::charset::{self, Decoded};
 use crate::error::{FetchError, TimeoutKind};
 use crate::guard::{CheckedTarget, Guard, Policy, Resolver, SystemResolver, check_url, parse_url};
+use crate::proxy::Proxy;
 
 /// The `User-Agent` sent unless another is configured: it names the software
 /// honestly instead of posing as a browser.
@@ -97,6 +99,7 @@ pub struct FetcherBuilder {
     policy: Policy,
     resolver: Arc<dyn Resolver>,
     on_connect: Option<ConnectObserver>,
+    proxy: Option<String>,
 }
 
 impl fmt::Debug for FetcherBuilder {
@@ -109,6 +112,7 @@ impl fmt::Debug for FetcherBuilder {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_redirects", &self.max_redirects)
             .field("policy", &self.policy)
+            .field("proxy", &self.proxy.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -125,6 +129,7 @@ impl Default for FetcherBuilder {
             policy: Policy::default(),
             resolver: Arc::new(SystemResolver),
             on_connect: None,
+            proxy: None,
         }
     }
 }
@@ -209,8 +214,28 @@ impl FetcherBuilder {
         self
     }
 
+    /// Sends every request through this HTTP proxy
+    /// (`http://[user:password@]host[:port]`). Without it no proxy is used: the
+    /// `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and `NO_PROXY` variables are never
+    /// read.
+    ///
+    /// # Security
+    ///
+    /// The guard still resolves and checks every host here, then asks the proxy
+    /// for a `CONNECT` tunnel to the checked **IP address** (never the name), for
+    /// `http` and `https` alike, so the proxy resolves nothing and cannot be
+    /// steered elsewhere by DNS. The proxy's own address is trusted as configured
+    /// and is not checked by the policy. The proxy must allow `CONNECT` to the
+    /// ports fetched (80 as well as 443).
+    #[must_use]
+    pub fn proxy(mut self, url: impl Into<String>) -> Self {
+        self.proxy = Some(url.into());
+        self
+    }
+
     /// Calls `observer` with each socket address right before a connection is
-    /// attempted to it (for logging and audits).
+    /// attempted to it (for logging and audits). Through a proxy, the observer
+    /// hears the address the tunnel is asked for, not the proxy's.
     #[must_use]
     pub fn on_connect(mut self, observer: impl Fn(SocketAddr) + Send + Sync + 'static) -> Self {
         self.on_connect = Some(Arc::new(observer));
@@ -221,8 +246,8 @@ impl FetcherBuilder {
     ///
     /// # Errors
     ///
-    /// [`FetchError::Config`] when the user agent is not a valid header value or
-    /// TLS cannot be set up.
+    /// [`FetchError::Config`] when the user agent is not a valid header value, the
+    /// proxy URL is not an `http://` URL, or TLS cannot be set up.
     pub fn build(self) -> Result<Fetcher, FetchError> {
         let user_agent =
             HeaderValue::from_str(&self.user_agent).map_err(|e| FetchError::Config {
@@ -239,6 +264,7 @@ impl FetcherBuilder {
             .with_root_certificates(roots)
             .with_no_client_auth();
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let proxy = self.proxy.as_deref().map(Proxy::parse).transpose()?;
         Ok(Fetcher {
             inner: Arc::new(Inner {
                 guard: Guard::with_resolver(self.policy, self.resolver),
@@ -250,6 +276,7 @@ impl FetcherBuilder {
                 max_body_bytes: self.max_body_bytes,
                 max_redirects: self.max_redirects,
                 on_connect: self.on_connect,
+                proxy,
             }),
         })
     }
@@ -379,6 +406,7 @@ struct Inner {
     max_body_bytes: usize,
     max_redirects: usize,
     on_connect: Option<ConnectObserver>,
+    proxy: Option<Proxy>,
 }
 
 impl fmt::Debug for Fetcher {
@@ -391,6 +419,7 @@ impl fmt::Debug for Fetcher {
             .field("idle_timeout", &i.idle_timeout)
             .field("max_body_bytes", &i.max_body_bytes)
             .field("max_redirects", &i.max_redirects)
+            .field("proxy", &i.proxy)
             .finish_non_exhaustive()
     }
 }
@@ -558,8 +587,10 @@ impl Fetcher {
     ) -> Result<Exchange, FetchError> {
         let inner = &*self.inner;
         let host = target.host_str();
-        let tcp = self.connect(target).await?;
-        let tcp = IdleIo::new(tcp, inner.idle_timeout);
+        let tcp = match &inner.proxy {
+            None => IdleIo::new(self.connect(target).await?, inner.idle_timeout),
+            Some(proxy) => self.connect_through(proxy, target).await?,
+        };
         let io: Box<dyn Io> = if target.url().scheme() == "https" {
             let name = match target.host() {
                 Host::Domain(d) => ServerName::try_from(d.trim_end_matches('.').to_owned())
@@ -624,7 +655,7 @@ impl Fetcher {
     }
 
     /// Opens a TCP connection to one of the target's checked addresses, in order.
-    /// This is the only place a socket is opened.
+    /// With no proxy, this is the only place a socket is opened.
     async fn connect(&self, target: &CheckedTarget) -> Result<TcpStream, FetchError> {
         let inner = &*self.inner;
         let mut last: Option<(SocketAddr, io::Error)> = None;
@@ -632,34 +663,107 @@ impl Fetcher {
             if let Some(observer) = &inner.on_connect {
                 observer(addr);
             }
-            match tokio::time::timeout(inner.connect_timeout, TcpStream::connect(addr)).await {
-                Ok(Ok(stream)) => {
-                    let _ = stream.set_nodelay(true);
-                    return Ok(stream);
+            match self.open(addr).await {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = Some((addr, e)),
+            }
+        }
+        Err(self.connect_error(target.url(), &target.host_str(), last))
+    }
+
+    /// Opens a tunnel through the proxy to one of the target's checked addresses.
+    async fn connect_through(
+        &self,
+        proxy: &Proxy,
+        target: &CheckedTarget,
+    ) -> Result<IdleIo<TcpStream>, FetchError> {
+        let inner = &*self.inner;
+        let proxy_ips: Vec<IpAddr> = match proxy.host() {
+            Host::Ipv4(ip) => vec![IpAddr::V4(*ip)],
+            Host::Ipv6(ip) => vec![IpAddr::V6(*ip)],
+            Host::Domain(name) => inner
+                .guard
+                .resolver()
+                .resolve(name)
+                .await
+                .map_err(|source| FetchError::Resolve {
+                    host: name.clone(),
+                    source,
+                })?,
+        };
+        let mut last_refusal: Option<FetchError> = None;
+        for &addr in target.addrs() {
+            if let Some(observer) = &inner.on_connect {
+                observer(addr);
+            }
+            let mut stream = None;
+            let mut last: Option<(SocketAddr, io::Error)> = None;
+            for &ip in &proxy_ips {
+                let proxy_addr = SocketAddr::new(ip, proxy.port());
+                match self.open(proxy_addr).await {
+                    Ok(s) => {
+                        stream = Some(s);
+                        break;
+                    }
+                    Err(e) => last = Some((proxy_addr, e)),
                 }
-                Ok(Err(e)) => last = Some((addr, e)),
-                Err(_) => {
-                    last = Some((
-                        addr,
-                        io::Error::new(io::ErrorKind::TimedOut, "connect timed out"),
+            }
+            let Some(stream) = stream else {
+                return Err(self.connect_error(target.url(), &proxy.name(), last));
+            };
+            let mut io = IdleIo::new(stream, inner.idle_timeout);
+            match proxy.tunnel(&mut io, addr).await {
+                Ok(()) => return Ok(io),
+                Err(e) if is_idle_timeout(&e) => {
+                    return Err(timeout_error(
+                        target.url(),
+                        TimeoutKind::Idle,
+                        inner.idle_timeout,
                     ));
+                }
+                Err(e) => {
+                    last_refusal = Some(FetchError::Proxy {
+                        proxy: proxy.name(),
+                        reason: e.to_string(),
+                    });
                 }
             }
         }
+        Err(last_refusal.unwrap_or_else(|| FetchError::NoAddress {
+            host: target.host_str(),
+        }))
+    }
+
+    /// Opens one TCP connection within the connect timeout.
+    async fn open(&self, addr: SocketAddr) -> io::Result<TcpStream> {
+        match tokio::time::timeout(self.inner.connect_timeout, TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                Ok(stream)
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out")),
+        }
+    }
+
+    fn connect_error(
+        &self,
+        url: &Url,
+        host: &str,
+        last: Option<(SocketAddr, io::Error)>,
+    ) -> FetchError {
         match last {
-            Some((_, e)) if e.kind() == io::ErrorKind::TimedOut => Err(timeout_error(
-                target.url(),
-                TimeoutKind::Connect,
-                inner.connect_timeout,
-            )),
-            Some((addr, source)) => Err(FetchError::Connect {
-                host: target.host_str(),
+            Some((_, e)) if e.kind() == io::ErrorKind::TimedOut => {
+                timeout_error(url, TimeoutKind::Connect, self.inner.connect_timeout)
+            }
+            Some((addr, source)) => FetchError::Connect {
+                host: host.to_owned(),
                 addr,
                 source,
-            }),
-            None => Err(FetchError::NoAddress {
-                host: target.host_str(),
-            }),
+            },
+            None => FetchError::NoAddress {
+                host: host.to_owned(),
+            },
         }
     }
 

@@ -463,6 +463,11 @@ impl Guard {
         &self.policy
     }
 
+    /// The resolver.
+    pub fn resolver(&self) -> &Arc<dyn Resolver> {
+        &self.resolver
+    }
+
     /// Checks `url` ([`check_url`]), resolves its host once (IP literals are not
     /// resolved) and checks every address.
     ///

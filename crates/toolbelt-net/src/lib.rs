@@ -14,6 +14,7 @@ mod error;
 pub mod extract;
 pub mod fetch;
 pub mod guard;
+mod proxy;
 pub mod search;
 
 pub use error::{BoxError, FetchError, TimeoutKind};

@@ -5,5 +5,6 @@
 mod extract;
 mod fetch;
 mod guard;
+mod proxy;
 mod search;
 mod servers;

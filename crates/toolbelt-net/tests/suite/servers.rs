@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use toolbelt_net::fetch::FetcherBuilder;
@@ -198,4 +198,88 @@ pub fn builder_allowing(allowed: &[SocketAddr], recorder: &Recorder) -> FetcherB
         .total_timeout(Duration::from_secs(5))
         .idle_timeout(Duration::from_secs(2))
         .connect_timeout(Duration::from_secs(2))
+}
+
+/// A small HTTP `CONNECT` proxy on 127.0.0.1 that records each request head and
+/// either refuses (with `refuse`) or tunnels to the requested address.
+pub struct ConnectProxy {
+    pub addr: SocketAddr,
+    heads: Arc<Mutex<Vec<String>>>,
+    _task: Task,
+}
+
+impl ConnectProxy {
+    pub async fn start(refuse: Option<&'static str>) -> ConnectProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let seen = heads.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let head = read_head_text(&mut client).await;
+                    seen.lock().unwrap().push(head.clone());
+                    if let Some(answer) = refuse {
+                        let _ = client.write_all(answer.as_bytes()).await;
+                        return;
+                    }
+                    let target = head
+                        .lines()
+                        .next()
+                        .and_then(|l| l.split_whitespace().nth(1))
+                        .unwrap_or("")
+                        .to_owned();
+                    match TcpStream::connect(&target).await {
+                        Ok(mut upstream) => {
+                            let ok = b"HTTP/1.1 200 Connection established\r\n\r\n";
+                            if client.write_all(ok).await.is_ok() {
+                                let _ =
+                                    tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                            }
+                        }
+                        Err(_) => {
+                            let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n").await;
+                        }
+                    }
+                });
+            }
+        });
+        ConnectProxy {
+            addr,
+            heads,
+            _task: Task(task),
+        }
+    }
+
+    /// The request heads received, one string each.
+    pub fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+
+    /// The `CONNECT` targets asked for.
+    pub fn targets(&self) -> Vec<String> {
+        self.heads()
+            .iter()
+            .filter_map(|h| {
+                h.lines()
+                    .next()?
+                    .split_whitespace()
+                    .nth(1)
+                    .map(str::to_owned)
+            })
+            .collect()
+    }
+}
+
+async fn read_head_text(stream: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte).await {
+            Ok(1) => head.push(byte[0]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&head).into_owned()
 }
