@@ -100,6 +100,7 @@ pub struct FetcherBuilder {
     resolver: Arc<dyn Resolver>,
     on_connect: Option<ConnectObserver>,
     proxy: Option<String>,
+    extra_roots: Vec<Vec<u8>>,
 }
 
 impl fmt::Debug for FetcherBuilder {
@@ -113,6 +114,7 @@ impl fmt::Debug for FetcherBuilder {
             .field("max_redirects", &self.max_redirects)
             .field("policy", &self.policy)
             .field("proxy", &self.proxy.is_some())
+            .field("extra_roots", &self.extra_roots.len())
             .finish_non_exhaustive()
     }
 }
@@ -130,6 +132,7 @@ impl Default for FetcherBuilder {
             resolver: Arc::new(SystemResolver),
             on_connect: None,
             proxy: None,
+            extra_roots: Vec::new(),
         }
     }
 }
@@ -214,6 +217,18 @@ impl FetcherBuilder {
         self
     }
 
+    /// Trusts this certificate authority (DER) in addition to the webpki roots,
+    /// e.g. a company's own CA.
+    ///
+    /// # Security
+    ///
+    /// Whoever holds the CA's key can impersonate any `https` site to this fetcher.
+    #[must_use]
+    pub fn add_root_certificate(mut self, der: impl Into<Vec<u8>>) -> Self {
+        self.extra_roots.push(der.into());
+        self
+    }
+
     /// Sends every request through this HTTP proxy
     /// (`http://[user:password@]host[:port]`). Without it no proxy is used: the
     /// `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and `NO_PROXY` variables are never
@@ -247,7 +262,8 @@ impl FetcherBuilder {
     /// # Errors
     ///
     /// [`FetchError::Config`] when the user agent is not a valid header value, the
-    /// proxy URL is not an `http://` URL, or TLS cannot be set up.
+    /// proxy URL is not an `http://` URL, a root certificate cannot be read, or
+    /// TLS cannot be set up.
     pub fn build(self) -> Result<Fetcher, FetchError> {
         let user_agent =
             HeaderValue::from_str(&self.user_agent).map_err(|e| FetchError::Config {
@@ -255,6 +271,13 @@ impl FetcherBuilder {
             })?;
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        for der in self.extra_roots {
+            roots
+                .add(rustls::pki_types::CertificateDer::from(der))
+                .map_err(|e| FetchError::Config {
+                    reason: format!("root certificate: {e}"),
+                })?;
+        }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut tls = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()

@@ -23,7 +23,7 @@ use toolbelt_net::fetch::{DEFAULT_MAX_BODY_BYTES, DEFAULT_USER_AGENT, FetchOptio
 use toolbelt_net::guard::StaticResolver;
 use toolbelt_net::{FetchError, TimeoutKind};
 
-use super::servers::{Recorder, Server, builder_allowing, raw, serve, within};
+use super::servers::{Recorder, Server, builder_allowing, raw, serve, serve_tls, within};
 
 const HTML: &str =
     "<!doctype html><html><head><title>T</title></head><body><p>Hello</p></body></html>";
@@ -814,4 +814,151 @@ async fn total_timeout_is_capped_at_two_minutes() {
         format!("{fetcher:?}").contains("total_timeout: 120s"),
         "{fetcher:?}"
     );
+}
+
+fn tls_app() -> Router {
+    Router::new()
+        .route(
+            "/",
+            get(|headers: HeaderMap| async move {
+                format!(
+                    "secure {}",
+                    headers
+                        .get(header::HOST)
+                        .and_then(|h| h.to_str().ok())
+                        .unwrap_or("")
+                )
+            }),
+        )
+        .route(
+            "/gz",
+            get(|| async {
+                encoded(
+                    "gzip",
+                    "text/html",
+                    compress(GzipEncoder::new(HTML.as_bytes())).await,
+                )
+            }),
+        )
+}
+
+#[tokio::test]
+async fn https_by_name_and_by_ip_with_a_trusted_root() {
+    within(async {
+        let (server, root) = serve_tls(tls_app(), &["secure.test", "127.0.0.1"]).await;
+        let recorder = Recorder::default();
+        let fetcher = builder_allowing(&[server.addr], &recorder)
+            .resolver(Arc::new(
+                StaticResolver::new().with("secure.test", [server.addr.ip()]),
+            ))
+            .add_root_certificate(root)
+            .build()
+            .unwrap();
+        let port = server.addr.port();
+        let page = fetcher
+            .fetch(
+                &format!("https://secure.test:{port}/"),
+                &FetchOptions::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(page.text(), format!("secure secure.test:{port}"));
+        let page = fetcher
+            .fetch(
+                &format!("https://127.0.0.1:{port}/gz"),
+                &FetchOptions::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!((page.text().as_str(), page.decompressed), (HTML, true));
+        assert_eq!(recorder.attempts(), vec![server.addr; 2]);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn https_with_an_untrusted_or_mismatched_certificate_is_a_tls_error() {
+    within(async {
+        let (server, root) = serve_tls(tls_app(), &["secure.test"]).await;
+        let port = server.addr.port();
+        let resolver = StaticResolver::new()
+            .with("secure.test", [server.addr.ip()])
+            .with("other.test", [server.addr.ip()]);
+        let recorder = Recorder::default();
+        let untrusting = builder_allowing(&[server.addr], &recorder)
+            .resolver(Arc::new(resolver.clone()))
+            .build()
+            .unwrap();
+        let err = untrusting
+            .fetch(
+                &format!("https://secure.test:{port}/"),
+                &FetchOptions::default(),
+            )
+            .await
+            .unwrap_err();
+        match &err {
+            FetchError::Tls { host, .. } => assert_eq!(host, "secure.test"),
+            other => panic!("{other:?}"),
+        }
+        let trusting = builder_allowing(&[server.addr], &recorder)
+            .resolver(Arc::new(resolver))
+            .add_root_certificate(root)
+            .build()
+            .unwrap();
+        for url in [
+            format!("https://other.test:{port}/"),
+            format!("https://127.0.0.1:{port}/"),
+        ] {
+            let err = trusting
+                .fetch(&url, &FetchOptions::default())
+                .await
+                .unwrap_err();
+            assert!(matches!(err, FetchError::Tls { .. }), "{url}: {err:?}");
+        }
+        let bad_root = Fetcher::builder()
+            .add_root_certificate(b"not DER".to_vec())
+            .build();
+        assert!(matches!(bad_root, Err(FetchError::Config { .. })));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn body_cut_short_by_the_server_is_a_body_error() {
+    within(async {
+        let server = raw(|mut stream| async move {
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b")
+                .await;
+        })
+        .await;
+        let recorder = Recorder::default();
+        let fetcher = builder_allowing(&[server.addr], &recorder).build().unwrap();
+        let err = fetcher
+            .fetch(&server.url("/"), &FetchOptions::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FetchError::Body { .. }), "{err:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn endless_response_head_is_a_protocol_error() {
+    within(async {
+        let server = raw(|mut stream| async move {
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\n").await;
+            let line = format!("X-Filler: {}\r\n", "y".repeat(1000));
+            while stream.write_all(line.as_bytes()).await.is_ok() {}
+        })
+        .await;
+        let recorder = Recorder::default();
+        let fetcher = builder_allowing(&[server.addr], &recorder).build().unwrap();
+        let err = fetcher
+            .fetch(&server.url("/"), &FetchOptions::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FetchError::Protocol { .. }), "{err:?}");
+    })
+    .await;
 }

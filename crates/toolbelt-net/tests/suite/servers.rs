@@ -283,3 +283,51 @@ async fn read_head_text(stream: &mut TcpStream) -> String {
     }
     String::from_utf8_lossy(&head).into_owned()
 }
+
+/// Serves an axum app over TLS on 127.0.0.1 with a fresh self-signed certificate
+/// for `names` (DNS names or IP addresses); returns the server and the
+/// certificate (DER) to trust.
+pub async fn serve_tls(app: axum::Router, names: &[&str]) -> (Server, Vec<u8>) {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::server::conn::auto;
+    use hyper_util::service::TowerToHyperService;
+    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+
+    let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+    let certified = rcgen::generate_simple_self_signed(names).unwrap();
+    let cert_der = certified.cert.der().to_vec();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+        certified.signing_key.serialize_der(),
+    ));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![certified.cert.der().clone()], key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            let app = app.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let _ = auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), TowerToHyperService::new(app))
+                    .await;
+            });
+        }
+    });
+    (
+        Server {
+            addr,
+            _task: Task(task),
+        },
+        cert_der,
+    )
+}
