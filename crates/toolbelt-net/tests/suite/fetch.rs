@@ -962,3 +962,66 @@ async fn endless_response_head_is_a_protocol_error() {
     })
     .await;
 }
+
+const BOMB_CHILD_MARKER: &str = "TOOLBELT_NET_TEST_BOMB_SERVER";
+
+#[cfg(target_os = "linux")]
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// The bomb is fetched in a child process (this test binary again), so that its
+/// peak memory is measured alone: with a 1 MiB cap, the peak may grow by a few
+/// MiB at most, not by the 10 GiB the stream inflates to (nor by the ~10 MB it
+/// weighs compressed).
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn gzip_bomb_memory_stays_bounded() {
+    if let Some(server) = std::env::var_os(BOMB_CHILD_MARKER) {
+        let server: SocketAddr = server.to_str().unwrap().parse().unwrap();
+        let recorder = Recorder::default();
+        let fetcher = builder_allowing(&[server], &recorder).build().unwrap();
+        let before = peak_rss_kib();
+        let options = FetchOptions::new().max_body_bytes(1024 * 1024);
+        let page = within(fetcher.fetch(&format!("http://{server}/bomb"), &options))
+            .await
+            .unwrap();
+        let after = peak_rss_kib();
+        assert_eq!((page.body.len(), page.truncated), (1024 * 1024, true));
+        println!("PEAK_GROWTH_KIB={}", after - before);
+        return;
+    }
+    within(async {
+        let server = serve(app()).await;
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child
+            .args([
+                "--exact",
+                "suite::fetch::gzip_bomb_memory_stays_bounded",
+                "--nocapture",
+            ])
+            .env(BOMB_CHILD_MARKER, server.addr.to_string());
+        let output = tokio::task::spawn_blocking(move || child.output().unwrap())
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let growth: u64 = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("PEAK_GROWTH_KIB="))
+            .unwrap_or_else(|| panic!("no measurement in {stdout}"))
+            .parse()
+            .unwrap();
+        assert!(growth < 12 * 1024, "peak memory grew by {growth} KiB");
+    })
+    .await;
+}
