@@ -402,7 +402,7 @@ impl Fetched {
     }
 
     /// The body decoded to UTF-8, with the encoding used and where it came from
-    /// (see [`charset`](crate::charset)).
+    /// (see [`charset`]).
     pub fn decode(&self) -> Decoded {
         charset::decode(self.content_type.as_deref(), &self.body)
     }
