@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use async_compression::tokio::bufread::{BrotliDecoder, GzipDecoder, ZlibDecoder};
+use async_compression::tokio::bufread::{BrotliDecoder, DeflateDecoder, GzipDecoder, ZlibDecoder};
 use bytes::Bytes;
 use futures::TryStreamExt;
 use http::header::{
@@ -49,7 +49,7 @@ use http::{HeaderValue, Method, Request};
 use http_body_util::{BodyDataStream, Empty};
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use tokio_util::io::StreamReader;
@@ -858,17 +858,37 @@ async fn read_body(
     target: &CheckedTarget,
     idle: Duration,
 ) -> Result<BodyRead, FetchError> {
+    let read_error = |e: io::Error| {
+        if is_idle_timeout(&e) {
+            timeout_error(target.url(), TimeoutKind::Idle, idle)
+        } else {
+            FetchError::Body {
+                url: target.url().to_string(),
+                source: e,
+            }
+        }
+    };
     let stream = BodyDataStream::new(body).map_err(io::Error::other);
-    let reader = StreamReader::new(stream);
+    let mut reader = StreamReader::new(stream);
+    // The first bytes: an empty body needs no decoder (204, 304 and empty
+    // answers often still name an encoding), and "deflate" is sent both as zlib
+    // (the standard) and as raw deflate (old servers).
+    let head = reader.fill_buf().await.map_err(read_error)?;
+    let empty = head.is_empty();
+    let zlib = head.len() >= 2
+        && head[0] & 0x0f == 8
+        && (u16::from(head[0]) << 8 | u16::from(head[1])) % 31 == 0;
     let encoding = content_encoding.map(|e| e.trim().to_ascii_lowercase());
     let (mut decoded, decompressed): (Pin<Box<dyn AsyncRead + Send>>, bool) =
         match encoding.as_deref() {
+            _ if empty => (Box::pin(reader), false),
             Some("gzip" | "x-gzip") => {
                 let mut d = GzipDecoder::new(reader);
                 d.multiple_members(true);
                 (Box::pin(d), true)
             }
-            Some("deflate") => (Box::pin(ZlibDecoder::new(reader)), true),
+            Some("deflate") if zlib => (Box::pin(ZlibDecoder::new(reader)), true),
+            Some("deflate") => (Box::pin(DeflateDecoder::new(reader)), true),
             Some("br") => (Box::pin(BrotliDecoder::new(reader)), true),
             _ => (Box::pin(reader), false),
         };
@@ -881,16 +901,7 @@ async fn read_body(
     let mut chunk = vec![0u8; READ_CHUNK_BYTES];
     let mut truncated = false;
     loop {
-        let n = decoded.read(&mut chunk).await.map_err(|e| {
-            if is_idle_timeout(&e) {
-                timeout_error(target.url(), TimeoutKind::Idle, idle)
-            } else {
-                FetchError::Body {
-                    url: target.url().to_string(),
-                    source: e,
-                }
-            }
-        })?;
+        let n = decoded.read(&mut chunk).await.map_err(read_error)?;
         if n == 0 {
             break;
         }

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_compression::tokio::bufread::{BrotliEncoder, GzipEncoder, ZlibEncoder};
+use async_compression::tokio::bufread::{BrotliEncoder, DeflateEncoder, GzipEncoder, ZlibEncoder};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::Path;
@@ -108,6 +108,16 @@ fn app() -> Router {
         .route(
             "/deflate",
             get(|| async { encoded("deflate", "text/html", compress(ZlibEncoder::new(HTML.as_bytes())).await) }),
+        )
+        .route(
+            "/raw-deflate",
+            get(|| async {
+                encoded("deflate", "text/html", compress(DeflateEncoder::new(HTML.as_bytes())).await)
+            }),
+        )
+        .route(
+            "/empty-gzip",
+            get(|| async { encoded("gzip", "text/plain", Vec::new()) }),
         )
         .route(
             "/br",
@@ -355,7 +365,7 @@ async fn header_charset_is_used() {
 async fn gzip_deflate_and_brotli_are_decoded() {
     within(async {
         let f = fixture().await;
-        for path in ["/gzip", "/deflate", "/br"] {
+        for path in ["/gzip", "/deflate", "/raw-deflate", "/br"] {
             let page = f.get(path).await.unwrap();
             assert!(page.decompressed, "{path}");
             assert_eq!(page.text(), HTML, "{path}");
@@ -365,6 +375,8 @@ async fn gzip_deflate_and_brotli_are_decoded() {
                 "{path}"
             );
         }
+        let page = f.get("/empty-gzip").await.unwrap();
+        assert_eq!((page.body.len(), page.decompressed), (0, false));
         let page = f.get("/unknown-encoding").await.unwrap();
         assert!(!page.decompressed);
         assert_eq!(page.content_encoding.as_deref(), Some("zstd-ish"));
