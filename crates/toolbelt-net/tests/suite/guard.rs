@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use toolbelt_net::FetchError;
 use toolbelt_net::fetch::{FetchOptions, Fetcher};
 use toolbelt_net::guard::{
-    AddressClass, Guard, Policy, StaticResolver, SystemResolver, check_url, parse_url,
+    AddressClass, Guard, Policy, StaticResolver, SystemResolver, check_url, classify, parse_url,
 };
 
 use super::servers::{
@@ -684,4 +684,78 @@ fn policy_check_matches_mapped_form_of_allowed_socket() {
     );
     assert_eq!(policy.check("8.8.8.8:1".parse().unwrap()), Ok(()));
     assert!(!Policy::default().allows_private_network());
+}
+
+fn spell(value: u32, radix: u8) -> String {
+    match radix {
+        0 => format!("{value}"),
+        1 => format!("0x{value:x}"),
+        _ => format!("0{value:o}"),
+    }
+}
+
+fn class_of_host(url: &url::Url) -> AddressClass {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => classify(IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => classify(IpAddr::V6(ip)),
+        other => panic!("{url}: not an address: {other:?}"),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+    /// Whatever the spelling (decimal, hex, octal, short forms, IPv4-mapped,
+    /// NAT64, 6to4), an IPv4 address parses to itself and gets the same class.
+    #[test]
+    fn every_spelling_of_an_ipv4_address_gets_its_class(
+        n: u32,
+        radix in proptest::array::uniform4(0u8..3),
+    ) {
+        let ip = Ipv4Addr::from(n);
+        let want = classify(IpAddr::V4(ip));
+        let [a, b, c, d] = ip.octets();
+        let v4_spellings = [
+            format!("http://{}/", spell(n, radix[0])),
+            format!(
+                "http://{}.{}.{}.{}/",
+                spell(a.into(), radix[0]),
+                spell(b.into(), radix[1]),
+                spell(c.into(), radix[2]),
+                spell(d.into(), radix[3]),
+            ),
+            format!("http://{}.{}/", spell(a.into(), radix[1]), spell(n & 0xff_ffff, radix[2])),
+            format!("http://{a}.{b}.{}:8080/x", spell(n & 0xffff, radix[3])),
+        ];
+        for text in &v4_spellings {
+            let url = parse_url(text).unwrap();
+            proptest::prop_assert_eq!(url.host(), Some(url::Host::Ipv4(ip)), "{}", text);
+        }
+        let hi = n >> 16;
+        let lo = n & 0xffff;
+        let v6_spellings = [
+            format!("http://[::ffff:{ip}]/"),
+            format!("http://[::ffff:{hi:x}:{lo:x}]/"),
+            format!("http://[64:ff9b::{ip}]/"),
+            format!("http://[2002:{hi:x}:{lo:x}::1]/"),
+        ];
+        for text in v4_spellings.iter().chain(&v6_spellings) {
+            let url = parse_url(text).unwrap();
+            proptest::prop_assert_eq!(class_of_host(&url), want, "{}", text);
+        }
+    }
+
+    /// The default policy lets through exactly the public addresses.
+    #[test]
+    fn default_policy_allows_exactly_public_addresses(bits: u128, port: u16) {
+        let policy = Policy::new();
+        for ip in [
+            IpAddr::V6(std::net::Ipv6Addr::from(bits)),
+            IpAddr::V4(Ipv4Addr::from(bits as u32)),
+        ] {
+            let class = classify(ip);
+            let verdict = policy.check(SocketAddr::new(ip, port));
+            proptest::prop_assert_eq!(verdict.is_ok(), class == AddressClass::Public, "{}", ip);
+        }
+    }
 }
