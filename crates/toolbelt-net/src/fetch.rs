@@ -18,7 +18,7 @@
 //!    address, and the HTTP stack is handed an already connected socket.
 //!
 //! ```no_run
-//! # async fn run() -> Result<(), toolbelt_net::FetchError> {
+//! # async fn run() -> Result<(), toolbelt_net::fetch::FetchError> {
 //! use toolbelt_net::fetch::{FetchOptions, Fetcher};
 //!
 //! let fetcher = Fetcher::builder().build()?;
@@ -56,7 +56,7 @@ use tokio_util::io::StreamReader;
 use url::{Host, Url};
 
 use crate::charset::{self, Decoded};
-use crate::error::{FetchError, TimeoutKind};
+pub use crate::error::{FetchError, TimeoutKind};
 use crate::guard::{CheckedTarget, Guard, Policy, Resolver, SystemResolver, check_url, parse_url};
 use crate::proxy::Proxy;
 

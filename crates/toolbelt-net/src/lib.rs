@@ -10,11 +10,9 @@
 //! - [`search`]: web search backends (DuckDuckGo's HTML endpoint, Brave, SearXNG).
 
 pub mod charset;
-mod error;
+pub mod error;
 pub mod extract;
 pub mod fetch;
 pub mod guard;
 mod proxy;
 pub mod search;
-
-pub use error::{BoxError, FetchError, TimeoutKind};

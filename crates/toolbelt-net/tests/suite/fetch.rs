@@ -19,9 +19,9 @@ use pretty_assertions::assert_eq;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use toolbelt_net::charset::CharsetSource;
+use toolbelt_net::error::{FetchError, TimeoutKind};
 use toolbelt_net::fetch::{DEFAULT_MAX_BODY_BYTES, DEFAULT_USER_AGENT, FetchOptions, Fetcher};
 use toolbelt_net::guard::StaticResolver;
-use toolbelt_net::{FetchError, TimeoutKind};
 
 use super::servers::{Recorder, Server, builder_allowing, raw, serve, serve_tls, within};
 

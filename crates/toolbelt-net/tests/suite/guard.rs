@@ -11,7 +11,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use pretty_assertions::assert_eq;
 use tokio::net::TcpListener;
-use toolbelt_net::FetchError;
+use toolbelt_net::error::FetchError;
 use toolbelt_net::fetch::{FetchOptions, Fetcher};
 use toolbelt_net::guard::{
     AddressClass, Guard, Policy, StaticResolver, SystemResolver, check_url, classify, parse_url,

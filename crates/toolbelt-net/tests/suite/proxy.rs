@@ -8,7 +8,7 @@ use axum::Router;
 use axum::http::{HeaderMap, header};
 use axum::routing::get;
 use pretty_assertions::assert_eq;
-use toolbelt_net::FetchError;
+use toolbelt_net::error::FetchError;
 use toolbelt_net::fetch::FetchOptions;
 use toolbelt_net::guard::{AddressClass, StaticResolver};
 
