@@ -372,19 +372,14 @@ pub fn check_url(url: &Url) -> Result<(), FetchError> {
         "http" | "https" => {}
         other => {
             return Err(FetchError::UnsupportedScheme {
-                url: url.to_string(),
+                url: without_credentials(url),
                 scheme: other.to_owned(),
             });
         }
     }
     if !url.username().is_empty() || url.password().is_some() {
-        let mut shown = url.clone();
-        // Both calls succeed on http(s) URLs with a host; the display stays
-        // correct either way.
-        let _ = shown.set_username("");
-        let _ = shown.set_password(None);
         return Err(FetchError::Credentials {
-            url: shown.to_string(),
+            url: without_credentials(url),
         });
     }
     if url.host().is_none() {
@@ -393,6 +388,16 @@ pub fn check_url(url: &Url) -> Result<(), FetchError> {
         });
     }
     Ok(())
+}
+
+/// `url` as text, user name and password removed, for error messages.
+fn without_credentials(url: &Url) -> String {
+    let mut shown = url.clone();
+    // Both calls fail only on URLs that cannot carry credentials at all; the
+    // text is right either way.
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.to_string()
 }
 
 /// A URL whose host was resolved once and whose every address passed the policy.
