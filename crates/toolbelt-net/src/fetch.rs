@@ -315,6 +315,11 @@ pub struct FetchOptions {
     pub max_body_bytes: Option<usize>,
     /// The `Accept` header for this call.
     pub accept: Option<String>,
+    /// Follow redirects only within the same host; a redirect to another host
+    /// ends the fetch with the 3xx answer and
+    /// [`Fetched::redirect_not_followed`], so the caller can decide (and tell a
+    /// model where the page went). Off by default.
+    pub same_host_redirects_only: bool,
 }
 
 impl FetchOptions {
@@ -341,6 +346,13 @@ impl FetchOptions {
     #[must_use]
     pub fn accept(mut self, accept: impl Into<String>) -> Self {
         self.accept = Some(accept.into());
+        self
+    }
+
+    /// Sets [`same_host_redirects_only`](Self::same_host_redirects_only).
+    #[must_use]
+    pub fn same_host_redirects_only(mut self, yes: bool) -> Self {
+        self.same_host_redirects_only = yes;
         self
     }
 }
@@ -384,6 +396,10 @@ pub struct Fetched {
     pub truncated: bool,
     /// The redirects followed, in order.
     pub redirects: Vec<Redirect>,
+    /// Where the final answer redirects to when that redirect was not followed
+    /// ([`FetchOptions::same_host_redirects_only`] and another host); the answer
+    /// itself (status 3xx, its body) is in the other fields.
+    pub redirect_not_followed: Option<Url>,
     /// Time from the call to the end of the body.
     pub elapsed: Duration,
 }
@@ -522,6 +538,7 @@ impl Fetcher {
             let target = inner.guard.resolve_cached(&current, &mut cache).await?;
             let exchange = self.exchange(&target, &accept).await?;
             let status = exchange.response.status().as_u16();
+            let mut not_followed: Option<Url> = None;
             if let Some(location) = redirect_location(&exchange.response) {
                 let location = location.map_err(|raw| FetchError::BadRedirect {
                     url: current.to_string(),
@@ -539,25 +556,29 @@ impl Fetcher {
                     next.set_fragment(current.fragment());
                 }
                 check_url(&next)?;
-                if seen.contains(&without_fragment(&next)) {
-                    return Err(FetchError::RedirectLoop {
-                        url: next.to_string(),
+                if options.same_host_redirects_only && next.host() != current.host() {
+                    not_followed = Some(next);
+                } else {
+                    if seen.contains(&without_fragment(&next)) {
+                        return Err(FetchError::RedirectLoop {
+                            url: next.to_string(),
+                        });
+                    }
+                    if redirects.len() >= inner.max_redirects {
+                        return Err(FetchError::TooManyRedirects {
+                            url: next.to_string(),
+                            limit: inner.max_redirects,
+                        });
+                    }
+                    drop(exchange);
+                    redirects.push(Redirect {
+                        from: current,
+                        to: next.clone(),
+                        status,
                     });
+                    current = next;
+                    continue;
                 }
-                if redirects.len() >= inner.max_redirects {
-                    return Err(FetchError::TooManyRedirects {
-                        url: next.to_string(),
-                        limit: inner.max_redirects,
-                    });
-                }
-                drop(exchange);
-                redirects.push(Redirect {
-                    from: current,
-                    to: next.clone(),
-                    status,
-                });
-                current = next;
-                continue;
             }
             let (parts, body) = exchange.response.into_parts();
             let header = |name: http::header::HeaderName| {
@@ -596,6 +617,7 @@ impl Fetcher {
                 body: Bytes::from(read.bytes),
                 truncated: read.truncated,
                 redirects,
+                redirect_not_followed: not_followed,
                 elapsed: started.elapsed(),
             });
         }

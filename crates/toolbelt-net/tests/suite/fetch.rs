@@ -1037,3 +1037,36 @@ async fn gzip_bomb_memory_stays_bounded() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn cross_host_redirect_can_be_reported_instead_of_followed() {
+    within(async {
+        let f = fixture().await;
+        let app = Router::new().route(
+            "/away",
+            get(|| async { found("https://elsewhere.example/page") }),
+        );
+        let server = serve(app).await;
+        let recorder = Recorder::default();
+        let fetcher = builder_allowing(&[server.addr], &recorder).build().unwrap();
+        let options = FetchOptions::new().same_host_redirects_only(true);
+        let page = fetcher.fetch(&server.url("/away"), &options).await.unwrap();
+        assert_eq!(page.status, 302);
+        assert_eq!(
+            page.redirect_not_followed.as_ref().map(|u| u.as_str()),
+            Some("https://elsewhere.example/page")
+        );
+        assert_eq!(recorder.attempts(), vec![server.addr]);
+        // Within one host, redirects are still followed.
+        let page = f
+            .fetcher
+            .fetch(&f.server.url("/deep/a/b"), &options)
+            .await
+            .unwrap();
+        assert_eq!(
+            (page.text().as_str(), page.redirect_not_followed),
+            ("landed", None)
+        );
+    })
+    .await;
+}
