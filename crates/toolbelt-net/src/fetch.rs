@@ -311,7 +311,7 @@ impl FetcherBuilder {
 pub struct FetchOptions {
     /// Total time limit for this call (lowered to [`MAX_TOTAL_TIMEOUT`]).
     pub timeout: Option<Duration>,
-    /// Body cap for this call.
+    /// Body cap for this call; it can lower the fetcher's cap, never raise it.
     pub max_body_bytes: Option<usize>,
     /// The `Accept` header for this call.
     pub accept: Option<String>,
@@ -527,7 +527,9 @@ impl Fetcher {
             })?,
             None => HeaderValue::from_static(DEFAULT_ACCEPT),
         };
-        let cap = options.max_body_bytes.unwrap_or(inner.max_body_bytes);
+        let cap = options
+            .max_body_bytes
+            .map_or(inner.max_body_bytes, |n| n.min(inner.max_body_bytes));
         let mut cache: HashMap<String, Vec<IpAddr>> = HashMap::new();
         let mut seen: HashSet<Url> = HashSet::new();
         let mut redirects: Vec<Redirect> = Vec::new();
