@@ -448,6 +448,17 @@ async fn endless_chunked_body_is_capped() {
             (page.body.len(), page.truncated),
             (DEFAULT_MAX_BODY_BYTES, true)
         );
+        // A call cannot raise the fetcher's cap.
+        let options = FetchOptions::new().max_body_bytes(usize::MAX);
+        let page = f
+            .fetcher
+            .fetch(&f.server.url("/endless"), &options)
+            .await
+            .unwrap();
+        assert_eq!(
+            (page.body.len(), page.truncated),
+            (DEFAULT_MAX_BODY_BYTES, true)
+        );
     })
     .await;
 }
