@@ -29,36 +29,35 @@
 //! ```
 
 use std::collections::{HashMap, HashSet};
-use std::error::Error as StdError;
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use async_compression::tokio::bufread::{BrotliDecoder, DeflateDecoder, GzipDecoder, ZlibDecoder};
 use bytes::Bytes;
-use futures::TryStreamExt;
 use http::header::{
     ACCEPT, ACCEPT_ENCODING, CONNECTION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HOST,
     LOCATION, USER_AGENT,
 };
 use http::{HeaderValue, Method, Request};
-use http_body_util::{BodyDataStream, Empty};
+use http_body_util::Empty;
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::time::{Instant, Sleep};
-use tokio_util::io::StreamReader;
+use tokio::time::Instant;
 use url::{Host, Url};
 
 use crate::charset::{self, Decoded};
 pub use crate::error::{FetchError, TimeoutKind};
 use crate::guard::{CheckedTarget, Guard, Policy, Resolver, SystemResolver, check_url, parse_url};
 use crate::proxy::Proxy;
+
+mod body;
+mod idle;
+
+use body::read_body;
+use idle::{IdleIo, Io, is_idle_timeout};
 
 /// The `User-Agent` sent unless another is configured: it names the software
 /// honestly instead of posing as a browser.
@@ -865,180 +864,5 @@ struct AbortOnDrop(tokio::task::JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
-    }
-}
-
-struct BodyRead {
-    bytes: Vec<u8>,
-    truncated: bool,
-    decompressed: bool,
-}
-
-async fn read_body(
-    body: hyper::body::Incoming,
-    content_encoding: Option<&str>,
-    cap: usize,
-    content_length: Option<u64>,
-    target: &CheckedTarget,
-    idle: Duration,
-) -> Result<BodyRead, FetchError> {
-    let read_error = |e: io::Error| {
-        if is_idle_timeout(&e) {
-            timeout_error(target.url(), TimeoutKind::Idle, idle)
-        } else {
-            FetchError::Body {
-                url: target.url().to_string(),
-                source: e,
-            }
-        }
-    };
-    let stream = BodyDataStream::new(body).map_err(io::Error::other);
-    let mut reader = StreamReader::new(stream);
-    // The first bytes: an empty body needs no decoder (204, 304 and empty
-    // answers often still name an encoding), and "deflate" is sent both as zlib
-    // (the standard) and as raw deflate (old servers).
-    let head = reader.fill_buf().await.map_err(read_error)?;
-    let empty = head.is_empty();
-    let zlib = head.len() >= 2
-        && head[0] & 0x0f == 8
-        && (u16::from(head[0]) << 8 | u16::from(head[1])) % 31 == 0;
-    let encoding = content_encoding.map(|e| e.trim().to_ascii_lowercase());
-    let (mut decoded, decompressed): (Pin<Box<dyn AsyncRead + Send>>, bool) =
-        match encoding.as_deref() {
-            _ if empty => (Box::pin(reader), false),
-            Some("gzip" | "x-gzip") => {
-                let mut d = GzipDecoder::new(reader);
-                d.multiple_members(true);
-                (Box::pin(d), true)
-            }
-            Some("deflate") if zlib => (Box::pin(ZlibDecoder::new(reader)), true),
-            Some("deflate") => (Box::pin(DeflateDecoder::new(reader)), true),
-            Some("br") => (Box::pin(BrotliDecoder::new(reader)), true),
-            _ => (Box::pin(reader), false),
-        };
-    let hint = content_length
-        .and_then(|n| usize::try_from(n).ok())
-        .unwrap_or(READ_CHUNK_BYTES)
-        .min(cap)
-        .min(1024 * 1024);
-    let mut bytes = Vec::with_capacity(hint);
-    let mut chunk = vec![0u8; READ_CHUNK_BYTES];
-    let mut truncated = false;
-    loop {
-        let n = decoded.read(&mut chunk).await.map_err(read_error)?;
-        if n == 0 {
-            break;
-        }
-        let room = cap - bytes.len();
-        if n > room {
-            bytes.extend_from_slice(&chunk[..room]);
-            truncated = true;
-            break;
-        }
-        bytes.extend_from_slice(&chunk[..n]);
-    }
-    Ok(BodyRead {
-        bytes,
-        truncated,
-        decompressed,
-    })
-}
-
-/// The marker inside the `io::Error` an [`IdleIo`] returns.
-#[derive(Debug)]
-struct IdleElapsed;
-
-impl fmt::Display for IdleElapsed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("no data from the server within the idle timeout")
-    }
-}
-
-impl StdError for IdleElapsed {}
-
-fn is_idle_timeout(err: &(dyn StdError + 'static)) -> bool {
-    let mut current = Some(err);
-    while let Some(e) = current {
-        if e.is::<IdleElapsed>() {
-            return true;
-        }
-        // `io::Error::source` skips the wrapped error itself; look inside.
-        if let Some(inner) = e.downcast_ref::<io::Error>().and_then(|io| io.get_ref()) {
-            current = Some(inner);
-            continue;
-        }
-        current = e.source();
-    }
-    false
-}
-
-trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
-impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
-
-/// A socket that fails a read with [`IdleElapsed`] when nothing has been read or
-/// written for `idle`.
-struct IdleIo<T> {
-    inner: T,
-    idle: Duration,
-    deadline: Pin<Box<Sleep>>,
-}
-
-impl<T> IdleIo<T> {
-    fn new(inner: T, idle: Duration) -> Self {
-        Self {
-            inner,
-            idle,
-            deadline: Box::pin(tokio::time::sleep(idle)),
-        }
-    }
-
-    fn touch(&mut self) {
-        let next = Instant::now() + self.idle;
-        self.deadline.as_mut().reset(next);
-    }
-}
-
-impl<T: AsyncRead + Unpin> AsyncRead for IdleIo<T> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        match Pin::new(&mut this.inner).poll_read(cx, buf) {
-            Poll::Ready(result) => {
-                this.touch();
-                Poll::Ready(result)
-            }
-            Poll::Pending => match this.deadline.as_mut().poll(cx) {
-                Poll::Ready(()) => {
-                    Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, IdleElapsed)))
-                }
-                Poll::Pending => Poll::Pending,
-            },
-        }
-    }
-}
-
-impl<T: AsyncWrite + Unpin> AsyncWrite for IdleIo<T> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let result = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if result.is_ready() {
-            this.touch();
-        }
-        result
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
     }
 }
