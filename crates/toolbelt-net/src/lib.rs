@@ -9,7 +9,10 @@
 //!   or text.
 //! - [`search`]: web search backends (DuckDuckGo's HTML endpoint, Brave, SearXNG).
 
+pub mod charset;
+pub mod error;
 pub mod extract;
 pub mod fetch;
 pub mod guard;
+mod proxy;
 pub mod search;

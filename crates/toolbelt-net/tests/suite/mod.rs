@@ -5,4 +5,6 @@
 mod extract;
 mod fetch;
 mod guard;
+mod proxy;
 mod search;
+mod servers;
