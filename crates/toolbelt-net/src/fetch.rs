@@ -319,6 +319,9 @@ pub struct FetchOptions {
     /// [`Fetched::redirect_not_followed`], so the caller can decide (and tell a
     /// model where the page went). Off by default.
     pub same_host_redirects_only: bool,
+    /// More request headers (an API key, say). They are sent to the first URL's
+    /// host only, never after a redirect to another host.
+    pub headers: Vec<(String, String)>,
 }
 
 impl FetchOptions {
@@ -345,6 +348,13 @@ impl FetchOptions {
     #[must_use]
     pub fn accept(mut self, accept: impl Into<String>) -> Self {
         self.accept = Some(accept.into());
+        self
+    }
+
+    /// Adds a request header (see [`headers`](Self::headers)).
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
         self
     }
 
@@ -526,6 +536,19 @@ impl Fetcher {
             })?,
             None => HeaderValue::from_static(DEFAULT_ACCEPT),
         };
+        let mut extra = Vec::with_capacity(options.headers.len());
+        for (name, value) in &options.headers {
+            let name = http::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
+                FetchError::Config {
+                    reason: format!("header name {name:?}: {e}"),
+                }
+            })?;
+            let value = HeaderValue::from_str(value).map_err(|e| FetchError::Config {
+                reason: format!("header {name}: {e}"),
+            })?;
+            extra.push((name, value));
+        }
+        let first_host = url.host_str().map(str::to_owned);
         let cap = options
             .max_body_bytes
             .map_or(inner.max_body_bytes, |n| n.min(inner.max_body_bytes));
@@ -537,7 +560,10 @@ impl Fetcher {
             progress.url = current.clone();
             seen.insert(without_fragment(&current));
             let target = inner.guard.resolve_cached(&current, &mut cache).await?;
-            let exchange = self.exchange(&target, &accept).await?;
+            let same_host = current.host_str().map(str::to_owned) == first_host;
+            let headers: &[(http::header::HeaderName, HeaderValue)] =
+                if same_host { &extra } else { &[] };
+            let exchange = self.exchange(&target, &accept, headers).await?;
             let status = exchange.response.status().as_u16();
             let mut not_followed: Option<Url> = None;
             if let Some(location) = redirect_location(&exchange.response) {
@@ -630,6 +656,7 @@ impl Fetcher {
         &self,
         target: &CheckedTarget,
         accept: &HeaderValue,
+        headers: &[(http::header::HeaderName, HeaderValue)],
     ) -> Result<Exchange, FetchError> {
         let inner = &*self.inner;
         let host = target.host_str();
@@ -677,7 +704,11 @@ impl Fetcher {
             Some(port) => format!("{host}:{port}"),
             None => host.clone(),
         };
-        let request = Request::builder()
+        let mut request = Request::builder();
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let request = request
             .method(Method::GET)
             .uri(path)
             .header(HOST, host_header)
