@@ -7,12 +7,14 @@ Run through tests/python/run.sh, which creates the virtual environment first.
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import re
 import secrets
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -44,6 +46,7 @@ BUILTINS = {
     "write_stdin",
     "kill_shell",
     "list_shells",
+    "web_search",
 }
 
 # "legacy" speaks the initialize handshake (2025-11-25 and earlier); "auto" probes
@@ -77,10 +80,43 @@ def toolbelt_bin() -> str:
     return os.path.abspath(path)
 
 
+SEARCH_ANSWER = json.dumps(
+    {
+        "query": "rust",
+        "results": [
+            {"url": "https://tokio.rs/", "title": "Tokio", "content": "An async runtime.", "engine": "duckduckgo"},
+        ],
+    }
+).encode()
+
+
+@pytest.fixture(scope="session")
+def search_engine() -> Iterator[str]:
+    """A SearXNG-like engine on 127.0.0.1 answering every search with one result."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(SEARCH_ANSWER)))
+            self.end_headers()
+            self.wfile.write(SEARCH_ANSWER)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
+def workspace(tmp_path: Path, search_engine: str) -> Path:
     root = tmp_path / "ws"
     (root / "src").mkdir(parents=True)
+    (root / "toolbelt.toml").write_text(f'[web]\nsearch = "searxng"\nsearch_url = "{search_engine}"\n')
     (root / "src" / "main.rs").write_text('fn main() {\n    println!("hello");\n}\n')
     (root / "src" / "lib.rs").write_text("pub fn answer() -> u32 {\n    41\n}\n")
     (root / "notes.md").write_text("# Notes\n\nfirst\nsecond\n")
@@ -210,6 +246,10 @@ async def call_every_builtin(client: Client, root: Path) -> set[str]:
 
     env = await call("think", {"thought": "Read main.rs, then change the greeting."})
     assert env["status"] == "success"
+
+    env = await call("web_search", {"query": "rust", "limit": 3})
+    assert env["data"]["results"][0]["url"] == "https://tokio.rs/"
+    assert env["text"].startswith("# Search Results for: rust")
 
     await call("set_todo_list", {"todos": [{"title": "change the greeting", "status": "In Progress"}]})
 

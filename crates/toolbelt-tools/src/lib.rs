@@ -9,6 +9,7 @@
 //! - [`ApplyPatch`]: adds, deletes, updates and moves files with one patch, all or nothing.
 //! - [`EditFile`], [`MultiEdit`]: replace text in a file, one or several places at once.
 //! - [`Grep`]: searches file contents (ripgrep's engine); [`Glob`]: finds files by name.
+//! - [`WebSearch`]: searches the web (DuckDuckGo without a key, Brave, SearXNG).
 //! - [`Bash`]: runs a shell command; the whole process tree is stopped on timeout.
 //!   With `run_in_background` it starts a background shell instead, which
 //!   [`BashOutputTool`] (`bash_output`), [`WriteStdin`], [`KillShell`] and
@@ -38,6 +39,8 @@ mod read_file;
 mod read_output;
 mod set_todo_list;
 mod think;
+mod web;
+mod web_search;
 mod write_file;
 mod write_stdin;
 
@@ -65,6 +68,10 @@ pub use set_todo_list::{
     SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoListOutput, TodoStatus, render,
 };
 pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
+pub use web::WebOptions;
+pub use web_search::{
+    TimeRangeParam, WebSearch, WebSearchOutput, WebSearchParams, WebSearchResult,
+};
 pub use write_file::{WriteFile, WriteFileOutput, WriteFileParams, WriteMode};
 pub use write_stdin::{WriteStdin, WriteStdinParams};
 
@@ -79,6 +86,8 @@ use toolbelt_sandbox::Sandbox;
 pub struct BuiltinOptions {
     /// The sandbox of shell commands (none: they run with the server's rights).
     pub sandbox: Option<Arc<Sandbox>>,
+    /// How the web tools reach the web.
+    pub web: WebOptions,
 }
 
 /// Registers every built-in tool with the default options. The shell tools share
@@ -110,6 +119,7 @@ pub fn register_builtins_with(
     registry.register_typed(ListDir)?;
     registry.register_typed(Grep)?;
     registry.register_typed(Glob)?;
+    registry.register_typed(WebSearch::new(&options.web))?;
     let shells = Shells::new();
     registry.register_typed(Bash::new(shells.clone()).with_sandbox(options.sandbox))?;
     registry.register_typed(BashOutputTool::new(shells.clone()))?;

@@ -24,6 +24,13 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 /// sandbox = "workspace-write"   # none, read-only or workspace-write
 /// network = false               # default: off in a sandbox, on without
 ///
+/// [web]
+/// allow_private_network = false # let web_fetch reach local servers
+/// user_agent = "..."            # default: toolbelt's own
+/// proxy = "http://proxy:3128"   # default: none (ambient *_PROXY is ignored)
+/// search = "duckduckgo"         # duckduckgo (no key), brave (BRAVE_API_KEY), searxng
+/// search_url = "http://localhost:8888/"   # the engine's address (required for searxng)
+///
 /// [permissions]
 /// deny = ["read_file(./secrets/**)"]
 /// ask = ["bash(git push:*)"]
@@ -50,6 +57,25 @@ pub struct FileConfig {
     /// Shell commands.
     #[serde(default)]
     pub shell: ShellConfig,
+    /// The web tools.
+    #[serde(default)]
+    pub web: WebConfig,
+}
+
+/// `[web]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebConfig {
+    /// Let web_fetch reach loopback and private addresses.
+    pub allow_private_network: Option<bool>,
+    /// The User-Agent sent.
+    pub user_agent: Option<String>,
+    /// An HTTP proxy for every request.
+    pub proxy: Option<String>,
+    /// The search engine: duckduckgo, brave, searxng.
+    pub search: Option<String>,
+    /// The search engine's address.
+    pub search_url: Option<String>,
 }
 
 /// `[shell]`.

@@ -18,8 +18,9 @@ use toolbelt_core::export::{self, Format};
 use toolbelt_core::output::OutputBudget;
 use toolbelt_core::profile::Profile;
 use toolbelt_core::{CallOptions, Category, Registry, Session, ToolCall};
+use toolbelt_net::search::Backend;
 use toolbelt_sandbox::{Sandbox, SandboxMode, Support};
-use toolbelt_tools::BuiltinOptions;
+use toolbelt_tools::{BuiltinOptions, WebOptions};
 
 use crate::config::FileConfig;
 
@@ -63,6 +64,10 @@ struct Global {
     /// Network for shell commands: on or off (default: off in a sandbox, on without).
     #[arg(long, global = true, env = "TOOLBELT_NETWORK", value_parser = parse_on_off)]
     network: Option<bool>,
+    /// Let web_fetch reach loopback and private addresses (a local development
+    /// server); the SSRF guard refuses them by default.
+    #[arg(long, global = true)]
+    allow_private_network: bool,
 }
 
 /// `on`/`off` (also `true`/`false`, `yes`/`no`, `1`/`0`).
@@ -290,7 +295,8 @@ fn build_registry(g: &Global) -> Result<Registry> {
             .context("invalid [permissions] in the config file")?;
         registry.set_policy(policy);
     }
-    toolbelt_tools::register_builtins_with(&mut registry, BuiltinOptions { sandbox })?;
+    let web = web_options(&file, g.allow_private_network)?;
+    toolbelt_tools::register_builtins_with(&mut registry, BuiltinOptions { sandbox, web })?;
     Ok(registry)
 }
 
@@ -511,6 +517,7 @@ fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
         let (profile, config, state_dir) =
             (g.profile.clone(), g.config.clone(), g.state_dir.clone());
         let (sandbox, network) = (g.sandbox.clone(), g.network);
+        let allow_private_network = g.allow_private_network;
         server = server.with_client_roots(move |roots| {
             let global = Global {
                 roots,
@@ -519,6 +526,7 @@ fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
                 state_dir: state_dir.clone(),
                 sandbox: sandbox.clone(),
                 network,
+                allow_private_network,
             };
             build_registry(&global).map_err(|e| format!("{e:#}"))
         });
@@ -535,6 +543,41 @@ fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
     stamps::save_or_warn(&session);
     served.context("the MCP server stopped")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The web tools' settings from `[web]` and `--allow-private-network`.
+fn web_options(file: &FileConfig, allow_private_network: bool) -> Result<WebOptions> {
+    let cfg = &file.web;
+    let url = cfg
+        .search_url
+        .as_deref()
+        .map(|u| url::Url::parse(u).with_context(|| format!("invalid [web] search_url {u:?}")))
+        .transpose()?;
+    let search = match cfg.search.as_deref().unwrap_or("duckduckgo") {
+        "duckduckgo" => match url {
+            Some(base_url) => Backend::DuckDuckGo { base_url },
+            None => Backend::duckduckgo(),
+        },
+        "brave" => {
+            let key = std::env::var("BRAVE_API_KEY").unwrap_or_default();
+            let mut backend = Backend::brave(key);
+            if let (Backend::Brave { base_url, .. }, Some(u)) = (&mut backend, url) {
+                *base_url = u;
+            }
+            backend
+        }
+        "searxng" => Backend::Searxng {
+            base_url: url
+                .context("[web] search = \"searxng\" needs search_url, the instance's address")?,
+        },
+        other => bail!("unknown [web] search {other:?}; choose one of: duckduckgo, brave, searxng"),
+    };
+    Ok(WebOptions {
+        allow_private_network: allow_private_network || cfg.allow_private_network.unwrap_or(false),
+        user_agent: cfg.user_agent.clone(),
+        proxy: cfg.proxy.clone(),
+        search,
+    })
 }
 
 /// `toolbelt doctor`: what this machine and the configuration allow.

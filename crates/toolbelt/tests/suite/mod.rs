@@ -5,3 +5,4 @@
 mod cli;
 mod mcp;
 mod sandbox;
+mod web;
