@@ -1,0 +1,156 @@
+//! A compact arena copy of the parsed document: only what the scorer and the
+//! renderer read, with nodes in document order (a parent always before its
+//! descendants), so bottom-up passes are one reverse loop and nothing recurses.
+
+use scraper::{Html, Node as HtmlNode};
+
+/// Index of a node in [`Dom::nodes`].
+pub(crate) type NodeIx = usize;
+
+/// What a node is.
+#[derive(Debug)]
+pub(crate) enum Kind {
+    /// An element, with its lowercased tag name.
+    Element(Element),
+    /// A text node.
+    Text(String),
+}
+
+/// The attributes of an element the extractor reads.
+#[derive(Debug, Default)]
+pub(crate) struct Element {
+    pub(crate) tag: String,
+    /// `class` and `id` joined by a space, lowercased.
+    pub(crate) class_id: String,
+    pub(crate) role: Option<String>,
+    pub(crate) itemprop: Option<String>,
+    pub(crate) href: Option<String>,
+    pub(crate) src: Option<String>,
+    pub(crate) alt: Option<String>,
+    /// `hidden`, `aria-hidden="true"` or an inline `display:none`.
+    pub(crate) hidden: bool,
+    pub(crate) colspan: usize,
+}
+
+/// One node of the arena.
+#[derive(Debug)]
+pub(crate) struct Node {
+    pub(crate) kind: Kind,
+    pub(crate) parent: Option<NodeIx>,
+    pub(crate) children: Vec<NodeIx>,
+    pub(crate) depth: usize,
+}
+
+/// The document as an arena in document order.
+#[derive(Debug, Default)]
+pub(crate) struct Dom {
+    pub(crate) nodes: Vec<Node>,
+    /// The `body` element, when the document has one.
+    pub(crate) body: Option<NodeIx>,
+}
+
+impl Dom {
+    /// Copies a parsed document into an arena, keeping at most `max_nodes` nodes.
+    pub(crate) fn from_html(html: &Html, max_nodes: usize) -> Dom {
+        let mut dom = Dom::default();
+        // Depth-first over the ego tree, with an explicit stack of (node, parent ix).
+        let mut stack = vec![(html.tree.root(), None::<NodeIx>)];
+        while let Some((node, parent)) = stack.pop() {
+            if dom.nodes.len() >= max_nodes {
+                break;
+            }
+            let kind = match node.value() {
+                HtmlNode::Document | HtmlNode::Fragment => None,
+                HtmlNode::Text(text) => Some(Kind::Text(text.to_string())),
+                HtmlNode::Element(el) => Some(Kind::Element(element(el))),
+                _ => continue,
+            };
+            let ix = match kind {
+                None => parent,
+                Some(kind) => {
+                    let ix = dom.nodes.len();
+                    let depth = parent.map_or(0, |p| dom.nodes[p].depth + 1);
+                    if let Kind::Element(el) = &kind
+                        && el.tag == "body"
+                        && dom.body.is_none()
+                    {
+                        dom.body = Some(ix);
+                    }
+                    dom.nodes.push(Node {
+                        kind,
+                        parent,
+                        children: Vec::new(),
+                        depth,
+                    });
+                    if let Some(p) = parent {
+                        dom.nodes[p].children.push(ix);
+                    }
+                    Some(ix)
+                }
+            };
+            // Children pushed in reverse so they pop in document order.
+            let mut child = node.last_child();
+            while let Some(c) = child {
+                stack.push((c, ix));
+                child = c.prev_sibling();
+            }
+        }
+        dom
+    }
+
+    /// The element at `ix`, if it is one.
+    pub(crate) fn element(&self, ix: NodeIx) -> Option<&Element> {
+        match &self.nodes.get(ix)?.kind {
+            Kind::Element(el) => Some(el),
+            Kind::Text(_) => None,
+        }
+    }
+
+    /// The tag name at `ix`, or "" for text.
+    pub(crate) fn tag(&self, ix: NodeIx) -> &str {
+        self.element(ix).map_or("", |el| el.tag.as_str())
+    }
+}
+
+fn element(el: &scraper::node::Element) -> Element {
+    let mut class_id = String::new();
+    if let Some(class) = el.attr("class") {
+        class_id.push_str(class);
+    }
+    if let Some(id) = el.attr("id") {
+        class_id.push(' ');
+        class_id.push_str(id);
+    }
+    class_id.make_ascii_lowercase();
+    let style_hidden = el.attr("style").is_some_and(|s| {
+        let s: String = s
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        s.contains("display:none") || s.contains("visibility:hidden")
+    });
+    let hidden = el.attr("hidden").is_some()
+        || el
+            .attr("aria-hidden")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        || style_hidden;
+    Element {
+        tag: el.name().to_ascii_lowercase(),
+        class_id,
+        role: el.attr("role").map(str::to_ascii_lowercase),
+        itemprop: el.attr("itemprop").map(str::to_ascii_lowercase),
+        href: el.attr("href").map(str::to_string),
+        src: el
+            .attr("src")
+            .or_else(|| el.attr("data-src"))
+            .map(str::to_string),
+        alt: el.attr("alt").map(str::to_string),
+        hidden,
+        colspan: el
+            .attr("colspan")
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .unwrap_or(1)
+            .clamp(1, 64),
+    }
+}
