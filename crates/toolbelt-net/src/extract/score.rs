@@ -274,8 +274,42 @@ fn non_space_chars(s: &str) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// Boilerplate patterns never remove an element holding more than this share of
+/// the page's good text: a wrapper with an unlucky class name is not boilerplate.
+const MAX_PRUNED_SHARE: f32 = 0.4;
+
 /// Measures every node. `prune` turns the boilerplate patterns on.
 pub(crate) fn measure(dom: &Dom, params: Params, prune: bool) -> Stats {
+    if !prune {
+        return measure_with(dom, params, &|_| false);
+    }
+    let raw = measure_with(dom, params, &|_| false);
+    #[allow(clippy::cast_precision_loss)]
+    let total = raw.good.first().copied().unwrap_or(0) as f32;
+    measure_with(dom, params, &|ix| {
+        #[allow(clippy::cast_precision_loss)]
+        let share = raw.good[ix] as f32 / total.max(1.0);
+        is_boilerplate(dom, ix) && (share <= MAX_PRUNED_SHARE || always_dropped(dom, ix))
+    })
+}
+
+/// Class/id fragments so sure that no share of text keeps the element.
+const ALWAYS_NEGATIVE: &[&str] = &["comment", "disqus", "cookie", "consent", "gdpr"];
+
+/// Dropped whatever its share of the text: non-content tags, comment sections,
+/// cookie banners.
+fn always_dropped(dom: &Dom, ix: NodeIx) -> bool {
+    let Some(el) = dom.element(ix) else {
+        return false;
+    };
+    matches!(
+        el.tag.as_str(),
+        "script" | "style" | "noscript" | "template" | "svg" | "head" | "title"
+    ) || (!matches!(el.tag.as_str(), "body" | "html" | "main" | "article")
+        && ALWAYS_NEGATIVE.iter().any(|n| el.class_id.contains(n)))
+}
+
+fn measure_with(dom: &Dom, params: Params, drop: &dyn Fn(NodeIx) -> bool) -> Stats {
     let n = dom.nodes.len();
     let mut removed = vec![false; n];
     let mut in_link = vec![false; n];
@@ -286,7 +320,7 @@ pub(crate) fn measure(dom: &Dom, params: Params, prune: bool) -> Stats {
         let (p_removed, p_link, p_block) = node
             .parent
             .map_or((false, false, ix), |p| (removed[p], in_link[p], block[p]));
-        removed[ix] = p_removed || (prune && is_boilerplate(dom, ix));
+        removed[ix] = p_removed || drop(ix);
         let tag = dom.tag(ix);
         in_link[ix] = p_link || tag == "a";
         block[ix] = if is_block(tag) { ix } else { p_block };
@@ -309,6 +343,14 @@ pub(crate) fn measure(dom: &Dom, params: Params, prune: bool) -> Stats {
             }
         }
     }
+    for ix in (1..n).rev() {
+        if let Some(p) = dom.nodes[ix].parent
+            && !removed[ix]
+        {
+            text[p] += text[ix];
+            link[p] += link[ix];
+        }
+    }
     let mut good = vec![0u32; n];
     for ix in 0..n {
         let t = own_text[ix];
@@ -324,7 +366,10 @@ pub(crate) fn measure(dom: &Dom, params: Params, prune: bool) -> Stats {
         }
         #[allow(clippy::cast_precision_loss)]
         let density = own_link[ix] as f32 / t as f32;
-        if t >= params.min_block_chars && density <= params.max_link_density {
+        if t >= params.min_block_chars
+            && density <= params.max_link_density
+            && !is_teaser(dom, &text, &link, ix)
+        {
             good[ix] = t - own_link[ix];
         }
     }
@@ -332,8 +377,6 @@ pub(crate) fn measure(dom: &Dom, params: Params, prune: bool) -> Stats {
         if let Some(p) = dom.nodes[ix].parent
             && !removed[ix]
         {
-            text[p] += text[ix];
-            link[p] += link[ix];
             good[p] += good[ix];
         }
     }
@@ -343,6 +386,25 @@ pub(crate) fn measure(dom: &Dom, params: Params, prune: bool) -> Stats {
         link,
         good,
     }
+}
+
+/// Whether the block at `ix` is the blurb of a teaser card: the smallest
+/// element around it holds little else, and that little is mostly a link (the
+/// headline pointing to another page).
+fn is_teaser(dom: &Dom, text: &[u32], link: &[u32], ix: NodeIx) -> bool {
+    let mut card = ix;
+    for _ in 0..3 {
+        match dom.nodes[card].parent {
+            Some(p) => card = p,
+            None => return false,
+        }
+        if text[card] > text[ix] {
+            break;
+        }
+    }
+    let rest_text = text[card].saturating_sub(text[ix]);
+    let rest_link = link[card].saturating_sub(link[ix]);
+    rest_link >= 10 && rest_link * 2 >= rest_text && text[card] * 2 <= text[ix] * 5
 }
 
 /// The element holding the main content, if any good text was found.
