@@ -28,7 +28,7 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import trafilatura" 2
     echo "creating $venv with trafilatura" >&2
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --upgrade pip
-    "$venv/bin/pip" install --quiet trafilatura
+    "$venv/bin/pip" install --quiet trafilatura lxml_html_clean
 fi
 
 out="$(mktemp -d)"

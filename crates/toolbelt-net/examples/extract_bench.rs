@@ -44,6 +44,7 @@ fn main() {
             "--runs" => runs = val().parse().expect("--runs N"),
             "--worst" => worst = val().parse().expect("--worst N"),
             "--show" => show = Some(val()),
+            "--stress" => return stress(args.next()),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -118,6 +119,46 @@ fn main() {
         let timing =
             serde_json::json!({ "pages": pages.len(), "seconds": best, "pages_per_s": pps });
         std::fs::write(out.with_extension("timing.json"), timing.to_string()).unwrap();
+    }
+}
+
+/// Times extraction of synthetic worst cases: long, deep, wide.
+fn stress(only: Option<String>) {
+    let mut long = String::from("<html><body><article>");
+    while long.len() < 6_000_000 {
+        long.push_str("<p>A line of filler text that goes on <a href='/a'>with a link</a>.</p>\n");
+    }
+    let cases = [
+        ("long 6 MB", long.clone()),
+        (
+            "div x20000",
+            format!("{}deep{}", "<div>".repeat(20_000), "</div>".repeat(20_000)),
+        ),
+        (
+            "div+span x20000",
+            format!("{}deep", "<div><span>".repeat(20_000)),
+        ),
+        ("b x20000", format!("{}deep", "<b>".repeat(20_000))),
+        (
+            "table x5000",
+            format!("{}deep", "<table><tr><td>".repeat(5_000)),
+        ),
+        (
+            "table x1000",
+            format!("{}deep", "<table><tr><td>".repeat(1_000)),
+        ),
+        (
+            "li x20000",
+            format!("<ul>{}", "<li>item text here".repeat(20_000)),
+        ),
+    ];
+    for (name, html) in cases {
+        if only.as_deref().is_some_and(|o| !name.starts_with(o)) {
+            continue;
+        }
+        let start = Instant::now();
+        let a = extract(&html, None);
+        println!("{name}: {:?} ({} blocks)", start.elapsed(), a.blocks.len());
     }
 }
 

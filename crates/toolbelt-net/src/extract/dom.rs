@@ -61,7 +61,16 @@ impl Dom {
             }
             let kind = match node.value() {
                 HtmlNode::Document | HtmlNode::Fragment => None,
-                HtmlNode::Text(text) => Some(Kind::Text(text.to_string())),
+                HtmlNode::Text(text) => Some(Kind::Text(if text.trim().is_empty() {
+                    // Inter-tag whitespace is most text nodes: one space, no copy.
+                    if text.is_empty() {
+                        String::new()
+                    } else {
+                        String::from(" ")
+                    }
+                } else {
+                    text.to_string()
+                })),
                 HtmlNode::Element(el) => Some(Kind::Element(element(el))),
                 _ => continue,
             };
@@ -113,44 +122,52 @@ impl Dom {
 }
 
 fn element(el: &scraper::node::Element) -> Element {
-    let mut class_id = String::new();
-    if let Some(class) = el.attr("class") {
-        class_id.push_str(class);
+    let tag = el.name();
+    let tag = if tag.bytes().any(|b| b.is_ascii_uppercase()) {
+        tag.to_ascii_lowercase()
+    } else {
+        tag.to_string()
+    };
+    let mut out = Element {
+        colspan: 1,
+        ..Element::default()
+    };
+    for (name, value) in el.attrs() {
+        match name {
+            "class" | "id" => {
+                if !out.class_id.is_empty() {
+                    out.class_id.push(' ');
+                }
+                out.class_id.push_str(value);
+            }
+            "role" => out.role = Some(value.to_ascii_lowercase()),
+            "itemprop" => out.itemprop = Some(value.to_ascii_lowercase()),
+            "href" if tag == "a" => out.href = Some(value.to_string()),
+            "src" if tag == "img" => out.src = Some(value.to_string()),
+            "data-src" if tag == "img" && out.src.is_none() => out.src = Some(value.to_string()),
+            "alt" if tag == "img" => out.alt = Some(value.to_string()),
+            "hidden" => out.hidden = true,
+            "aria-hidden" => out.hidden |= value.trim().eq_ignore_ascii_case("true"),
+            "style" => out.hidden |= style_hides(value),
+            "colspan" => {
+                out.colspan = value.trim().parse::<usize>().unwrap_or(1).clamp(1, 64);
+            }
+            _ => {}
+        }
     }
-    if let Some(id) = el.attr("id") {
-        class_id.push(' ');
-        class_id.push_str(id);
-    }
-    class_id.make_ascii_lowercase();
-    let style_hidden = el.attr("style").is_some_and(|s| {
-        let s: String = s
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .collect::<String>()
-            .to_ascii_lowercase();
-        s.contains("display:none") || s.contains("visibility:hidden")
-    });
-    let hidden = el.attr("hidden").is_some()
-        || el
-            .attr("aria-hidden")
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-        || style_hidden;
-    Element {
-        tag: el.name().to_ascii_lowercase(),
-        class_id,
-        role: el.attr("role").map(str::to_ascii_lowercase),
-        itemprop: el.attr("itemprop").map(str::to_ascii_lowercase),
-        href: el.attr("href").map(str::to_string),
-        src: el
-            .attr("src")
-            .or_else(|| el.attr("data-src"))
-            .map(str::to_string),
-        alt: el.attr("alt").map(str::to_string),
-        hidden,
-        colspan: el
-            .attr("colspan")
-            .and_then(|c| c.trim().parse::<usize>().ok())
-            .unwrap_or(1)
-            .clamp(1, 64),
-    }
+    out.class_id.make_ascii_lowercase();
+    out.tag = tag;
+    out
+}
+
+/// Whether an inline style hides the element (`display:none`, `visibility:hidden`).
+fn style_hides(style: &str) -> bool {
+    style.split(';').any(|decl| {
+        let Some((prop, val)) = decl.split_once(':') else {
+            return false;
+        };
+        let (prop, val) = (prop.trim(), val.trim());
+        (prop.eq_ignore_ascii_case("display") && val.eq_ignore_ascii_case("none"))
+            || (prop.eq_ignore_ascii_case("visibility") && val.eq_ignore_ascii_case("hidden"))
+    })
 }

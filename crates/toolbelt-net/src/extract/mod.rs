@@ -38,7 +38,10 @@ mod prepass;
 mod render;
 mod score;
 
-use scraper::Html;
+use std::time::{Duration, Instant};
+
+use html5ever::tendril::TendrilSink;
+use scraper::{Html, HtmlTreeSink, StrTendril};
 use url::Url;
 
 use dom::Dom;
@@ -49,6 +52,10 @@ use render::Renderer;
 pub const MAX_HTML_BYTES: usize = 8 * 1024 * 1024;
 /// At most this many nodes of a page are looked at.
 pub const MAX_NODES: usize = 400_000;
+/// Parsing stops (keeping what it has) once it has taken this long.
+pub const PARSE_BUDGET: Duration = Duration::from_secs(1);
+/// The parser is fed this many bytes at a time, the budget checked between.
+const PARSE_CHUNK_BYTES: usize = 32 * 1024;
 /// Content with fewer good characters than this sends extraction to its fallbacks.
 const MIN_CONTENT_CHARS: u32 = 250;
 
@@ -139,7 +146,8 @@ pub enum Inline {
 ///
 /// `url` is the page's address; links, images and the canonical URL are resolved
 /// against it. Never panics; time is linear in the input, which is cut at
-/// [`MAX_HTML_BYTES`].
+/// [`MAX_HTML_BYTES`], and parsing stops after [`PARSE_BUDGET`] (pathologically
+/// deep nesting makes HTML5 tree building quadratic).
 ///
 /// # Security
 /// The page is untrusted: nothing in it is fetched or run, and its size and
@@ -148,12 +156,13 @@ pub enum Inline {
 pub fn extract(html: &str, url: Option<&Url>) -> Article {
     let html = cut(html, MAX_HTML_BYTES);
     let (reduced, raw) = prepass::run(html);
-    let doc = Html::parse_document(&reduced);
+    let doc = parse(&reduced);
     let dom = Dom::from_html(&doc, MAX_NODES);
     drop(doc);
     let h1 = first_h1(&dom);
     let meta = meta::build(&raw, h1, url);
-    let blocks = content(&dom, url, meta.ld_body.as_deref());
+    let mut blocks = content(&dom, url, meta.ld_body.as_deref());
+    drop_title_heading(&mut blocks, meta.title.as_deref());
     Article {
         title: meta.title,
         author: meta.author,
@@ -215,6 +224,19 @@ fn content(dom: &Dom, url: Option<&Url>, ld_body: Option<&str>) -> Vec<Block> {
     ld_body.map(paragraphs).unwrap_or_default()
 }
 
+/// The title is metadata: a heading repeating it at the top of the content goes.
+fn drop_title_heading(blocks: &mut Vec<Block>, title: Option<&str>) {
+    let Some(title) = title.map(str::to_lowercase) else {
+        return;
+    };
+    if let Some(pos) = blocks.iter().take(3).position(|b| match b {
+        Block::Heading { .. } => b.plain_text().to_lowercase() == title,
+        _ => false,
+    }) {
+        blocks.remove(pos);
+    }
+}
+
 /// The page's own JSON-LD `articleBody` when it is much longer than what the
 /// tree gave: a sign the content is rendered by script or cut by the scorer.
 fn prefer_ld(blocks: Vec<Block>, ld_body: Option<&str>) -> Vec<Block> {
@@ -248,6 +270,43 @@ fn first_h1(dom: &Dom) -> Option<String> {
         }
     }
     Some(meta::clean(&s)).filter(|t| !t.is_empty())
+}
+
+/// Parses in chunks, stopping early when the time budget is spent: html5ever
+/// is quadratic on pathologically deep nesting, and what was parsed by then is
+/// kept.
+fn parse(html: &str) -> Html {
+    let start = Instant::now();
+    let mut parser = html5ever::driver::parse_document(
+        HtmlTreeSink::new(Html::new_document()),
+        html5ever::ParseOpts::default(),
+    );
+    let mut rest = html;
+    while !rest.is_empty() {
+        let (chunk, tail) = rest.split_at(char_boundary(rest, PARSE_CHUNK_BYTES));
+        parser.process(StrTendril::from_slice(chunk));
+        rest = tail;
+        if start.elapsed() > PARSE_BUDGET {
+            break;
+        }
+    }
+    parser.finish()
+}
+
+/// The largest char boundary of `s` at or below `max` (at least one char).
+fn char_boundary(s: &str, max: usize) -> usize {
+    if s.len() <= max {
+        return s.len();
+    }
+    let mut end = max;
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end == 0 {
+        s.chars().next().map_or(s.len(), char::len_utf8)
+    } else {
+        end
+    }
 }
 
 /// At most `max` bytes of `s`, cut at a character boundary.

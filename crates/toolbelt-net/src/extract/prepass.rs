@@ -27,7 +27,7 @@ pub(crate) struct RawMeta {
 /// Elements dropped with their content.
 const DROP: &str = "script:not([type=\"application/ld+json\"]), style, svg, noscript, iframe, \
                     template, object, embed, canvas, nav, aside, footer, button, select, \
-                    textarea, input, link, meta, base";
+                    textarea, input, link, meta, base, source";
 
 /// Runs the pass; returns the reduced HTML (or the input unchanged when the
 /// rewriter gives up) and the metadata.

@@ -197,28 +197,35 @@ impl Renderer<'_> {
     /// A data table, or `None` for a layout table (rendered as blocks).
     fn table(&self, ix: NodeIx, depth: usize) -> Option<Table> {
         let end = subtree_end(self.dom, ix);
-        let mut rows: Vec<Vec<Vec<Inline>>> = Vec::new();
-        let mut header = false;
+        // Layout signals first, before any cell is rendered: nested tables,
+        // block content, long cells.
         for r in ix + 1..end {
+            if self.stats.removed[r] {
+                continue;
+            }
             match self.dom.tag(r) {
                 "table" => return None,
                 "p" | "div" | "ul" | "ol" | "blockquote" | "pre" | "h1" | "h2" | "h3" | "h4"
                 | "h5" | "h6"
-                    if self.stats.text[r] > 0 && !self.stats.removed[r] =>
+                    if self.stats.text[r] > 0 =>
                 {
                     return None;
                 }
-                "tr" if !self.stats.removed[r] => {}
-                _ => continue,
+                "td" | "th" if self.stats.text[r] > MAX_DATA_CELL_CHARS => return None,
+                _ => {}
+            }
+        }
+        let mut rows: Vec<Vec<Vec<Inline>>> = Vec::new();
+        let mut header = false;
+        for r in ix + 1..end {
+            if self.dom.tag(r) != "tr" || self.stats.removed[r] {
+                continue;
             }
             let mut row = Vec::new();
             for &c in &self.dom.nodes[r].children {
                 let tag = self.dom.tag(c);
                 if !matches!(tag, "td" | "th") || self.stats.removed[c] {
                     continue;
-                }
-                if self.stats.text[c] > MAX_DATA_CELL_CHARS {
-                    return None;
                 }
                 if rows.is_empty() && tag == "th" {
                     header = true;
