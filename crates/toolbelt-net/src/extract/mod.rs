@@ -180,7 +180,7 @@ fn content(dom: &Dom, url: Option<&Url>, ld_body: Option<&str>) -> Vec<Block> {
         .body
         .or(if dom.nodes.is_empty() { None } else { Some(0) })
     else {
-        return ld_body.map(paragraphs).unwrap_or_default();
+        return ld_body.map(|ld| ld_blocks(ld, url)).unwrap_or_default();
     };
     let mut best_weak: Option<Vec<Block>> = None;
     for params in [score::STRICT, score::LOOSE] {
@@ -194,7 +194,7 @@ fn content(dom: &Dom, url: Option<&Url>, ld_body: Option<&str>) -> Vec<Block> {
             };
             let blocks = r.render(node);
             if stats.good[node] >= MIN_CONTENT_CHARS {
-                return prefer_ld(blocks, ld_body);
+                return prefer_ld(blocks, ld_body, url);
             }
             if best_weak.is_none() && !blocks.is_empty() {
                 best_weak = Some(blocks);
@@ -202,7 +202,10 @@ fn content(dom: &Dom, url: Option<&Url>, ld_body: Option<&str>) -> Vec<Block> {
         }
     }
     if let Some(ld) = ld_body.filter(|b| b.trim().len() >= MIN_CONTENT_CHARS as usize) {
-        return paragraphs(ld);
+        let blocks = ld_blocks(ld, url);
+        if !blocks.is_empty() {
+            return blocks;
+        }
     }
     if let Some(blocks) = best_weak {
         return blocks;
@@ -221,7 +224,7 @@ fn content(dom: &Dom, url: Option<&Url>, ld_body: Option<&str>) -> Vec<Block> {
             return blocks;
         }
     }
-    ld_body.map(paragraphs).unwrap_or_default()
+    ld_body.map(|ld| ld_blocks(ld, url)).unwrap_or_default()
 }
 
 /// The title is metadata: a heading repeating it at the top of the content goes.
@@ -239,16 +242,58 @@ fn drop_title_heading(blocks: &mut Vec<Block>, title: Option<&str>) {
 
 /// The page's own JSON-LD `articleBody` when it is much longer than what the
 /// tree gave: a sign the content is rendered by script or cut by the scorer.
-fn prefer_ld(blocks: Vec<Block>, ld_body: Option<&str>) -> Vec<Block> {
+fn prefer_ld(blocks: Vec<Block>, ld_body: Option<&str>, url: Option<&Url>) -> Vec<Block> {
     let Some(ld) = ld_body else {
         return blocks;
     };
     let got: usize = blocks.iter().map(|b| b.plain_text().len()).sum();
-    if ld.len() > 3 * got.max(1) {
-        paragraphs(ld)
+    if ld.len() <= 3 * got.max(1) {
+        return blocks;
+    }
+    let from_ld = ld_blocks(ld, url);
+    let ld_len: usize = from_ld.iter().map(|b| b.plain_text().len()).sum();
+    if ld_len > 3 * got.max(1) {
+        from_ld
     } else {
         blocks
     }
+}
+
+/// The blocks of a JSON-LD `articleBody`: plain text as paragraphs; HTML (even
+/// entity-escaped HTML) parsed and rendered whole.
+fn ld_blocks(ld: &str, url: Option<&Url>) -> Vec<Block> {
+    if !looks_like_markup(ld) {
+        return paragraphs(ld);
+    }
+    let html = if ld.contains("&lt;") {
+        let dom = Dom::from_html(&parse(ld), MAX_NODES);
+        let mut text = String::with_capacity(ld.len());
+        for node in &dom.nodes {
+            if let dom::Kind::Text(t) = &node.kind {
+                text.push_str(t);
+            }
+        }
+        text
+    } else {
+        ld.to_string()
+    };
+    let dom = Dom::from_html(&parse(&html), MAX_NODES);
+    let Some(body) = dom.body else {
+        return Vec::new();
+    };
+    let stats = score::measure(&dom, score::LOOSE, true);
+    Renderer {
+        dom: &dom,
+        stats: &stats,
+        base: url,
+        prune: false,
+    }
+    .render(body)
+}
+
+/// Whether a JSON-LD body is HTML (escaped or not) rather than text.
+fn looks_like_markup(s: &str) -> bool {
+    s.contains("&lt;") || s.contains("</") || s.contains("<p") || s.contains("<br")
 }
 
 fn paragraphs(text: &str) -> Vec<Block> {

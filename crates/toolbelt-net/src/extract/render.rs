@@ -98,7 +98,8 @@ impl Renderer<'_> {
                 }
             }
             "a" if !self.has_block(ix) => {
-                let text = self.text_of(ix);
+                // Raw: a space just inside the link still separates words.
+                let text = self.raw_text_of(ix);
                 let href = el
                     .and_then(|e| e.href.as_deref())
                     .map(str::trim)
@@ -113,7 +114,7 @@ impl Renderer<'_> {
                 }
             }
             "code" | "kbd" | "samp" | "tt" if !self.has_block(ix) => {
-                inl.push(Inline::Code(self.text_of(ix)));
+                inl.push(Inline::Code(self.raw_text_of(ix)));
             }
             "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => {
                 flush(out, inl);
