@@ -3,10 +3,10 @@
 # trafilatura over the article-extraction data set, score both with the data
 # set's shingle metric and print a markdown table.
 #   bench/extract/run.sh
-#   RUNS=5 bench/extract/run.sh
+#   RUNS=3 bench/extract/run.sh
 # Environment: EXTRACTION_DATA (default ../shared/data/extraction from the repo
 # root), TOOLBELT_BENCH_CACHE (default ~/.cache/toolbelt-bench; the Python venv
-# with trafilatura lives there), RUNS (timed passes, best kept; default 3),
+# with trafilatura lives there), RUNS (timed passes, best kept; default 10),
 # CARGO_TARGET_DIR (default ./target).
 set -euo pipefail
 
@@ -15,7 +15,7 @@ repo="$(cd "$here/../.." && pwd)"
 data="${EXTRACTION_DATA:-$repo/../shared/data/extraction}"
 cache="${TOOLBELT_BENCH_CACHE:-$HOME/.cache/toolbelt-bench}"
 venv="$cache/extract-venv"
-runs="${RUNS:-3}"
+runs="${RUNS:-10}"
 target="${CARGO_TARGET_DIR:-$repo/target}"
 
 [ -f "$data/ground-truth.json" ] || { echo "no data set at $data (set EXTRACTION_DATA)" >&2; exit 1; }
