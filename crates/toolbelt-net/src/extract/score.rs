@@ -96,7 +96,6 @@ const STRONG_NEGATIVE: &[&str] = &[
     "readmore",
     "next-article",
     "pagination",
-    "pager",
     "toolbar",
     "masthead",
 ];
@@ -115,7 +114,6 @@ const WEAK_NEGATIVE: &[&str] = &[
     "tags",
     "caption",
     "credit",
-    "print",
 ];
 
 /// Whole class/id tokens that mark boilerplate.
@@ -124,8 +122,6 @@ const NEGATIVE_TOKENS: &[&str] = &[
     "ads",
     "nav",
     "tag",
-    "hidden",
-    "hide",
     "aside",
     "rail",
     "share",
@@ -134,7 +130,13 @@ const NEGATIVE_TOKENS: &[&str] = &[
     "timestamp",
     "author",
     "sidebar",
+    "pager",
+    "print",
 ];
+
+/// Whole class names that hide an element (responsive variants such as
+/// `hidden-xs` do not count).
+const HIDDEN_CLASSES: &[&str] = &["hidden", "hide", "is-hidden", "d-none", "invisible"];
 
 /// Class/id fragments that mark the content itself.
 const POSITIVE: &[&str] = &[
@@ -212,7 +214,11 @@ fn class_is_boilerplate(class_id: &str) -> bool {
     if class_id.is_empty() {
         return false;
     }
-    if STRONG_NEGATIVE.iter().any(|n| class_id.contains(n)) {
+    if STRONG_NEGATIVE.iter().any(|n| class_id.contains(n))
+        || class_id
+            .split_ascii_whitespace()
+            .any(|w| HIDDEN_CLASSES.contains(&w))
+    {
         return true;
     }
     let positive = POSITIVE.iter().any(|p| class_id.contains(p));
