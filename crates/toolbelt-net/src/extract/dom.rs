@@ -30,6 +30,8 @@ pub(crate) struct Element {
     /// `hidden`, `aria-hidden="true"` or an inline `display:none`.
     pub(crate) hidden: bool,
     pub(crate) colspan: usize,
+    /// `lang` of `<html>`, `datetime` of `<time>`.
+    pub(crate) extra: Option<String>,
 }
 
 /// One node of the arena.
@@ -149,6 +151,8 @@ fn element(el: &scraper::node::Element) -> Element {
             "hidden" => out.hidden = true,
             "aria-hidden" => out.hidden |= value.trim().eq_ignore_ascii_case("true"),
             "style" => out.hidden |= style_hides(value),
+            "lang" if tag == "html" => out.extra = Some(value.to_string()),
+            "datetime" if tag == "time" => out.extra = Some(value.to_string()),
             "colspan" => {
                 out.colspan = value.trim().parse::<usize>().unwrap_or(1).clamp(1, 64);
             }

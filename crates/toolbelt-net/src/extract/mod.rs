@@ -155,11 +155,18 @@ pub enum Inline {
 #[must_use]
 pub fn extract(html: &str, url: Option<&Url>) -> Article {
     let html = cut(html, MAX_HTML_BYTES);
-    let (reduced, raw) = prepass::run(html);
+    let (reduced, mut raw) = prepass::run(html);
     let doc = parse(&reduced);
     let dom = Dom::from_html(&doc, MAX_NODES);
     drop(doc);
     let h1 = first_h1(&dom);
+    let extra = |tag: &str| {
+        (0..dom.nodes.len())
+            .filter(|&i| dom.tag(i) == tag)
+            .find_map(|i| dom.element(i).and_then(|e| e.extra.clone()))
+    };
+    raw.lang = extra("html");
+    raw.time = extra("time");
     let meta = meta::build(&raw, h1, url);
     let mut blocks = content(&dom, url, meta.ld_body.as_deref());
     drop_title_heading(&mut blocks, meta.title.as_deref());

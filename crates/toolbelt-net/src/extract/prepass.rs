@@ -1,17 +1,18 @@
 //! A fast streaming pass before the tree is built: it reads the page's metadata
-//! (`<title>`, `<meta>`, `<link rel=canonical>`, JSON-LD, the first `<time>`,
-//! `<html lang>`) and drops what can never be content (scripts, styles, inline
-//! SVG, frames, navigation, asides, footers, form controls, comments). The tree
+//! (`<title>`, `<meta>`, `<link rel=canonical>`, JSON-LD) and drops what can
+//! never be content (scripts, styles, inline SVG, frames, navigation, asides,
+//! footers, form controls). The tree
 //! builder then has a third as many bytes to read.
 
 use std::cell::RefCell;
 
-use lol_html::html_content::{Comment, Element, TextChunk};
-use lol_html::{RewriteStrSettings, comments, element, rewrite_str, text};
+use lol_html::html_content::{Element, TextChunk};
+use lol_html::{RewriteStrSettings, element, rewrite_str, text};
 
 /// Metadata found while streaming the page.
 #[derive(Debug, Default)]
 pub(crate) struct RawMeta {
+    /// `<html lang>`, read from the tree.
     pub(crate) lang: Option<String>,
     pub(crate) title: String,
     /// `(key, content)` of every `<meta>` with a `name`, `property` or `itemprop`
@@ -19,6 +20,7 @@ pub(crate) struct RawMeta {
     pub(crate) metas: Vec<(String, String)>,
     pub(crate) canonical: Option<String>,
     pub(crate) json_ld: Vec<String>,
+    /// The first `<time datetime>`, read from the tree.
     pub(crate) time: Option<String>,
     /// The JSON-LD script being read.
     current_ld: Option<String>,
@@ -61,19 +63,6 @@ pub(crate) fn run(html: &str) -> (String, RawMeta) {
         el.remove();
         Ok(())
     };
-    let on_html = |el: &mut Element<'_, '_>| {
-        if let Some(lang) = el.get_attribute("lang") {
-            meta.borrow_mut().lang = Some(lang);
-        }
-        Ok(())
-    };
-    let on_time = |el: &mut Element<'_, '_>| {
-        let mut m = meta.borrow_mut();
-        if m.time.is_none() {
-            m.time = el.get_attribute("datetime");
-        }
-        Ok(())
-    };
     let on_title = |t: &mut TextChunk<'_>| {
         let mut m = meta.borrow_mut();
         if m.title.len() < 4096 {
@@ -97,19 +86,12 @@ pub(crate) fn run(html: &str) -> (String, RawMeta) {
         el.remove();
         Ok(())
     };
-    let on_comment = |c: &mut Comment<'_>| {
-        c.remove();
-        Ok(())
-    };
     let settings = RewriteStrSettings::new()
-        .append_element_content_handler(element!("html", on_html))
         .append_element_content_handler(element!("meta", on_meta))
         .append_element_content_handler(element!("link", on_link))
-        .append_element_content_handler(element!("time[datetime]", on_time))
         .append_element_content_handler(text!("title", on_title))
         .append_element_content_handler(text!("script[type=\"application/ld+json\"]", on_ld))
-        .append_element_content_handler(element!(DROP, on_drop))
-        .append_element_content_handler(comments!("*", on_comment));
+        .append_element_content_handler(element!(DROP, on_drop));
     let out = rewrite_str(html, settings).unwrap_or_else(|_| html.to_string());
     (out, meta.into_inner())
 }
