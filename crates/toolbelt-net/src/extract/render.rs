@@ -38,7 +38,7 @@ impl Renderer<'_> {
         let Some(el) = self.dom.element(ix) else {
             return false;
         };
-        if el.hidden {
+        if el.hidden || matches!(el.tag.as_str(), "figcaption") {
             return true;
         }
         if !self.prune || !is_block(&el.tag) {
@@ -51,6 +51,10 @@ impl Renderer<'_> {
         );
         if good > 0 || text == 0 {
             return false;
+        }
+        // An article's header without body text: title, byline, date.
+        if el.tag == "header" {
+            return true;
         }
         // A container of mostly links and no good text: menus, tag lists, link rows.
         link * 2 > text

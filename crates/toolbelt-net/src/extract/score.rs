@@ -428,7 +428,7 @@ pub(crate) fn best_node(dom: &Dom, stats: &Stats, root: NodeIx) -> Option<NodeIx
             stats.text[ix] as f32,
         );
         let other = (text - good - link).max(0.0);
-        let mut score = good - 0.6 * link - 0.3 * other;
+        let mut score = good - 0.6 * link - 0.5 * other;
         if is_positive(dom, ix) {
             score += 0.05 * good;
         }
