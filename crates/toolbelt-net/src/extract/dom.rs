@@ -2,7 +2,7 @@
 //! renderer read, with nodes in document order (a parent always before its
 //! descendants), so bottom-up passes are one reverse loop and nothing recurses.
 
-use scraper::{Html, Node as HtmlNode};
+use scraper::{Html, Node as HtmlNode, StrTendril};
 
 /// Index of a node in [`Dom::nodes`].
 pub(crate) type NodeIx = usize;
@@ -13,7 +13,7 @@ pub(crate) enum Kind {
     /// An element, with its lowercased tag name.
     Element(Element),
     /// A text node.
-    Text(String),
+    Text(StrTendril),
 }
 
 /// The attributes of an element the extractor reads.
@@ -63,16 +63,8 @@ impl Dom {
             }
             let kind = match node.value() {
                 HtmlNode::Document | HtmlNode::Fragment => None,
-                HtmlNode::Text(text) => Some(Kind::Text(if text.trim().is_empty() {
-                    // Inter-tag whitespace is most text nodes: one space, no copy.
-                    if text.is_empty() {
-                        String::new()
-                    } else {
-                        String::from(" ")
-                    }
-                } else {
-                    text.to_string()
-                })),
+                // A shared, reference-counted handle on the parser's buffer: no copy.
+                HtmlNode::Text(text) => Some(Kind::Text(text.text.clone())),
                 HtmlNode::Element(el) => Some(Kind::Element(element(el))),
                 _ => continue,
             };

@@ -67,7 +67,7 @@ impl Renderer<'_> {
                 continue;
             }
             match &self.dom.nodes[c].kind {
-                Kind::Text(t) => inl.push(Inline::Text(t.clone())),
+                Kind::Text(t) => inl.push(Inline::Text(t.to_string())),
                 Kind::Element(el) => {
                     if depth >= MAX_RENDER_DEPTH {
                         inl.push(Inline::Text(self.text_of(c)));
@@ -147,7 +147,7 @@ impl Renderer<'_> {
                             self.element(c, self.dom.tag(c), depth, &mut item, &mut item_inl);
                         }
                     } else if let Kind::Text(t) = &self.dom.nodes[c].kind {
-                        item_inl.push(Inline::Text(t.clone()));
+                        item_inl.push(Inline::Text(t.to_string()));
                     }
                     flush(&mut item, &mut item_inl);
                     if !item.is_empty() {
