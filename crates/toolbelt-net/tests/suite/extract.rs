@@ -395,3 +395,57 @@ fn data_set_pages_score_above_floor() {
     let mean = total / sample.len() as f64;
     assert!(mean >= 0.9, "mean F1 {mean:.3} over {} pages", sample.len());
 }
+
+/// Pieces of HTML, well-formed or not, that random documents are made of.
+const PIECES: &[&str] = &[
+    "<p>",
+    "</p>",
+    "<div class=\"content\">",
+    "<div class=\"comments\">",
+    "</div>",
+    "<table>",
+    "<tr>",
+    "<td>",
+    "</td>",
+    "</table>",
+    "<a href=\"/x?a=1&b=2\">",
+    "</a>",
+    "<ul><li>",
+    "</li>",
+    "<pre>",
+    "</pre>",
+    "<h2>",
+    "</h2>",
+    "<br>",
+    "<img alt=\"pic\" src=\"data:x\">",
+    "<!--",
+    "-->",
+    "<script>",
+    "</script>",
+    "<svg>",
+    "<nav>",
+    "<blockquote>",
+    "<code>",
+    "`|[]*#",
+    "some words of text here, ",
+    "a longer run of words that looks like a real sentence. ",
+    "&amp;&lt;&#x1F600;&bogus;",
+    "<",
+    ">",
+    "\"",
+    "\u{0}",
+    "é漢字",
+    "<script type=\"application/ld+json\">{\"@type\":\"Article\",\"articleBody\":\"&lt;p&gt;x\"}</script>",
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    #[test]
+    fn never_panics_on_random_html(picks in proptest::collection::vec(0..PIECES.len(), 0..200)) {
+        let html: String = picks.iter().map(|&i| PIECES[i]).collect();
+        let article = extract(&html, Some(&url("https://example.com/a/b")));
+        let text = article.to_text();
+        let _ = article.to_markdown();
+        proptest::prop_assert!(!text.contains("<script"));
+    }
+}
