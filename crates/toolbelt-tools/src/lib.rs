@@ -9,7 +9,8 @@
 //! - [`ApplyPatch`]: adds, deletes, updates and moves files with one patch, all or nothing.
 //! - [`EditFile`], [`MultiEdit`]: replace text in a file, one or several places at once.
 //! - [`Grep`]: searches file contents (ripgrep's engine); [`Glob`]: finds files by name.
-//! - [`WebSearch`]: searches the web (DuckDuckGo without a key, Brave, SearXNG).
+//! - [`WebFetch`]: fetches a page behind an SSRF guard and returns its main content;
+//!   [`WebSearch`]: searches the web (DuckDuckGo without a key, Brave, SearXNG).
 //! - [`Bash`]: runs a shell command; the whole process tree is stopped on timeout.
 //!   With `run_in_background` it starts a background shell instead, which
 //!   [`BashOutputTool`] (`bash_output`), [`WriteStdin`], [`KillShell`] and
@@ -40,6 +41,7 @@ mod read_output;
 mod set_todo_list;
 mod think;
 mod web;
+mod web_fetch;
 mod web_search;
 mod write_file;
 mod write_stdin;
@@ -69,6 +71,10 @@ pub use set_todo_list::{
 };
 pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
 pub use web::WebOptions;
+pub use web_fetch::{
+    DEFAULT_FETCH_TIMEOUT_SECS, DEFAULT_MAX_LENGTH, FetchFormat, MAX_FETCH_TIMEOUT_SECS, WebFetch,
+    WebFetchOutput, WebFetchParams,
+};
 pub use web_search::{
     TimeRangeParam, WebSearch, WebSearchOutput, WebSearchParams, WebSearchResult,
 };
@@ -119,6 +125,7 @@ pub fn register_builtins_with(
     registry.register_typed(ListDir)?;
     registry.register_typed(Grep)?;
     registry.register_typed(Glob)?;
+    registry.register_typed(WebFetch::new(&options.web))?;
     registry.register_typed(WebSearch::new(&options.web))?;
     let shells = Shells::new();
     registry.register_typed(Bash::new(shells.clone()).with_sandbox(options.sandbox))?;
