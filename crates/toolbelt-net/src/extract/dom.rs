@@ -41,6 +41,8 @@ pub(crate) struct Node {
     pub(crate) parent: Option<NodeIx>,
     pub(crate) children: Vec<NodeIx>,
     pub(crate) depth: usize,
+    /// For text: its characters that are not whitespace, counted once.
+    pub(crate) chars: u32,
 }
 
 /// The document as an arena in document order.
@@ -79,11 +81,16 @@ impl Dom {
                     {
                         dom.body = Some(ix);
                     }
+                    let chars = match &kind {
+                        Kind::Text(t) => non_space_chars(t),
+                        Kind::Element(_) => 0,
+                    };
                     dom.nodes.push(Node {
                         kind,
                         parent,
                         children: Vec::new(),
                         depth,
+                        chars,
                     });
                     if let Some(p) = parent {
                         dom.nodes[p].children.push(ix);
@@ -113,6 +120,16 @@ impl Dom {
     pub(crate) fn tag(&self, ix: NodeIx) -> &str {
         self.element(ix).map_or("", |el| el.tag.as_str())
     }
+}
+
+/// Characters that are not ASCII whitespace, counted on bytes (UTF-8
+/// continuation bytes skipped).
+fn non_space_chars(s: &str) -> u32 {
+    let n = s
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace() && (b & 0xC0) != 0x80)
+        .count();
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 fn element(el: &scraper::node::Element) -> Element {

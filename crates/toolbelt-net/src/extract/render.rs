@@ -302,9 +302,49 @@ fn flush(out: &mut Vec<Block>, inl: &mut Vec<Inline>) {
         return;
     }
     let para = normalize(std::mem::take(inl));
-    if !para.is_empty() {
-        out.push(Block::Paragraph(para));
+    if para.is_empty() {
+        return;
     }
+    let block = Block::Paragraph(para);
+    if !is_label(&block.plain_text()) {
+        out.push(block);
+    }
+}
+
+/// Short paragraphs that are page furniture wherever they stand.
+const LABELS: &[&str] = &[
+    "ad",
+    "advert",
+    "advertisement",
+    "advertising",
+    "sponsored",
+    "sponsored content",
+    "comments",
+    "comment",
+    "share",
+    "share this",
+    "share this article",
+    "share this story",
+    "related",
+    "related articles",
+    "related stories",
+    "read more",
+    "continue reading",
+    "loading",
+    "this slideshow requires javascript",
+    "tell us what you think",
+];
+
+fn is_label(text: &str) -> bool {
+    if text.len() > 40 {
+        return false;
+    }
+    let t = text
+        .trim()
+        .trim_end_matches(['.', ':', '!', '…'])
+        .trim()
+        .to_lowercase();
+    LABELS.contains(&t.as_str())
 }
 
 /// Merges text runs, collapses whitespace across them and trims the ends.

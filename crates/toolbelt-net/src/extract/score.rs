@@ -275,11 +275,6 @@ pub(crate) fn is_positive(dom: &Dom, ix: NodeIx) -> bool {
         || POSITIVE.iter().any(|p| el.class_id.contains(p))
 }
 
-fn non_space_chars(s: &str) -> u32 {
-    let n = s.chars().filter(|c| !c.is_whitespace()).count();
-    u32::try_from(n).unwrap_or(u32::MAX)
-}
-
 /// Boilerplate patterns never remove an element holding more than this share of
 /// the page's good text: a wrapper with an unlucky class name is not boilerplate.
 const MAX_PRUNED_SHARE: f32 = 0.4;
@@ -339,8 +334,8 @@ fn measure_with(dom: &Dom, params: Params, drop: &dyn Fn(NodeIx) -> bool) -> Sta
         if removed[ix] {
             continue;
         }
-        if let Kind::Text(t) = &dom.nodes[ix].kind {
-            let len = non_space_chars(t);
+        if let Kind::Text(_) = &dom.nodes[ix].kind {
+            let len = dom.nodes[ix].chars;
             text[ix] = len;
             own_text[block[ix]] += len;
             if in_link[ix] {
