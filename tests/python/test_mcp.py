@@ -46,6 +46,7 @@ BUILTINS = {
     "write_stdin",
     "kill_shell",
     "list_shells",
+    "web_fetch",
     "web_search",
 }
 
@@ -80,6 +81,9 @@ def toolbelt_bin() -> str:
     return os.path.abspath(path)
 
 
+# Where the search_engine fixture listens, for web_fetch to read it back.
+SEARCH_URL: list[str] = [""]
+
 SEARCH_ANSWER = json.dumps(
     {
         "query": "rust",
@@ -108,7 +112,9 @@ def search_engine() -> Iterator[str]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    SEARCH_URL[:] = [url]
+    yield url
     server.shutdown()
 
 
@@ -116,7 +122,9 @@ def search_engine() -> Iterator[str]:
 def workspace(tmp_path: Path, search_engine: str) -> Path:
     root = tmp_path / "ws"
     (root / "src").mkdir(parents=True)
-    (root / "toolbelt.toml").write_text(f'[web]\nsearch = "searxng"\nsearch_url = "{search_engine}"\n')
+    (root / "toolbelt.toml").write_text(
+        f'[web]\nsearch = "searxng"\nsearch_url = "{search_engine}"\nallow_private_network = true\n'
+    )
     (root / "src" / "main.rs").write_text('fn main() {\n    println!("hello");\n}\n')
     (root / "src" / "lib.rs").write_text("pub fn answer() -> u32 {\n    41\n}\n")
     (root / "notes.md").write_text("# Notes\n\nfirst\nsecond\n")
@@ -250,6 +258,8 @@ async def call_every_builtin(client: Client, root: Path) -> set[str]:
     env = await call("web_search", {"query": "rust", "limit": 3})
     assert env["data"]["results"][0]["url"] == "https://tokio.rs/"
     assert env["text"].startswith("# Search Results for: rust")
+    env = await call("web_fetch", {"url": SEARCH_URL[0]})
+    assert '"url": "https://tokio.rs/"' in env["data"]["content"]
 
     await call("set_todo_list", {"todos": [{"title": "change the greeting", "status": "In Progress"}]})
 

@@ -172,6 +172,7 @@ async fn tools_list_has_every_builtin_with_annotations() {
                 "set_todo_list",
                 "think",
                 "wait",
+                "web_fetch",
                 "web_search",
                 "write_file",
                 "write_stdin",
@@ -462,7 +463,7 @@ async fn the_2026_07_28_revision_works_without_a_handshake() {
         .await;
         let listed = answer(&mut output).await;
         assert_eq!(listed["result"]["resultType"], "complete");
-        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 17);
+        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 18);
         send(
             &mut input,
             &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
@@ -537,7 +538,7 @@ async fn malformed_lines_are_answered_and_the_server_goes_on() {
             .unwrap();
         let list = answer(&mut output).await;
         assert_eq!(list["id"], 3);
-        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 17);
+        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 18);
     })
     .await;
 }

@@ -284,7 +284,7 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
     assert_eq!(run.code, 0, "{run:#?}");
     let tools = stdout_json(&run);
     let tools = tools.as_array().unwrap();
-    assert_eq!(tools.len(), 17);
+    assert_eq!(tools.len(), 18);
     let mut checked = 0;
     for tool in tools {
         let function = &tool["function"];
@@ -297,7 +297,7 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
         checked += here;
     }
     // One object per tool, plus set_todo_list's todo and multi_edit's edit.
-    assert_eq!(checked, 19);
+    assert_eq!(checked, 20);
 }
 
 #[test]
@@ -390,7 +390,7 @@ fn schema_usage_errors_exit_2() {
     let run = toolbelt(dir.path(), &["schema", "nope"]);
     assert_usage_error(
         &run,
-        "unknown tool \"nope\"; available: apply_patch, bash, bash_output, edit_file, glob, grep, kill_shell, list_dir, list_shells, multi_edit, read_file, read_output, set_todo_list, think, web_search, write_file, write_stdin",
+        "unknown tool \"nope\"; available: apply_patch, bash, bash_output, edit_file, glob, grep, kill_shell, list_dir, list_shells, multi_edit, read_file, read_output, set_todo_list, think, web_fetch, web_search, write_file, write_stdin",
     );
 }
 
@@ -606,7 +606,7 @@ fn tools_of_one_category() {
     let run = toolbelt(dir.path(), &["tools", "--json", "--category", "system"]);
     assert_eq!(tool_names(&run), ["read_output"]);
     let run = toolbelt(dir.path(), &["tools", "--json", "--category", "web"]);
-    assert_eq!(tool_names(&run), ["web_search"]);
+    assert_eq!(tool_names(&run), ["web_fetch", "web_search"]);
 
     let run = toolbelt(dir.path(), &["tools", "--category", "planning"]);
     assert_eq!(run.code, 0, "{run:#?}");
@@ -648,6 +648,7 @@ fn claude_profile_exposes_todo_write() {
             "read_output",
             "TodoWrite",
             "think",
+            "WebFetch",
             "WebSearch",
             "Write",
             "write_stdin"
@@ -718,6 +719,7 @@ fn config_file_in_the_root_sets_the_profile() {
             "read_output",
             "SetTodoList",
             "Think",
+            "WebFetch",
             "WebSearch",
             "WriteFile",
             "write_stdin"
@@ -742,6 +744,7 @@ fn config_file_in_the_root_sets_the_profile() {
             "read_output",
             "set_todo_list",
             "think",
+            "web_fetch",
             "web_search",
             "write_file",
             "write_stdin"
@@ -775,6 +778,7 @@ fn explicit_config_file_is_used() {
             "read_output",
             "TodoWrite",
             "think",
+            "WebFetch",
             "WebSearch",
             "Write",
             "write_stdin"
