@@ -53,7 +53,7 @@ pub const MAX_HTML_BYTES: usize = 8 * 1024 * 1024;
 /// At most this many nodes of a page are looked at.
 pub const MAX_NODES: usize = 400_000;
 /// Parsing stops (keeping what it has) once it has taken this long.
-pub const PARSE_BUDGET: Duration = Duration::from_secs(1);
+pub const PARSE_BUDGET: Duration = Duration::from_secs(3);
 /// The parser is fed this many bytes at a time, the budget checked between.
 const PARSE_CHUNK_BYTES: usize = 32 * 1024;
 /// Content with fewer good characters than this sends extraction to its fallbacks.
