@@ -1081,3 +1081,57 @@ async fn cross_host_redirect_can_be_reported_instead_of_followed() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn extra_headers_go_to_the_first_host_only() {
+    within(async {
+        let seen: Arc<std::sync::Mutex<Vec<Option<String>>>> = Arc::default();
+        let log = Arc::clone(&seen);
+        let other = serve(Router::new().route(
+            "/landing",
+            get(move |headers: HeaderMap| async move {
+                log.lock().unwrap().push(
+                    headers
+                        .get("x-api-key")
+                        .map(|v| v.to_str().unwrap().to_string()),
+                );
+                "landed"
+            }),
+        ))
+        .await;
+        // The same machine under another name: another host as far as headers go.
+        let target = format!("http://localhost:{}/landing", other.addr.port());
+        let log = Arc::clone(&seen);
+        let first = serve(Router::new().route(
+            "/start",
+            get(move |headers: HeaderMap| {
+                let log = Arc::clone(&log);
+                let target = target.clone();
+                async move {
+                    log.lock().unwrap().push(
+                        headers
+                            .get("x-api-key")
+                            .map(|v| v.to_str().unwrap().to_string()),
+                    );
+                    (StatusCode::FOUND, [(header::LOCATION, target)])
+                }
+            }),
+        ))
+        .await;
+        let recorder = Recorder::default();
+        let fetcher = builder_allowing(&[first.addr, other.addr], &recorder)
+            .resolver(Arc::new(
+                StaticResolver::new().with("localhost", [other.addr.ip()]),
+            ))
+            .build()
+            .unwrap();
+        let options = FetchOptions::new().header("X-Api-Key", "secret-key");
+        let fetched = fetcher.fetch(&first.url("/start"), &options).await.unwrap();
+        assert_eq!(fetched.status, 200);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![Some("secret-key".to_string()), None]
+        );
+    })
+    .await;
+}
