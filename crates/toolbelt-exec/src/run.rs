@@ -216,7 +216,7 @@ pub(crate) fn spawn_marked(
         .spawn()
         .map_err(|e| {
             // Name what failed to start: the sandbox helper, when there is one.
-            let program = sandbox.map_or(shell, |s| s.command(Path::new(""), "").0);
+            let program = sandbox.map_or(shell, |s| s.helper().to_path_buf());
             (program, e)
         })?;
     let group = child

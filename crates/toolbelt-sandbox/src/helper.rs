@@ -72,7 +72,7 @@ pub(crate) fn main(args: Vec<OsString>) -> i32 {
 /// Sets up `plan`, then runs `program` and returns its exit code.
 fn run(plan: &Plan, program: OsString, args: Vec<OsString>) -> i32 {
     if let Err(e) = enter(plan) {
-        eprintln!("toolbelt sandbox: the command was not run: {e}");
+        eprintln!("{}{e}", crate::REFUSAL_PREFIX);
         return SETUP_FAILED_EXIT_CODE;
     }
     // In a new PID namespace this child is its init: when it ends, every process

@@ -49,6 +49,10 @@ pub use sandbox::{Sandbox, describe};
 /// The first argument that turns a program calling [`dispatch`] into the helper.
 pub const HELPER_ARG: &str = "__toolbelt_sandbox";
 
+/// How the helper's message starts when it refused to run a command (it then
+/// exits with [`SETUP_FAILED_EXIT_CODE`]); the reason follows.
+pub const REFUSAL_PREFIX: &str = "toolbelt sandbox: the command was not run: ";
+
 /// The name of the stand-alone helper binary.
 pub const HELPER_BIN: &str = "toolbelt-sandbox";
 

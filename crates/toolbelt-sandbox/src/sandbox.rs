@@ -120,6 +120,12 @@ impl Sandbox {
         self.network
     }
 
+    /// The helper program that sets the sandbox up.
+    #[must_use]
+    pub fn helper(&self) -> &Path {
+        &self.helper
+    }
+
     /// The private temporary directory: give it to commands as `TMPDIR`.
     #[must_use]
     pub fn tmp_dir(&self) -> &Path {

@@ -328,15 +328,12 @@ fn call_env(entries: &[String]) -> Result<BTreeMap<String, String>, ToolError> {
     Ok(env)
 }
 
-/// What the sandbox's helper says when it refused to start a command.
-const SANDBOX_REFUSAL: &str = "toolbelt sandbox: the command was not run: ";
-
 /// An `ACCESS_DENIED` error when the sandbox could not be set up for the command
 /// (the helper's exit code and message), so it is not mistaken for the command's
 /// own failure.
 fn refused_by_sandbox(o: &ExecOutcome) -> Result<(), ToolError> {
     let text = &o.stderr.captured.text;
-    match text.strip_prefix(SANDBOX_REFUSAL) {
+    match text.strip_prefix(toolbelt_sandbox::REFUSAL_PREFIX) {
         Some(why) if o.exit_code == toolbelt_sandbox::SETUP_FAILED_EXIT_CODE => {
             Err(ToolError::new(
                 ErrorCode::AccessDenied,

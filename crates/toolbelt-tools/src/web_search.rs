@@ -94,16 +94,14 @@ pub struct WebSearch {
 }
 
 impl WebSearch {
-    /// A `web_search` tool searching as `options` say. The engine an operator
-    /// configured is trusted to be where it is (a SearXNG instance on the local
-    /// network, say), so its address is not refused as private; redirects away
-    /// from its host are not followed.
+    /// A `web_search` tool searching as `options` say. An engine at an address
+    /// the operator chose is trusted to be where it is (a SearXNG instance on the
+    /// local network, say), so its address is not refused as private; redirects
+    /// away from its host are not followed.
     #[must_use]
     pub fn new(options: &WebOptions) -> WebSearch {
-        let trusted = options.search.base_url() != WebOptions::default().search.base_url()
-            && !matches!(options.search, toolbelt_net::search::Backend::Brave { .. });
         let searcher = options
-            .fetcher(trusted)
+            .fetcher(options.search.is_self_hosted())
             .map(|fetcher| Searcher::new(options.search.clone(), fetcher))
             .map_err(|e| e.to_string());
         WebSearch { searcher }

@@ -554,23 +554,18 @@ fn web_options(file: &FileConfig, allow_private_network: bool) -> Result<WebOpti
         .map(|u| url::Url::parse(u).with_context(|| format!("invalid [web] search_url {u:?}")))
         .transpose()?;
     let search = match cfg.search.as_deref().unwrap_or("duckduckgo") {
-        "duckduckgo" => match url {
-            Some(base_url) => Backend::DuckDuckGo { base_url },
-            None => Backend::duckduckgo(),
-        },
-        "brave" => {
-            let key = std::env::var("BRAVE_API_KEY").unwrap_or_default();
-            let mut backend = Backend::brave(key);
-            if let (Backend::Brave { base_url, .. }, Some(u)) = (&mut backend, url) {
-                *base_url = u;
-            }
-            backend
-        }
+        "duckduckgo" => Backend::duckduckgo(),
+        "brave" => Backend::brave(std::env::var("BRAVE_API_KEY").unwrap_or_default()),
         "searxng" => Backend::Searxng {
             base_url: url
+                .clone()
                 .context("[web] search = \"searxng\" needs search_url, the instance's address")?,
         },
         other => bail!("unknown [web] search {other:?}; choose one of: duckduckgo, brave, searxng"),
+    };
+    let search = match url {
+        Some(url) => search.with_base_url(url),
+        None => search,
     };
     Ok(WebOptions {
         allow_private_network: allow_private_network || cfg.allow_private_network.unwrap_or(false),

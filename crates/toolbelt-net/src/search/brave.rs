@@ -127,22 +127,11 @@ pub(super) fn parse(answer: &Fetched) -> Result<Vec<SearchResult>, SearchError> 
         .collect())
 }
 
-/// Brave marks the words that matched with `<strong>`: keep the words.
+/// Brave marks the words that matched with `<strong>` and escapes entities: the
+/// text of the fragment.
 fn strip_tags(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut in_tag = false;
-    for c in text.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' if in_tag => in_tag = false,
-            _ if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    out.replace("&amp;", "&")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#x27;", "'")
-        .replace("&#39;", "'")
+    scraper::Html::parse_fragment(text)
+        .root_element()
+        .text()
+        .collect()
 }

@@ -183,6 +183,27 @@ impl Backend {
         }
     }
 
+    /// The same engine at `url` (a mirror, a proxy, a test server).
+    #[must_use]
+    pub fn with_base_url(mut self, url: Url) -> Backend {
+        match &mut self {
+            Backend::DuckDuckGo { base_url }
+            | Backend::Brave { base_url, .. }
+            | Backend::Searxng { base_url } => *base_url = url,
+        }
+        self
+    }
+
+    /// Whether it answers at an address its operator chose rather than the
+    /// engine's public one (every SearXNG instance does).
+    pub fn is_self_hosted(&self) -> bool {
+        match self {
+            Backend::DuckDuckGo { base_url } => base_url.as_str() != DUCKDUCKGO_URL,
+            Backend::Brave { base_url, .. } => base_url.as_str() != BRAVE_URL,
+            Backend::Searxng { .. } => true,
+        }
+    }
+
     /// Its name: `duckduckgo`, `brave` or `searxng`.
     pub fn name(&self) -> &'static str {
         match self {
