@@ -39,6 +39,7 @@ mod multi_edit;
 mod read_file;
 mod read_output;
 mod set_todo_list;
+mod store;
 mod think;
 mod web;
 mod web_fetch;
@@ -69,6 +70,7 @@ pub use read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
 pub use set_todo_list::{
     SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoListOutput, TodoStatus, render,
 };
+pub use store::{StoreHandle, store_error};
 pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
 pub use web::WebOptions;
 pub use web_fetch::{
@@ -94,6 +96,9 @@ pub struct BuiltinOptions {
     pub sandbox: Option<Arc<Sandbox>>,
     /// How the web tools reach the web.
     pub web: WebOptions,
+    /// The store of todos and the planner; by default a SQLite file in the
+    /// session's state directory, opened on first use.
+    pub store: Option<StoreHandle>,
 }
 
 /// Registers every built-in tool with the default options. The shell tools share
@@ -114,6 +119,12 @@ pub fn register_builtins_with(
     registry: &mut Registry,
     options: BuiltinOptions,
 ) -> Result<(), RegistryError> {
+    let store = options.store.unwrap_or_else(|| {
+        StoreHandle::lazy(toolbelt_store::Location::in_state_dir(
+            registry.session().state_dir(),
+        ))
+    });
+    let _ = &store;
     registry.register_typed(Think)?;
     registry.register_typed(SetTodoList::default())?;
     registry.register_typed(ReadOutput)?;
