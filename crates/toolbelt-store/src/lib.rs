@@ -5,6 +5,8 @@
 //! - [`Store`] opens a [`Location`], refusing a corrupt, foreign or newer database
 //!   without touching it ([`StoreError`]), and hands out write transactions that
 //!   take SQLite's write lock up front ([`Store::begin_write`]).
+//! - [`StoreHandle`]: a store opened on first use, shared by the tools and the call
+//!   log; [`store_error`] turns a [`StoreError`] into the error a model reads.
 //! - [`RecordId`] and [`Kind`]: planner ids as models see them (`project-12`).
 //!
 //! ```
@@ -18,6 +20,7 @@
 //! ```
 
 mod error;
+mod handle;
 mod ids;
 mod schema;
 mod store;
@@ -26,6 +29,7 @@ mod store;
 pub mod testing;
 
 pub use error::{StoreError, StoreResult};
+pub use handle::{StoreHandle, store_error};
 pub use ids::{Kind, RecordId};
 pub use schema::LATEST_VERSION;
 pub use store::{
