@@ -258,7 +258,19 @@ struct SqliteHeader {
 }
 
 async fn inspect_sqlite(path: &Path, location: &Location) -> StoreResult<SqliteHeader> {
-    let opts = AnyConnectOptions::from_str(&sqlite_url(path, "ro"))
+    // Without a write-ahead log beside it, the file alone is the database: read it
+    // as immutable, which takes no lock and creates no -shm or -wal file next to a
+    // file that may be refused. With a log, committed pages may live in it, so the
+    // file is opened normally (read-only).
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let has_wal = std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0);
+    let url = if has_wal {
+        sqlite_url(path, "ro")
+    } else {
+        format!("{}&immutable=1", sqlite_url(path, "ro"))
+    };
+    let opts = AnyConnectOptions::from_str(&url)
         .map_err(|e| open_error(location, e))?
         .disable_statement_logging();
     let mut conn = opts

@@ -31,6 +31,9 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 /// search = "duckduckgo"         # duckduckgo (no key), brave (BRAVE_API_KEY), searxng
 /// search_url = "http://localhost:8888/"   # the engine's address (required for searxng)
 ///
+/// [store]
+/// database_url = "postgres://user:password@host/toolbelt"   # default: <state_dir>/toolbelt.db
+///
 /// [permissions]
 /// deny = ["read_file(./secrets/**)"]
 /// ask = ["bash(git push:*)"]
@@ -60,6 +63,17 @@ pub struct FileConfig {
     /// The web tools.
     #[serde(default)]
     pub web: WebConfig,
+    /// The store.
+    #[serde(default)]
+    pub store: StoreConfig,
+}
+
+/// `[store]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// PostgreSQL URL or SQLite file; relative files are relative to the config file's directory.
+    pub database_url: Option<String>,
 }
 
 /// `[web]`.
@@ -106,6 +120,13 @@ impl FileConfig {
         let base = path.parent().unwrap_or(Path::new("."));
         cfg.state_dir = cfg.state_dir.map(|d| base.join(d));
         cfg.roots = cfg.roots.into_iter().map(|r| base.join(r)).collect();
+        cfg.store.database_url = cfg.store.database_url.map(|url| {
+            if url.contains("://") || Path::new(&url).is_absolute() {
+                url
+            } else {
+                base.join(url).display().to_string()
+            }
+        });
         if let Some(max) = cfg.output.max_bytes
             && max < MIN_OUTPUT_BYTES
         {

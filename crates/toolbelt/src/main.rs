@@ -20,6 +20,7 @@ use toolbelt_core::profile::Profile;
 use toolbelt_core::{CallOptions, Category, Registry, Session, ToolCall};
 use toolbelt_net::search::Backend;
 use toolbelt_sandbox::{Sandbox, SandboxMode, Support};
+use toolbelt_store::{Location, StoreHandle};
 use toolbelt_tools::{BuiltinOptions, WebOptions};
 
 use crate::config::FileConfig;
@@ -68,6 +69,15 @@ struct Global {
     /// server); the SSRF guard refuses them by default.
     #[arg(long, global = true)]
     allow_private_network: bool,
+    /// The store of todos, the planner and the call log: postgres://user:password@host/db
+    /// for PostgreSQL, or a SQLite file (default: <state-dir>/toolbelt.db).
+    #[arg(
+        long,
+        global = true,
+        env = "TOOLBELT_DATABASE_URL",
+        hide_env_values = true
+    )]
+    database_url: Option<String>,
 }
 
 /// `on`/`off` (also `true`/`false`, `yes`/`no`, `1`/`0`).
@@ -212,6 +222,7 @@ struct Settings {
     state_dir: PathBuf,
     sandbox: SandboxMode,
     network: bool,
+    store: Location,
 }
 
 fn settings(g: &Global) -> Result<Settings> {
@@ -249,22 +260,46 @@ fn settings(g: &Global) -> Result<Settings> {
         .network
         .or(file.shell.network)
         .unwrap_or(sandbox == SandboxMode::None);
+    let store = match g.database_url.as_ref().or(file.store.database_url.as_ref()) {
+        Some(url) => Location::parse(url).context(
+            "invalid database URL (--database-url, TOOLBELT_DATABASE_URL or [store] database_url)",
+        )?,
+        None => Location::in_state_dir(&state_dir),
+    };
     Ok(Settings {
         roots,
         file,
         state_dir,
         sandbox,
         network,
+        store,
     })
 }
 
-fn build_registry(g: &Global) -> Result<Registry> {
+/// A registry and the store its tools share.
+struct Built {
+    registry: Registry,
+    store: StoreHandle,
+}
+
+/// Opens the store now: a server refuses to start on a corrupt, foreign or newer
+/// database (which is left untouched) rather than failing its first planner call.
+async fn open_store(store: &StoreHandle) -> Result<()> {
+    store
+        .store()
+        .await
+        .map(|_| ())
+        .context("the store cannot be opened")
+}
+
+fn build_registry(g: &Global) -> Result<Built> {
     let Settings {
         roots,
         file,
         state_dir,
         sandbox,
         network,
+        store,
     } = settings(g)?;
     let first = roots[0].clone();
     let sandbox = Sandbox::new(sandbox, network, &roots)
@@ -296,15 +331,23 @@ fn build_registry(g: &Global) -> Result<Registry> {
         registry.set_policy(policy);
     }
     let web = web_options(&file, g.allow_private_network)?;
-    toolbelt_tools::register_builtins_with(&mut registry, BuiltinOptions { sandbox, web })?;
-    Ok(registry)
+    let store = StoreHandle::lazy(store);
+    toolbelt_tools::register_builtins_with(
+        &mut registry,
+        BuiltinOptions {
+            sandbox,
+            web,
+            store: Some(store.clone()),
+        },
+    )?;
+    Ok(Built { registry, store })
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Doctor { json } = cli.command {
         return doctor(&cli.global, json);
     }
-    let registry = build_registry(&cli.global)?;
+    let Built { registry, store } = build_registry(&cli.global)?;
     match cli.command {
         Command::Tools { json, category } => {
             let category = match category {
@@ -416,9 +459,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 Token::Given(token)
             };
-            serve(registry, bind, token, allowed_origins)
+            serve(registry, &store, bind, token, allowed_origins)
         }
-        Command::Mcp => serve_mcp(registry, &cli.global),
+        Command::Mcp => serve_mcp(registry, &store, &cli.global),
         Command::Doctor { .. } => unreachable!("answered above"),
     }
 }
@@ -434,6 +477,7 @@ enum Token {
 /// `toolbelt serve`: listens until SIGINT or SIGTERM.
 fn serve(
     registry: Registry,
+    store: &StoreHandle,
     bind: SocketAddr,
     token: Token,
     allowed_origins: Vec<String>,
@@ -480,6 +524,7 @@ fn serve(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    rt.block_on(open_store(store))?;
     let served = rt.block_on(async move {
         let listener = toolbelt_server::http::bind(bind).await?;
         let addr = listener.local_addr().unwrap_or(bind);
@@ -502,7 +547,7 @@ fn serve(
 /// Serves `registry` over MCP on standard input and output until the client
 /// closes standard input. Without `--root`, the client's roots become the
 /// workspace roots once it announces them.
-fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
+fn serve_mcp(registry: Registry, store: &StoreHandle, g: &Global) -> Result<ExitCode> {
     // One client, one request at a time mostly: a single-threaded runtime answers
     // without handing each message between threads (blocking file work still runs on
     // tokio's blocking pool), and holds less memory.
@@ -510,6 +555,7 @@ fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    rt.block_on(open_store(store))?;
     let session = Arc::clone(registry.session());
     stamps::load(&session);
     let mut server = toolbelt_server::McpServer::new(Arc::new(registry));
@@ -518,6 +564,7 @@ fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
             (g.profile.clone(), g.config.clone(), g.state_dir.clone());
         let (sandbox, network) = (g.sandbox.clone(), g.network);
         let allow_private_network = g.allow_private_network;
+        let database_url = g.database_url.clone();
         server = server.with_client_roots(move |roots| {
             let global = Global {
                 roots,
@@ -527,8 +574,11 @@ fn serve_mcp(registry: Registry, g: &Global) -> Result<ExitCode> {
                 sandbox: sandbox.clone(),
                 network,
                 allow_private_network,
+                database_url: database_url.clone(),
             };
-            build_registry(&global).map_err(|e| format!("{e:#}"))
+            build_registry(&global)
+                .map(|b| b.registry)
+                .map_err(|e| format!("{e:#}"))
         });
     }
     // SIGINT or SIGTERM ends the session like the end of standard input does: the
@@ -575,6 +625,35 @@ fn web_options(file: &FileConfig, allow_private_network: bool) -> Result<WebOpti
     })
 }
 
+/// The store as `toolbelt doctor` reports it. A SQLite file that does not exist yet
+/// is not created.
+fn doctor_store(location: &Location) -> Result<String> {
+    if let Location::Sqlite(path) = location
+        && !path.exists()
+    {
+        return Ok(format!("SQLite {} (created on first use)", path.display()));
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async {
+        let store = toolbelt_store::Store::open(location)
+            .await
+            .context("the store cannot be opened")?;
+        let version = store.schema_version().await?;
+        store.close().await;
+        let kind = match store.backend() {
+            toolbelt_store::Backend::Sqlite => "SQLite",
+            toolbelt_store::Backend::Postgres => "PostgreSQL",
+        };
+        Ok(format!(
+            "{kind} {} (schema version {version})",
+            location.describe()
+        ))
+    })
+}
+
 /// `toolbelt doctor`: what this machine and the configuration allow.
 fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
     let settings = settings(g);
@@ -582,6 +661,17 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
     let support = Support::probe();
     let mut ok = true;
     let mut problems: Vec<String> = Vec::new();
+    let store_report = match &settings {
+        Ok(s) => match doctor_store(&s.store) {
+            Ok(report) => Some(report),
+            Err(e) => {
+                problems.push(format!("{e:#}"));
+                ok = false;
+                Some(format!("{}: refused", s.store.describe()))
+            }
+        },
+        Err(_) => None,
+    };
     let (roots, sandbox, network, state_dir) = match &settings {
         Ok(s) => (
             s.roots.clone(),
@@ -609,7 +699,9 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
         "unknown".to_string()
     };
     let tools = if ok {
-        build_registry(g).map(|r| r.definitions().len()).ok()
+        build_registry(g)
+            .map(|b| b.registry.definitions().len())
+            .ok()
     } else {
         None
     };
@@ -620,6 +712,7 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
             "roots": roots,
             "state_dir": state_dir,
             "tools": tools,
+            "store": store_report,
             "shell": toolbelt_exec::default_shell(),
             "sandbox": {
                 "mode": sandbox.as_str(),
@@ -641,6 +734,9 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
         }
         if let Some(n) = tools {
             text.push_str(&format!("tools: {n}\n"));
+        }
+        if let Some(store) = &store_report {
+            text.push_str(&format!("store: {store}\n"));
         }
         text.push_str(&format!(
             "shell: {}\n",

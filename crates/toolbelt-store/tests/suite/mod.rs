@@ -1,1 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod open;
+mod reliability;

@@ -39,6 +39,7 @@ impl Server {
             .env_remove("TOOLBELT_STATE_DIR")
             .env_remove("TOOLBELT_SANDBOX")
             .env_remove("TOOLBELT_NETWORK")
+            .env_remove("TOOLBELT_DATABASE_URL")
             .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

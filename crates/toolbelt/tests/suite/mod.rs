@@ -5,4 +5,5 @@
 mod cli;
 mod mcp;
 mod sandbox;
+mod store;
 mod web;
