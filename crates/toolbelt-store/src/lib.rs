@@ -6,6 +6,8 @@
 //!   without touching it ([`StoreError`]), and hands out write transactions that
 //!   take SQLite's write lock up front ([`Store::begin_write`]).
 //! - [`RecordId`] and [`Kind`]: planner ids as models see them (`project-12`).
+//! - Reviews: [`write_review`], [`list_reviews`], and [`analyze_patterns`] for mood,
+//!   tags, themes (English and Chinese words), tasks and streaks over a range.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -17,16 +19,30 @@
 //! # });
 //! ```
 
+mod analysis;
 mod error;
 mod ids;
+mod reviews;
 mod schema;
 mod store;
+mod themes;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
 
+pub use analysis::{
+    AnalysisRequest, Direction, MoodPatterns, MoodTrend, PatternAnalysis, ReviewPoint,
+    STEADY_SLOPE_PER_DAY, Section, Streaks, TOP_THEMES, TagPattern, TaskPatterns, ThemeCount,
+    Themes, TimeRange, WeekdayMood, analyze, analyze_patterns,
+};
 pub use error::{StoreError, StoreResult};
 pub use ids::{Kind, RecordId};
+pub use reviews::{
+    DATE_ONLY_HOUR_UTC, DEFAULT_REVIEW_LIMIT, DateOrTime, MAX_MOOD, MAX_REVIEW_LIMIT, MIN_MOOD,
+    NewReview, Review, ReviewKind, ReviewPage, ReviewQuery, check_content, check_mood,
+    day_start_ms, format_offset, list_reviews, local_date, normalize_tags, parse_date,
+    parse_date_or_time, parse_utc_offset, rfc3339_utc, tag_key, write_review,
+};
 pub use schema::LATEST_VERSION;
 pub use store::{
     Backend, DEFAULT_FILE_NAME, Location, QUICK_CHECK_MAX_BYTES, SQLITE_BUSY_TIMEOUT_MS, Store,
