@@ -379,7 +379,8 @@ pub fn analyze(
             Some(TaskPatterns {
                 created,
                 completed,
-                completion_ratio: (created > 0).then(|| round(completed as f64 / created as f64, 2)),
+                completion_ratio: (created > 0)
+                    .then(|| round(completed as f64 / created as f64, 2)),
             })
         } else {
             None
@@ -613,10 +614,8 @@ fn streaks(dates: &[NaiveDate], start: NaiveDate, end: NaiveDate) -> Streaks {
         longest,
         longest_start: longest_at.map(|(s, _)| s.to_string()),
         longest_end: longest_at.map(|(_, e)| e.to_string()),
-        days_with_review: u32::try_from(
-            have.iter().filter(|d| **d >= start && **d <= end).count(),
-        )
-        .unwrap_or(0),
+        days_with_review: u32::try_from(have.iter().filter(|d| **d >= start && **d <= end).count())
+            .unwrap_or(0),
         days_in_range,
     }
 }

@@ -28,11 +28,26 @@ fn an_empty_range_has_empty_sections() {
     let req = AnalysisRequest::new(TimeRange::Week, day("2026-03-07"));
     let a = analyze(&req, &[], Some((0, 0)));
     assert_eq!(a.start_date, "2026-03-01");
-    assert_eq!(a.mood.as_ref().map(|m| (m.count, m.average, m.trend)), Some((0, None, None)));
+    assert_eq!(
+        a.mood.as_ref().map(|m| (m.count, m.average, m.trend)),
+        Some((0, None, None))
+    );
     assert_eq!(a.tags, Some(vec![]));
     assert_eq!(a.tasks.as_ref().map(|t| t.completion_ratio), Some(None));
-    let s = a.streaks.clone().unwrap_or_else(|| streaks(&[], day("2026-03-01"), day("2026-03-07")));
-    assert_eq!((s.current, s.longest, s.longest_start, s.days_with_review, s.days_in_range), (0, 0, None, 0, 7));
+    let s = a
+        .streaks
+        .clone()
+        .unwrap_or_else(|| streaks(&[], day("2026-03-01"), day("2026-03-07")));
+    assert_eq!(
+        (
+            s.current,
+            s.longest,
+            s.longest_start,
+            s.days_with_review,
+            s.days_in_range
+        ),
+        (0, 0, None, 0, 7)
+    );
     assert_eq!(
         a.summary(),
         "Patterns of the last 7 days (2026-03-01 to 2026-03-07, UTC+00:00): 0 reviews.\n\
@@ -43,14 +58,29 @@ fn an_empty_range_has_empty_sections() {
 
 #[test]
 fn the_current_streak_may_end_the_day_before() {
-    let dates = [day("2026-03-01"), day("2026-03-02"), day("2026-03-04"), day("2026-03-05"), day("2026-03-06")];
+    let dates = [
+        day("2026-03-01"),
+        day("2026-03-02"),
+        day("2026-03-04"),
+        day("2026-03-05"),
+        day("2026-03-06"),
+    ];
     let s = streaks(&dates, day("2026-03-01"), day("2026-03-07"));
     assert_eq!(
-        (s.current, s.longest, s.longest_start.as_deref(), s.longest_end.as_deref(), s.days_with_review),
+        (
+            s.current,
+            s.longest,
+            s.longest_start.as_deref(),
+            s.longest_end.as_deref(),
+            s.days_with_review
+        ),
         (3, 3, Some("2026-03-04"), Some("2026-03-06"), 5)
     );
     let s = streaks(&dates[..2], day("2026-03-01"), day("2026-03-07"));
-    assert_eq!((s.current, s.longest, s.longest_start.as_deref()), (0, 2, Some("2026-03-01")));
+    assert_eq!(
+        (s.current, s.longest, s.longest_start.as_deref()),
+        (0, 2, Some("2026-03-01"))
+    );
 }
 
 #[test]
@@ -67,9 +97,21 @@ fn only_asked_sections_are_computed() {
     assert_eq!(
         a.tags,
         Some(vec![
-            TagPattern { tag: "Work".into(), count: 2, mean_mood: Some(7.5) },
-            TagPattern { tag: "health".into(), count: 1, mean_mood: Some(6.0) },
-            TagPattern { tag: "rest".into(), count: 1, mean_mood: None },
+            TagPattern {
+                tag: "Work".into(),
+                count: 2,
+                mean_mood: Some(7.5)
+            },
+            TagPattern {
+                tag: "health".into(),
+                count: 1,
+                mean_mood: Some(6.0)
+            },
+            TagPattern {
+                tag: "rest".into(),
+                count: 1,
+                mean_mood: None
+            },
         ])
     );
 }

@@ -25,10 +25,10 @@ mod ids;
 mod reviews;
 mod schema;
 mod store;
-mod themes;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
+mod themes;
 
 pub use analysis::{
     AnalysisRequest, Direction, MoodPatterns, MoodTrend, PatternAnalysis, ReviewPoint,

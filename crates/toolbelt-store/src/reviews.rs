@@ -323,7 +323,10 @@ pub async fn write_review(store: &Store, new: &NewReview, now_ms: i64) -> StoreR
 
     let mut tx = store.begin_write().await?;
     for id in &projects {
-        let sql = format!("SELECT id FROM projects WHERE id = $1{}", store.for_update());
+        let sql = format!(
+            "SELECT id FROM projects WHERE id = $1{}",
+            store.for_update()
+        );
         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(id.number)
             .fetch_optional(&mut *tx)
@@ -398,12 +401,12 @@ fn query_bounds(q: &ReviewQuery) -> StoreResult<(Option<i64>, Option<i64>)> {
         }),
         None => None,
     };
-    if let (Some(f), Some(t)) = (from, to) {
-        if f >= t {
-            return Err(StoreError::invalid(
-                "`since` is after `until`: give a `since` on or before `until`",
-            ));
-        }
+    if let (Some(f), Some(t)) = (from, to)
+        && f >= t
+    {
+        return Err(StoreError::invalid(
+            "`since` is after `until`: give a `since` on or before `until`",
+        ));
     }
     Ok((from, to))
 }
