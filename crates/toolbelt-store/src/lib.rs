@@ -39,7 +39,7 @@ pub use error::{StoreError, StoreResult};
 pub use ids::{Kind, RecordId};
 pub use reviews::{
     DATE_ONLY_HOUR_UTC, DEFAULT_REVIEW_LIMIT, DateOrTime, MAX_MOOD, MAX_REVIEW_LIMIT, MIN_MOOD,
-    NewReview, Review, ReviewKind, ReviewPage, ReviewQuery, check_content, check_mood,
+    NewReview, Review, ReviewKind, ReviewPage, ReviewQuery, check_content, check_mood, check_tag,
     day_start_ms, format_offset, list_reviews, local_date, normalize_tags, parse_date,
     parse_date_or_time, parse_utc_offset, rfc3339_utc, tag_key, write_review,
 };

@@ -149,17 +149,26 @@ pub fn normalize_tags(tags: &[String]) -> StoreResult<Vec<String>> {
     let mut out: Vec<String> = Vec::with_capacity(tags.len());
     let mut seen = std::collections::HashSet::new();
     for (i, tag) in tags.iter().enumerate() {
+        check_tag(i, tag)?;
         let t = tag.trim();
-        if t.is_empty() {
-            return Err(StoreError::invalid(format!(
-                "`tags[{i}]` is empty: give each tag a word, or leave the empty one out"
-            )));
-        }
         if seen.insert(tag_key(t)) {
             out.push(t.to_string());
         }
     }
     Ok(out)
+}
+
+/// Checks the tag at `index`: not blank.
+///
+/// # Errors
+/// [`StoreError::Invalid`] naming `tags[index]`.
+pub fn check_tag(index: usize, tag: &str) -> StoreResult<()> {
+    if tag.trim().is_empty() {
+        return Err(StoreError::invalid(format!(
+            "`tags[{index}]` is empty: give each tag a word, or leave the empty one out"
+        )));
+    }
+    Ok(())
 }
 
 /// The key tags are compared by: lowercase.
