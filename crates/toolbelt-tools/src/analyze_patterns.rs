@@ -10,8 +10,8 @@ use toolbelt_store::{
     parse_date, parse_utc_offset,
 };
 
-use crate::reviews::{check, offset, refused};
-use crate::store::StoreHandle;
+use crate::reviews::{check, offset};
+use crate::store::{StoreHandle, store_error};
 
 /// Arguments of `analyze_patterns`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -114,7 +114,7 @@ impl TypedTool for AnalyzePatterns {
         let store = self.store.get().await?;
         let tz = offset(p.utc_offset.as_deref())?;
         let end_date = match &p.end_date {
-            Some(d) => parse_date("end_date", d).map_err(refused)?,
+            Some(d) => parse_date("end_date", d).map_err(store_error)?,
             None => local_date(now_ms(), tz),
         };
         let mut sections = p.categories.unwrap_or_default();
@@ -125,7 +125,9 @@ impl TypedTool for AnalyzePatterns {
             utc_offset: tz,
             sections,
         };
-        let analysis = analyze_patterns(store, &request).await.map_err(refused)?;
+        let analysis = analyze_patterns(store, &request)
+            .await
+            .map_err(store_error)?;
         let text = analysis.summary();
         Ok(Reply::new(analysis, text))
     }

@@ -10,8 +10,8 @@ use toolbelt_store::{
     parse_utc_offset,
 };
 
-use crate::reviews::{check, line, offset, refused};
-use crate::store::StoreHandle;
+use crate::reviews::{check, line, offset};
+use crate::store::{StoreHandle, store_error};
 
 /// Arguments of `list_reviews`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -116,7 +116,7 @@ impl TypedTool for ListReviews {
             offset: p.offset,
             utc_offset: p.utc_offset,
         };
-        let page = list_reviews(store, &q).await.map_err(refused)?;
+        let page = list_reviews(store, &q).await.map_err(store_error)?;
         let text = if page.items.is_empty() {
             if page.total == 0 {
                 "No review matches; write_review saves one.".to_string()

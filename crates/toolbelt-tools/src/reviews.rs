@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, FixedOffset, Offset, Utc};
 use toolbelt_core::{ToolError, Violation};
-use toolbelt_store::{Review, StoreError, StoreResult, parse_utc_offset};
+use toolbelt_store::{Review, StoreResult, parse_utc_offset};
 
 use crate::store::store_error;
 
@@ -23,11 +23,6 @@ pub(crate) fn offset(utc_offset: Option<&str>) -> Result<FixedOffset, ToolError>
         Some(o) => parse_utc_offset(o).map_err(store_error),
         None => Ok(Utc.fix()),
     }
-}
-
-/// A refusal of the store as the model sees it.
-pub(crate) fn refused(e: StoreError) -> ToolError {
-    store_error(e)
 }
 
 /// The first non-blank line of `content`, cut at [`FIRST_LINE_MAX_CHARS`].

@@ -10,8 +10,8 @@ use toolbelt_store::{
     write_review,
 };
 
-use crate::reviews::{check, refused};
-use crate::store::StoreHandle;
+use crate::reviews::check;
+use crate::store::{StoreHandle, store_error};
 
 /// Arguments of `write_review`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -113,7 +113,9 @@ impl TypedTool for WriteReview {
             mood: p.mood,
             date: p.date,
         };
-        let review = write_review(store, &new, now_ms()).await.map_err(refused)?;
+        let review = write_review(store, &new, now_ms())
+            .await
+            .map_err(store_error)?;
         let mut text = format!(
             "Saved {} ({}, {}",
             review.id,
