@@ -8,6 +8,8 @@
 //! - [`StoreHandle`]: a store opened on first use, shared by the tools and the call
 //!   log; [`store_error`] turns a [`StoreError`] into the error a model reads.
 //! - [`RecordId`] and [`Kind`]: planner ids as models see them (`project-12`).
+//! - Reviews: [`write_review`], [`list_reviews`], and [`analyze_patterns`] for mood,
+//!   tags, themes (English and Chinese words), tasks and streaks over a range.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -19,18 +21,32 @@
 //! # });
 //! ```
 
+mod analysis;
 mod error;
 mod handle;
 mod ids;
+mod reviews;
 mod schema;
 mod store;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
+mod themes;
 
+pub use analysis::{
+    AnalysisRequest, Direction, MoodPatterns, MoodTrend, PatternAnalysis, ReviewPoint,
+    STEADY_SLOPE_PER_DAY, Section, Streaks, TOP_THEMES, TagPattern, TaskPatterns, ThemeCount,
+    Themes, TimeRange, WeekdayMood, analyze, analyze_patterns,
+};
 pub use error::{StoreError, StoreResult};
 pub use handle::{StoreHandle, store_error};
 pub use ids::{Kind, RecordId};
+pub use reviews::{
+    DATE_ONLY_HOUR_UTC, DEFAULT_REVIEW_LIMIT, DateOrTime, MAX_MOOD, MAX_REVIEW_LIMIT, MIN_MOOD,
+    NewReview, Review, ReviewKind, ReviewPage, ReviewQuery, check_content, check_mood, check_tag,
+    day_start_ms, format_offset, list_reviews, local_date, normalize_tags, parse_date,
+    parse_date_or_time, parse_utc_offset, rfc3339_utc, tag_key, write_review,
+};
 pub use schema::LATEST_VERSION;
 pub use store::{
     Backend, DEFAULT_FILE_NAME, Location, QUICK_CHECK_MAX_BYTES, SQLITE_BUSY_TIMEOUT_MS, Store,

@@ -82,21 +82,26 @@ CREATE TABLE reviews (
     id          {pk},
     content     TEXT NOT NULL,
     kind        TEXT NOT NULL,
-    mood        BIGINT,
+    mood        DOUBLE PRECISION,
+    reviewed_at BIGINT NOT NULL,
     created_at  BIGINT NOT NULL
 );
-CREATE INDEX reviews_created ON reviews (created_at);
+CREATE INDEX reviews_reviewed ON reviews (reviewed_at);
 CREATE TABLE review_tags (
     review_id   BIGINT NOT NULL REFERENCES reviews (id) ON DELETE CASCADE,
+    position    BIGINT NOT NULL,
     tag         TEXT NOT NULL,
-    PRIMARY KEY (review_id, tag)
+    tag_key     TEXT NOT NULL,
+    PRIMARY KEY (review_id, tag_key)
 );
-CREATE INDEX review_tags_tag ON review_tags (tag);
+CREATE INDEX review_tags_key ON review_tags (tag_key);
 CREATE TABLE review_projects (
     review_id   BIGINT NOT NULL REFERENCES reviews (id) ON DELETE CASCADE,
     project_id  BIGINT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+    position    BIGINT NOT NULL,
     PRIMARY KEY (review_id, project_id)
 );
+CREATE INDEX review_projects_project ON review_projects (project_id);
 CREATE TABLE calls (
     id          {pk},
     at_ms       BIGINT NOT NULL,

@@ -3,6 +3,8 @@
 //!
 //! - [`Think`]: reason out loud, shown to the user.
 //! - [`SetTodoList`]: the agent's todo list.
+//! - [`WriteReview`], [`ListReviews`], [`AnalyzePatterns`]: the user's reviews and the
+//!   patterns in them (mood, tags, themes, tasks, streaks), kept in the store.
 //! - [`ReadOutput`]: pages an output that was too long and was saved whole.
 //! - [`ReadFile`], [`WriteFile`], [`ListDir`]: files in the workspace, read as
 //!   numbered lines, written atomically, listed as a tree.
@@ -25,6 +27,7 @@
 //! assert!(registry.has("think"));
 //! ```
 
+mod analyze_patterns;
 mod apply_patch;
 mod bash;
 mod bash_output;
@@ -34,10 +37,12 @@ mod glob;
 mod grep;
 mod kill_shell;
 mod list_dir;
+mod list_reviews;
 mod list_shells;
 mod multi_edit;
 mod read_file;
 mod read_output;
+mod reviews;
 mod set_todo_list;
 mod store;
 mod think;
@@ -45,8 +50,10 @@ mod web;
 mod web_fetch;
 mod web_search;
 mod write_file;
+mod write_review;
 mod write_stdin;
 
+pub use analyze_patterns::{AnalyzePatterns, AnalyzePatternsParams};
 pub use apply_patch::{
     ApplyPatch, ApplyPatchOutput, ApplyPatchParams, LooseMatch, PatchAction, PatchedFile,
 };
@@ -59,6 +66,7 @@ pub use glob::{Glob, GlobFound, GlobParams, GlobResult, GlobSortParam};
 pub use grep::{Grep, GrepFile, GrepLine, GrepMode, GrepParams, GrepResult};
 pub use kill_shell::{KillShell, KillShellParams};
 pub use list_dir::{ListDir, ListDirNode, ListDirOutput, ListDirParams};
+pub use list_reviews::{ListReviews, ListReviewsParams};
 pub use list_shells::{ListShells, ListShellsParams, ShellEntry, ShellList};
 pub use multi_edit::{
     MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams,
@@ -81,6 +89,7 @@ pub use web_search::{
     TimeRangeParam, WebSearch, WebSearchOutput, WebSearchParams, WebSearchResult,
 };
 pub use write_file::{WriteFile, WriteFileOutput, WriteFileParams, WriteMode};
+pub use write_review::{WriteReview, WriteReviewParams};
 pub use write_stdin::{WriteStdin, WriteStdinParams};
 
 use std::sync::Arc;
@@ -127,6 +136,9 @@ pub fn register_builtins_with(
     let _ = &store;
     registry.register_typed(Think)?;
     registry.register_typed(SetTodoList::default())?;
+    registry.register_typed(WriteReview::new(store.clone()))?;
+    registry.register_typed(ListReviews::new(store.clone()))?;
+    registry.register_typed(AnalyzePatterns::new(store.clone()))?;
     registry.register_typed(ReadOutput)?;
     registry.register_typed(ReadFile)?;
     registry.register_typed(WriteFile)?;

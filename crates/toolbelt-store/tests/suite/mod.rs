@@ -2,3 +2,4 @@
 
 mod open;
 mod reliability;
+mod reviews;

@@ -14,6 +14,7 @@ mod list_dir;
 mod multi_edit;
 mod read_file;
 mod read_output;
+mod reviews;
 mod set_todo_list;
 mod think;
 mod write_file;
