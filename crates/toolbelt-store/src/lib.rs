@@ -6,6 +6,8 @@
 //!   without touching it ([`StoreError`]), and hands out write transactions that
 //!   take SQLite's write lock up front ([`Store::begin_write`]).
 //! - [`RecordId`] and [`Kind`]: planner ids as models see them (`project-12`).
+//! - The planner: [`Project`], [`Goal`] and [`Task`] records, written and read by
+//!   methods of [`Store`] ([`Store::create_project`], [`Store::list_tasks`]...).
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -19,6 +21,7 @@
 
 mod error;
 mod ids;
+mod planner;
 mod schema;
 mod store;
 #[cfg(feature = "testing")]
@@ -27,6 +30,12 @@ pub mod testing;
 
 pub use error::{StoreError, StoreResult};
 pub use ids::{Kind, RecordId};
+pub use planner::{
+    Completion, DEFAULT_LIST_LIMIT, DeletedProject, Goal, GoalFilter, GoalLink, GoalStage,
+    GoalSummary, MAX_LIST_LIMIT, MAX_OVERDUE_LISTED, NewGoal, NewProject, NewTask, OverdueTask,
+    Page, Priority, Project, ProjectFilter, ProjectStats, ProjectStatus, ProjectUpdate, Task,
+    TaskFilter, TaskStatus, completion_rate,
+};
 pub use schema::LATEST_VERSION;
 pub use store::{
     Backend, DEFAULT_FILE_NAME, Location, QUICK_CHECK_MAX_BYTES, SQLITE_BUSY_TIMEOUT_MS, Store,
