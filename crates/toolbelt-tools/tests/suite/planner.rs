@@ -149,6 +149,8 @@ async fn projects_are_created_updated_read_and_listed() {
     )
     .await;
     assert_eq!(goal["id"], "goal-1");
+    // The default store: a SQLite file in the session's state directory.
+    assert!(dir.path().join(".toolbelt").join("toolbelt.db").is_file());
     assert_eq!(
         text,
         "Created goal-1\ngoal-1 [yearly, deadline 2028-02-29] Learn Rust\nLink projects to it with link_goal_to_project."
