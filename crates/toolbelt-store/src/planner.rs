@@ -16,7 +16,7 @@ use sqlx::{AnyConnection, AssertSqlSafe, Row};
 
 use crate::error::{StoreError, StoreResult};
 use crate::ids::{Kind, RecordId};
-use crate::store::Store;
+use crate::store::{Backend, Store};
 
 /// The most records one list call returns.
 pub const MAX_LIST_LIMIT: u32 = 200;
@@ -741,6 +741,16 @@ async fn page_rows(
 }
 
 impl Store {
+    /// `" FOR KEY SHARE"` on PostgreSQL, nothing on SQLite: locks a row that a write
+    /// refers to (a task's project, a linked goal) so that it cannot be deleted
+    /// before the write commits, while other writers referring to it go ahead.
+    fn for_reference(&self) -> &'static str {
+        match self.backend() {
+            Backend::Sqlite => "",
+            Backend::Postgres => " FOR KEY SHARE",
+        }
+    }
+
     /// Creates a project linked to `new.goal_ids`.
     ///
     /// # Errors
@@ -751,7 +761,7 @@ impl Store {
         let goals = dedup(&new.goal_ids, Kind::Goal)?;
         let now = crate::now_ms();
         let mut tx = self.begin_write().await?;
-        check_goals(&mut tx, &goals, self.for_update()).await?;
+        check_goals(&mut tx, &goals, self.for_reference()).await?;
         let n: i64 = sqlx::query(
             "INSERT INTO projects (name, description, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) RETURNING id",
         )
@@ -805,12 +815,11 @@ impl Store {
         };
         let now = crate::now_ms();
         let mut tx = self.begin_write().await?;
-        let lock = self.for_update();
-        if project_row(&mut tx, n, lock).await?.is_none() {
+        if project_row(&mut tx, n, self.for_update()).await?.is_none() {
             return Err(missing(id));
         }
         if let Some(goals) = &goals {
-            check_goals(&mut tx, goals, lock).await?;
+            check_goals(&mut tx, goals, self.for_reference()).await?;
         }
         sqlx::query(
             "UPDATE projects SET name = COALESCE($2, name), description = CASE WHEN $3 = 1 THEN $4 ELSE description END, status = COALESCE($5, status), updated_at = $6 WHERE id = $1",
@@ -1076,7 +1085,7 @@ impl Store {
         let p = number(Kind::Project, project_id)?;
         let now = crate::now_ms();
         let mut tx = self.begin_write().await?;
-        let lock = self.for_update();
+        let lock = self.for_reference();
         check_goals(&mut tx, &[g], lock).await?;
         if project_row(&mut tx, p, lock).await?.is_none() {
             return Err(missing(project_id));
@@ -1160,7 +1169,9 @@ impl Store {
         let now = crate::now_ms();
         let mut tx = self.begin_write().await?;
         if let Some((id, p)) = project
-            && project_row(&mut tx, p, self.for_update()).await?.is_none()
+            && project_row(&mut tx, p, self.for_reference())
+                .await?
+                .is_none()
         {
             return Err(missing(id));
         }

@@ -762,6 +762,23 @@ async fn concurrent_links_and_completions_happen_once() {
                 }
             }
             assert_eq!((fresh_links, first.len()), (1, 1));
+
+            // Writers adding tasks to one project do not wait on each other's
+            // checks, and none is lost.
+            let mut creates = Vec::new();
+            for i in 0..8 {
+                let s = s.clone();
+                creates.push(tokio::spawn(async move {
+                    s.create_task(&new_task(&format!("c{i}"), Some(p.id), None))
+                        .await
+                }));
+            }
+            let mut ids = Vec::new();
+            for h in creates {
+                ids.push(h.await.unwrap().unwrap().id.number);
+            }
+            ids.sort_unstable();
+            assert_eq!(ids, (2..=9).collect::<Vec<i64>>());
             assert_eq!(s.task(task.id).await.unwrap(), first[0]);
             assert_eq!(s.project(p.id).await.unwrap().goal_ids, vec![g.id]);
         }
