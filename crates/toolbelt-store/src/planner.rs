@@ -695,7 +695,7 @@ enum Arg {
     Text(&'static str),
 }
 
-/// `WHERE` clauses joined with `AND` (or nothing), and their values.
+/// `WHERE` clauses joined with `AND`, or nothing.
 fn where_clause(clauses: &[String]) -> String {
     if clauses.is_empty() {
         String::new()
@@ -960,25 +960,33 @@ impl Store {
             }
         }
         let total = pending + completed;
-        let rows = sqlx::query(
-            "SELECT id, title, due_at FROM tasks WHERE project_id = $1 AND status = 'pending' AND due_at IS NOT NULL AND due_at < $2 ORDER BY due_at, id",
+        let overdue_count = count(
+            sqlx::query(
+                "SELECT CAST(COUNT(*) AS BIGINT) FROM tasks WHERE project_id = $1 AND status = 'pending' AND due_at < $2",
+            )
+            .bind(n)
+            .bind(now_ms)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get(0)?,
+        );
+        let overdue = sqlx::query(
+            "SELECT id, title, due_at FROM tasks WHERE project_id = $1 AND status = 'pending' AND due_at < $2 ORDER BY due_at, id LIMIT $3",
         )
         .bind(n)
         .bind(now_ms)
+        .bind(i64::try_from(MAX_OVERDUE_LISTED).unwrap_or(i64::MAX))
         .fetch_all(&mut *tx)
-        .await?;
-        let overdue_count = rows.len() as u64;
-        let overdue = rows
-            .iter()
-            .take(MAX_OVERDUE_LISTED)
-            .map(|r| {
-                Ok(OverdueTask {
-                    id: RecordId::new(Kind::Task, r.try_get(0)?),
-                    title: r.try_get(1)?,
-                    due_at: r.try_get(2)?,
-                })
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(OverdueTask {
+                id: RecordId::new(Kind::Task, r.try_get(0)?),
+                title: r.try_get(1)?,
+                due_at: r.try_get(2)?,
             })
-            .collect::<StoreResult<Vec<_>>>()?;
+        })
+        .collect::<StoreResult<Vec<_>>>()?;
         let goals = sqlx::query(
             "SELECT g.id, g.title, g.stage, g.deadline FROM project_goals pg JOIN goals g ON g.id = pg.goal_id WHERE pg.project_id = $1 ORDER BY g.id",
         )

@@ -785,3 +785,31 @@ async fn concurrent_links_and_completions_happen_once() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn overdue_tasks_are_all_counted_and_the_first_twenty_listed() {
+    bounded(async {
+        for t in testing::both().await.unwrap() {
+            let s = &t.store;
+            let p = s
+                .create_project(&new_project("Late", vec![]))
+                .await
+                .unwrap();
+            // 25 overdue tasks, due later as the id grows backwards.
+            for i in 0..25 {
+                s.create_task(&new_task(
+                    &format!("t{i}"),
+                    Some(p.id),
+                    Some(NOW - (25 - i) * DAY),
+                ))
+                .await
+                .unwrap();
+            }
+            let (_, stats) = s.project_with_stats(p.id, NOW).await.unwrap();
+            assert_eq!((stats.overdue_count, stats.overdue.len()), (25, 20));
+            assert_eq!(stats.overdue[0].id, task(1));
+            assert_eq!(stats.overdue[19].id, task(20));
+        }
+    })
+    .await;
+}
