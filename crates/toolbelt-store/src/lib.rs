@@ -10,6 +10,8 @@
 //! - [`RecordId`] and [`Kind`]: planner ids as models see them (`project-12`).
 //! - Reviews: [`write_review`], [`list_reviews`], and [`analyze_patterns`] for mood,
 //!   tags, themes (English and Chinese words), tasks and streaks over a range.
+//! - The planner: [`Project`], [`Goal`] and [`Task`] records, written and read by
+//!   methods of [`Store`] ([`Store::create_project`], [`Store::list_tasks`]...).
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -25,6 +27,7 @@ mod analysis;
 mod error;
 mod handle;
 mod ids;
+mod planner;
 mod reviews;
 mod schema;
 mod store;
@@ -41,6 +44,12 @@ pub use analysis::{
 pub use error::{StoreError, StoreResult};
 pub use handle::{StoreHandle, store_error};
 pub use ids::{Kind, RecordId};
+pub use planner::{
+    Completion, DEFAULT_LIST_LIMIT, DeletedProject, Goal, GoalFilter, GoalLink, GoalStage,
+    GoalSummary, MAX_LIST_LIMIT, MAX_OVERDUE_LISTED, NewGoal, NewProject, NewTask, OverdueTask,
+    Page, Priority, Project, ProjectFilter, ProjectStats, ProjectStatus, ProjectUpdate, Task,
+    TaskFilter, TaskStatus, completion_rate,
+};
 pub use reviews::{
     DATE_ONLY_HOUR_UTC, DEFAULT_REVIEW_LIMIT, DateOrTime, MAX_MOOD, MAX_REVIEW_LIMIT, MIN_MOOD,
     NewReview, Review, ReviewKind, ReviewPage, ReviewQuery, check_content, check_mood, check_tag,

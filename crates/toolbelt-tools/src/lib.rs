@@ -5,6 +5,10 @@
 //! - [`SetTodoList`]: the agent's todo list.
 //! - [`WriteReview`], [`ListReviews`], [`AnalyzePatterns`]: the user's reviews and the
 //!   patterns in them (mood, tags, themes, tasks, streaks), kept in the store.
+//! - The planner, kept in the store: projects ([`CreateProject`], [`UpdateProject`],
+//!   [`DeleteProject`], [`GetProject`], [`ListProjects`]), goals ([`CreateGoal`],
+//!   [`LinkGoalToProject`], [`ListGoals`]) and tasks ([`CreateTask`],
+//!   [`CompleteTask`], [`ListTasks`]).
 //! - [`ReadOutput`]: pages an output that was too long and was saved whole.
 //! - [`ReadFile`], [`WriteFile`], [`ListDir`]: files in the workspace, read as
 //!   numbered lines, written atomically, listed as a tree.
@@ -31,21 +35,33 @@ mod analyze_patterns;
 mod apply_patch;
 mod bash;
 mod bash_output;
+mod complete_task;
+mod create_goal;
+mod create_project;
+mod create_task;
+mod delete_project;
 mod edit_file;
 mod files;
+mod get_project;
 mod glob;
 mod grep;
 mod kill_shell;
+mod link_goal_to_project;
 mod list_dir;
+mod list_goals;
+mod list_projects;
 mod list_reviews;
 mod list_shells;
+mod list_tasks;
 mod multi_edit;
+mod planner;
 mod read_file;
 mod read_output;
 mod reviews;
 mod set_todo_list;
 mod store;
 mod think;
+mod update_project;
 mod web;
 mod web_fetch;
 mod web_search;
@@ -61,15 +77,32 @@ pub use bash::{Bash, BashOutput, BashParams, MAX_BASH_TIMEOUT_SECS, MAX_CONCURRE
 pub use bash_output::{
     BashOutputParams, BashOutputTool, DEFAULT_BLOCK_SECS, MAX_BLOCK_SECS, ShellReport, ShellState,
 };
+pub use complete_task::{CompleteTask, CompleteTaskOutput, CompleteTaskParams};
+pub use create_goal::{CreateGoal, CreateGoalParams};
+pub use create_project::{CreateProject, CreateProjectParams};
+pub use create_task::{CreateTask, CreateTaskParams};
+pub use delete_project::{DeleteProject, DeleteProjectOutput, DeleteProjectParams};
 pub use edit_file::{EditFile, EditFileOutput, EditFileParams, LineSpan};
+pub use get_project::{
+    GetProject, GetProjectOutput, GetProjectParams, LinkedGoalData, OverdueTaskData,
+    ProjectStatsData,
+};
 pub use glob::{Glob, GlobFound, GlobParams, GlobResult, GlobSortParam};
 pub use grep::{Grep, GrepFile, GrepLine, GrepMode, GrepParams, GrepResult};
 pub use kill_shell::{KillShell, KillShellParams};
+pub use link_goal_to_project::{LinkGoalOutput, LinkGoalToProject, LinkGoalToProjectParams};
 pub use list_dir::{ListDir, ListDirNode, ListDirOutput, ListDirParams};
+pub use list_goals::{ListGoals, ListGoalsOutput, ListGoalsParams};
+pub use list_projects::{ListProjects, ListProjectsOutput, ListProjectsParams};
 pub use list_reviews::{ListReviews, ListReviewsParams};
 pub use list_shells::{ListShells, ListShellsParams, ShellEntry, ShellList};
+pub use list_tasks::{ListTasks, ListTasksOutput, ListTasksParams};
 pub use multi_edit::{
     MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams,
+};
+pub use planner::{
+    DayEdge, GoalData, GoalStageParam, PriorityParam, ProjectData, ProjectStatusParam, TaskData,
+    TaskStatusParam, parse_date, parse_instant, rfc3339,
 };
 pub use read_file::{
     ImageData, MAX_IMAGE_BYTES, MAX_READ_BYTES, ReadFile, ReadFileOutput, ReadFileParams, ReadKind,
@@ -80,6 +113,7 @@ pub use set_todo_list::{
 };
 pub use store::{StoreHandle, store_error};
 pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
+pub use update_project::{ProjectUpdates, UpdateProject, UpdateProjectParams};
 pub use web::WebOptions;
 pub use web_fetch::{
     DEFAULT_FETCH_TIMEOUT_SECS, DEFAULT_MAX_LENGTH, FetchFormat, MAX_FETCH_TIMEOUT_SECS, WebFetch,
@@ -133,12 +167,22 @@ pub fn register_builtins_with(
             registry.session().state_dir(),
         ))
     });
-    let _ = &store;
     registry.register_typed(Think)?;
     registry.register_typed(SetTodoList::default())?;
     registry.register_typed(WriteReview::new(store.clone()))?;
     registry.register_typed(ListReviews::new(store.clone()))?;
     registry.register_typed(AnalyzePatterns::new(store.clone()))?;
+    registry.register_typed(CreateProject::new(store.clone()))?;
+    registry.register_typed(UpdateProject::new(store.clone()))?;
+    registry.register_typed(DeleteProject::new(store.clone()))?;
+    registry.register_typed(GetProject::new(store.clone()))?;
+    registry.register_typed(ListProjects::new(store.clone()))?;
+    registry.register_typed(CreateGoal::new(store.clone()))?;
+    registry.register_typed(LinkGoalToProject::new(store.clone()))?;
+    registry.register_typed(ListGoals::new(store.clone()))?;
+    registry.register_typed(CreateTask::new(store.clone()))?;
+    registry.register_typed(CompleteTask::new(store.clone()))?;
+    registry.register_typed(ListTasks::new(store.clone()))?;
     registry.register_typed(ReadOutput)?;
     registry.register_typed(ReadFile)?;
     registry.register_typed(WriteFile)?;

@@ -12,6 +12,7 @@ mod golden;
 mod grep;
 mod list_dir;
 mod multi_edit;
+mod planner;
 mod read_file;
 mod read_output;
 mod reviews;

@@ -1,0 +1,586 @@
+//! What the planner tools share: their enums as models write them, the records as
+//! they come back (ids like `project-12`, times in RFC 3339 UTC), date parsing with
+//! messages naming the field, and the one-line renderings of records.
+
+use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use toolbelt_core::{ErrorCode, ToolError, Violation};
+use toolbelt_store::{
+    Goal, GoalStage, Kind, Priority, Project, ProjectStatus, RecordId, Task, TaskStatus,
+};
+
+use crate::store::store_error;
+
+macro_rules! param_enum {
+    ($(#[$meta:meta])* $name:ident => $store:ident { $($variant:ident),+ $(,)? }) => {
+        // The values carry no doc comments, so the schema is a plain `enum` of
+        // strings and a wrong value is reported with the values allowed.
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+        #[serde(rename_all = "snake_case")]
+        #[allow(missing_docs)]
+        pub enum $name {
+            $($variant),+
+        }
+
+        impl From<$name> for $store {
+            fn from(v: $name) -> $store {
+                match v {
+                    $($name::$variant => $store::$variant),+
+                }
+            }
+        }
+
+        impl From<$store> for $name {
+            fn from(v: $store) -> $name {
+                match v {
+                    $($store::$variant => $name::$variant),+
+                }
+            }
+        }
+    };
+}
+
+param_enum! {
+    /// Where a project stands: `active`, `paused` or `completed`.
+    ProjectStatusParam => ProjectStatus {
+        // Being worked on.
+        Active,
+        // On hold.
+        Paused,
+        // Done.
+        Completed,
+    }
+}
+
+param_enum! {
+    /// The horizon of a goal: `life`, `yearly` or `quarter`.
+    GoalStageParam => GoalStage {
+        // A life goal.
+        Life,
+        // A goal for the year.
+        Yearly,
+        // A goal for the quarter.
+        Quarter,
+    }
+}
+
+param_enum! {
+    /// Where a task stands: `pending` or `completed`.
+    TaskStatusParam => TaskStatus {
+        // Not done yet.
+        Pending,
+        // Done.
+        Completed,
+    }
+}
+
+param_enum! {
+    /// How urgent a task is: `low`, `medium` or `high`.
+    PriorityParam => Priority {
+        // Can wait.
+        Low,
+        // The default.
+        Medium,
+        // First.
+        High,
+    }
+}
+
+/// Rewrites the schema of an optional enum, `{"type": ["string", "null"], "enum":
+/// [..., null]}`, as `{"anyOf": [{"type": "string", "enum": [...]}, {"type":
+/// "null"}]}`, so that a wrong value is reported with every allowed value.
+pub(crate) fn nullable_choice(schema: &mut schemars::Schema) {
+    let Some(map) = schema.as_object_mut() else {
+        return;
+    };
+    let Some(serde_json::Value::Array(values)) = map.remove("enum") else {
+        return;
+    };
+    let values: Vec<serde_json::Value> = values.into_iter().filter(|v| !v.is_null()).collect();
+    map.remove("type");
+    map.insert(
+        "anyOf".into(),
+        serde_json::json!([{"type": "string", "enum": values}, {"type": "null"}]),
+    );
+}
+
+/// A project as the planner tools return it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ProjectData {
+    /// `project-N`.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// What it is about.
+    pub description: Option<String>,
+    /// `active`, `paused` or `completed`.
+    pub status: ProjectStatusParam,
+    /// The goals it serves.
+    pub goal_ids: Vec<String>,
+    /// When it was created (RFC 3339, UTC).
+    pub created_at: String,
+    /// When it last changed (RFC 3339, UTC).
+    pub updated_at: String,
+}
+
+impl From<&Project> for ProjectData {
+    fn from(p: &Project) -> ProjectData {
+        ProjectData {
+            id: p.id.to_string(),
+            name: p.name.clone(),
+            description: p.description.clone(),
+            status: p.status.into(),
+            goal_ids: p.goal_ids.iter().map(ToString::to_string).collect(),
+            created_at: rfc3339(p.created_at),
+            updated_at: rfc3339(p.updated_at),
+        }
+    }
+}
+
+/// A goal as the planner tools return it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct GoalData {
+    /// `goal-N`.
+    pub id: String,
+    /// What it is.
+    pub title: String,
+    /// More about it.
+    pub description: Option<String>,
+    /// `life`, `yearly` or `quarter`.
+    pub stage: GoalStageParam,
+    /// The day it should be reached, `YYYY-MM-DD`.
+    pub deadline: Option<String>,
+    /// The projects linked to it.
+    pub project_ids: Vec<String>,
+    /// When it was created (RFC 3339, UTC).
+    pub created_at: String,
+    /// When it last changed (RFC 3339, UTC).
+    pub updated_at: String,
+}
+
+impl From<&Goal> for GoalData {
+    fn from(g: &Goal) -> GoalData {
+        GoalData {
+            id: g.id.to_string(),
+            title: g.title.clone(),
+            description: g.description.clone(),
+            stage: g.stage.into(),
+            deadline: g.deadline.clone(),
+            project_ids: g.project_ids.iter().map(ToString::to_string).collect(),
+            created_at: rfc3339(g.created_at),
+            updated_at: rfc3339(g.updated_at),
+        }
+    }
+}
+
+/// A task as the planner tools return it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct TaskData {
+    /// `task-N`.
+    pub id: String,
+    /// What to do.
+    pub title: String,
+    /// More about it.
+    pub description: Option<String>,
+    /// The project it belongs to.
+    pub project_id: Option<String>,
+    /// When it is due (RFC 3339, UTC).
+    pub due_date: Option<String>,
+    /// `low`, `medium` or `high`.
+    pub priority: PriorityParam,
+    /// `pending` or `completed`.
+    pub status: TaskStatusParam,
+    /// What was said when it was completed.
+    pub completion_note: Option<String>,
+    /// When it was completed (RFC 3339, UTC).
+    pub completed_at: Option<String>,
+    /// When it was created (RFC 3339, UTC).
+    pub created_at: String,
+    /// When it last changed (RFC 3339, UTC).
+    pub updated_at: String,
+}
+
+impl From<&Task> for TaskData {
+    fn from(t: &Task) -> TaskData {
+        TaskData {
+            id: t.id.to_string(),
+            title: t.title.clone(),
+            description: t.description.clone(),
+            project_id: t.project_id.map(|p| p.to_string()),
+            due_date: t.due_at.map(rfc3339),
+            priority: t.priority.into(),
+            status: t.status.into(),
+            completion_note: t.completion_note.clone(),
+            completed_at: t.completed_at.map(rfc3339),
+            created_at: rfc3339(t.created_at),
+            updated_at: rfc3339(t.updated_at),
+        }
+    }
+}
+
+/// Milliseconds since the epoch as RFC 3339 in UTC, to the second: `2026-03-01T17:00:00Z`.
+pub fn rfc3339(ms: i64) -> String {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// Reads an id of `kind`; a malformed id or one of another kind is NOT_FOUND with
+/// a hint naming the tool that lists them.
+pub(crate) fn parse_id(kind: Kind, text: &str) -> Result<RecordId, ToolError> {
+    RecordId::parse(kind, text).map_err(store_error)
+}
+
+/// Reads ids of `kind`.
+pub(crate) fn parse_ids(kind: Kind, texts: &[String]) -> Result<Vec<RecordId>, ToolError> {
+    texts.iter().map(|t| parse_id(kind, t)).collect()
+}
+
+/// A violation when a required text is only whitespace.
+pub(crate) fn blank(path: &str, text: &str, what: &str) -> Option<Violation> {
+    (!text.is_empty() && text.trim().is_empty()).then(|| {
+        Violation::new(
+            path,
+            format!("is only whitespace; give {what} with at least one visible character"),
+        )
+    })
+}
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// The numbers of a `YYYY-MM-DD` string, if it has that shape.
+fn date_parts(text: &str) -> Option<(i32, u32, u32)> {
+    let b = text.as_bytes();
+    let shaped = b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
+    if !shaped {
+        return None;
+    }
+    Some((
+        text.get(0..4)?.parse().ok()?,
+        text.get(5..7)?.parse().ok()?,
+        text.get(8..10)?.parse().ok()?,
+    ))
+}
+
+/// The date of `YYYY-MM-DD` parts, or why it is not a calendar date.
+fn calendar_date(text: &str, (y, m, d): (i32, u32, u32)) -> Result<NaiveDate, String> {
+    if let Some(date) = NaiveDate::from_ymd_opt(y, m, d) {
+        return Ok(date);
+    }
+    let why = if (1..=12).contains(&m) {
+        let first_of_next = if m == 12 {
+            NaiveDate::from_ymd_opt(y + 1, 1, 1)
+        } else {
+            NaiveDate::from_ymd_opt(y, m + 1, 1)
+        };
+        let days = first_of_next
+            .and_then(|n| n.pred_opt())
+            .map(|last| last.day())
+            .unwrap_or(28);
+        format!(
+            "{} {y} has {days} days",
+            MONTHS.get(m as usize - 1).copied().unwrap_or("that month")
+        )
+    } else {
+        format!("there is no month {m}")
+    };
+    Err(format!(
+        "{text} is not a calendar date ({why}); give a real date as YYYY-MM-DD"
+    ))
+}
+
+/// Reads a calendar date written `YYYY-MM-DD`.
+///
+/// # Errors
+/// A message for the model: not a date, or not a real day (`2026-02-30`).
+pub fn parse_date(text: &str) -> Result<NaiveDate, String> {
+    let t = text.trim();
+    match date_parts(t) {
+        Some(parts) => calendar_date(t, parts),
+        None => Err(format!(
+            "{t:?} is not a date; write it as YYYY-MM-DD, e.g. 2026-06-30 (work out relative dates such as \"tomorrow\" yourself)"
+        )),
+    }
+}
+
+/// Which instant of its day a plain date stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DayEdge {
+    /// 00:00:00 UTC.
+    Start,
+    /// 23:59:59 UTC.
+    End,
+}
+
+/// Reads an RFC 3339 date-time with a zone (`2026-03-01T17:00:00Z`,
+/// `2026-03-01T17:00:00+08:00`) or a plain date `YYYY-MM-DD`, which stands for
+/// the `edge` of that day in UTC; returns milliseconds since the epoch.
+///
+/// # Errors
+/// A message for the model: not a date, not a real day, or a date-time without
+/// a time zone.
+pub fn parse_instant(text: &str, edge: DayEdge) -> Result<i64, String> {
+    let t = text.trim();
+    let example = "write an RFC 3339 date-time such as 2026-03-01T17:00:00Z, or a date YYYY-MM-DD";
+    if t.len() == 10 {
+        let date = parse_date(t)?;
+        let time = match edge {
+            DayEdge::Start => date.and_hms_opt(0, 0, 0),
+            DayEdge::End => date.and_hms_opt(23, 59, 59),
+        };
+        return time
+            .map(|dt| dt.and_utc().timestamp_millis())
+            .ok_or_else(|| format!("{t:?} is out of range; {example}"));
+    }
+    let Some(parts) = t.get(..10).and_then(date_parts) else {
+        return Err(format!(
+            "{t:?} is not a date or date-time; {example} (work out relative dates such as \"tomorrow\" yourself)"
+        ));
+    };
+    calendar_date(t.get(..10).unwrap_or(t), parts)?;
+    let normalized: String = t
+        .char_indices()
+        .map(|(i, c)| {
+            if i == 10 && (c == ' ' || c == 't') {
+                'T'
+            } else {
+                c
+            }
+        })
+        .collect();
+    match DateTime::parse_from_rfc3339(&normalized) {
+        Ok(dt) => Ok(dt.timestamp_millis()),
+        Err(_) => {
+            let rest = t.get(10..).unwrap_or("");
+            let zoned =
+                rest.ends_with(['Z', 'z']) || rest.get(1..).is_some_and(|r| r.contains(['+', '-']));
+            if zoned {
+                Err(format!("{t:?} is not a valid date-time; {example}"))
+            } else {
+                Err(format!(
+                    "{t} has no time zone; add one, e.g. {t}Z for UTC or {t}+08:00"
+                ))
+            }
+        }
+    }
+}
+
+/// An INVALID_PARAMS error for `field`, for a value that passed validation but
+/// not the store.
+pub(crate) fn invalid(field: &str, message: String) -> ToolError {
+    ToolError::new(ErrorCode::InvalidParams, format!("{field}: {message}"))
+        .hint("fix the argument and call again")
+}
+
+/// Text on one line: newlines and runs of whitespace become one space.
+pub(crate) fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn list_ids(ids: &[RecordId]) -> String {
+    ids.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `project-1 [active] Toolbelt 1.0 (goals: goal-1, goal-2)`.
+pub(crate) fn project_line(p: &Project) -> String {
+    let mut line = format!("{} [{}] {}", p.id, p.status, one_line(&p.name));
+    if !p.goal_ids.is_empty() {
+        line.push_str(&format!(" (goals: {})", list_ids(&p.goal_ids)));
+    }
+    line
+}
+
+/// `goal-1 [quarter, deadline 2027-06-30] Ship 1.0 (projects: project-1)`.
+pub(crate) fn goal_line(g: &Goal) -> String {
+    let mut line = format!("{} [{}", g.id, g.stage);
+    if let Some(d) = &g.deadline {
+        line.push_str(&format!(", deadline {d}"));
+    }
+    line.push_str(&format!("] {}", one_line(&g.title)));
+    if !g.project_ids.is_empty() {
+        line.push_str(&format!(" (projects: {})", list_ids(&g.project_ids)));
+    }
+    line
+}
+
+/// `task-1 [pending, high, due 2027-06-15T23:59:59Z] Write the tests (project-1)`.
+pub(crate) fn task_line(t: &Task) -> String {
+    let mut line = match (t.status, t.completed_at) {
+        (TaskStatus::Completed, Some(at)) => {
+            format!("{} [completed {}, {}", t.id, rfc3339(at), t.priority)
+        }
+        _ => format!("{} [{}, {}", t.id, t.status, t.priority),
+    };
+    if let Some(due) = t.due_at {
+        line.push_str(&format!(", due {}", rfc3339(due)));
+    }
+    line.push_str(&format!("] {}", one_line(&t.title)));
+    if let Some(p) = t.project_id {
+        line.push_str(&format!(" ({p})"));
+    }
+    line
+}
+
+/// The page size a list call uses.
+pub(crate) fn page_limit(limit: Option<u32>) -> u32 {
+    limit
+        .unwrap_or(toolbelt_store::DEFAULT_LIST_LIMIT)
+        .clamp(1, toolbelt_store::MAX_LIST_LIMIT)
+}
+
+/// The offset of the next page, when there is one.
+pub(crate) fn next_offset(offset: u64, shown: usize, total: u64) -> Option<u64> {
+    let end = offset + shown as u64;
+    (shown > 0 && end < total).then_some(end)
+}
+
+/// The text of a list: a header, then one line per record.
+pub(crate) fn list_text(
+    noun: &str,
+    filters: &[String],
+    lines: &[String],
+    offset: u64,
+    total: u64,
+) -> String {
+    let plural = |n: u64| {
+        if n == 1 {
+            noun.to_string()
+        } else {
+            format!("{noun}s")
+        }
+    };
+    let filtered = if filters.is_empty() {
+        String::new()
+    } else {
+        format!(" matching {}", filters.join(", "))
+    };
+    if lines.is_empty() {
+        if total > 0 {
+            return format!(
+                "No {noun}s at offset {offset}: {total} {}{filtered} in all; call again with a smaller offset.",
+                plural(total)
+            );
+        }
+        return format!("No {noun}s{filtered}.");
+    }
+    let shown = lines.len() as u64;
+    let mut text = if offset == 0 && shown == total {
+        format!("{total} {}{filtered}:", plural(total))
+    } else {
+        format!(
+            "{}-{} of {total} {}{filtered}:",
+            offset + 1,
+            offset + shown,
+            plural(total)
+        )
+    };
+    for line in lines {
+        text.push('\n');
+        text.push_str(line);
+    }
+    if let Some(next) = next_offset(offset, lines.len(), total) {
+        text.push_str(&format!("\nMore: call again with offset {next}."));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_real_calendar_days() {
+        assert_eq!(
+            parse_date("2026-02-28"),
+            Ok(NaiveDate::from_ymd_opt(2026, 2, 28).unwrap_or_default())
+        );
+        assert_eq!(
+            parse_date("2026-02-30"),
+            Err("2026-02-30 is not a calendar date (February 2026 has 28 days); give a real date as YYYY-MM-DD".into())
+        );
+        assert_eq!(
+            parse_date("2028-02-30"),
+            Err("2028-02-30 is not a calendar date (February 2028 has 29 days); give a real date as YYYY-MM-DD".into())
+        );
+        assert_eq!(
+            parse_date("2026-13-01"),
+            Err("2026-13-01 is not a calendar date (there is no month 13); give a real date as YYYY-MM-DD".into())
+        );
+        assert_eq!(
+            parse_date("tomorrow"),
+            Err("\"tomorrow\" is not a date; write it as YYYY-MM-DD, e.g. 2026-06-30 (work out relative dates such as \"tomorrow\" yourself)".into())
+        );
+        assert!(parse_date("2026-2-3").is_err());
+    }
+
+    #[test]
+    fn instants_need_a_zone_and_plain_dates_are_day_edges() {
+        assert_eq!(
+            parse_instant("2026-03-01", DayEdge::End).map(rfc3339),
+            Ok("2026-03-01T23:59:59Z".into())
+        );
+        assert_eq!(
+            parse_instant("2026-03-01", DayEdge::Start).map(rfc3339),
+            Ok("2026-03-01T00:00:00Z".into())
+        );
+        assert_eq!(
+            parse_instant("2026-03-01T17:00:00+08:00", DayEdge::End).map(rfc3339),
+            Ok("2026-03-01T09:00:00Z".into())
+        );
+        assert_eq!(
+            parse_instant("2026-03-01 17:00:00Z", DayEdge::End).map(rfc3339),
+            Ok("2026-03-01T17:00:00Z".into())
+        );
+        assert_eq!(
+            parse_instant("2026-03-01T17:00:00", DayEdge::End),
+            Err("2026-03-01T17:00:00 has no time zone; add one, e.g. 2026-03-01T17:00:00Z for UTC or 2026-03-01T17:00:00+08:00".into())
+        );
+        assert_eq!(
+            parse_instant("2026-02-30T10:00:00Z", DayEdge::End),
+            Err("2026-02-30 is not a calendar date (February 2026 has 28 days); give a real date as YYYY-MM-DD".into())
+        );
+        assert_eq!(
+            parse_instant("2026-03-01T25:00:00Z", DayEdge::End),
+            Err("\"2026-03-01T25:00:00Z\" is not a valid date-time; write an RFC 3339 date-time such as 2026-03-01T17:00:00Z, or a date YYYY-MM-DD".into())
+        );
+        assert!(parse_instant("next week", DayEdge::End).is_err());
+    }
+
+    #[test]
+    fn lists_say_what_they_show_and_how_to_page() {
+        let lines = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(list_text("task", &[], &lines, 0, 2), "2 tasks:\na\nb");
+        assert_eq!(
+            list_text("task", &["status pending".into()], &lines, 2, 7),
+            "3-4 of 7 tasks matching status pending:\na\nb\nMore: call again with offset 4."
+        );
+        assert_eq!(list_text("goal", &[], &[], 0, 0), "No goals.");
+        assert_eq!(
+            list_text("goal", &[], &[], 10, 1),
+            "No goals at offset 10: 1 goal in all; call again with a smaller offset."
+        );
+    }
+}
