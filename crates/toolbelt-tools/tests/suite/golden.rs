@@ -9,21 +9,32 @@ use toolbelt_core::{Category, ErrorCode, SchemaValidator, ToolSpec};
 
 use super::{builtins, call, error_message, success_data};
 
-const BUILTIN_NAMES: [&str; 18] = [
+const BUILTIN_NAMES: [&str; 29] = [
     "apply_patch",
     "bash",
     "bash_output",
+    "complete_task",
+    "create_goal",
+    "create_project",
+    "create_task",
+    "delete_project",
     "edit_file",
+    "get_project",
     "glob",
     "grep",
     "kill_shell",
+    "link_goal_to_project",
     "list_dir",
+    "list_goals",
+    "list_projects",
     "list_shells",
+    "list_tasks",
     "multi_edit",
     "read_file",
     "read_output",
     "set_todo_list",
     "think",
+    "update_project",
     "web_fetch",
     "web_search",
     "write_file",
@@ -136,8 +147,14 @@ async fn examples_of_think_and_set_todo_list_are_what_the_tools_return() {
     for spec in definitions() {
         // read_output's example needs a spilled output, the file tools' examples need
         // files, bash's runs a test suite, the web tools' reach the web: their suites
-        // check those on real files and servers on 127.0.0.1.
+        // check those on real files and servers on 127.0.0.1. The planner's examples
+        // build on each other (goal-1, then project-1...): its suite runs them in order;
+        // the reviews' examples need reviews: their suite checks them on a store holding them.
         if spec.name == "read_output"
+            || spec.category == Category::Review
+            || spec.category == Category::Project
+            || spec.category == Category::Goal
+            || spec.category == Category::Task
             || spec.category == Category::Files
             || spec.category == Category::Search
             || spec.category == Category::Shell
