@@ -1,1 +1,5 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod calls;
 mod open;
+mod todos;
