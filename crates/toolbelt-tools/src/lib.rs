@@ -2,7 +2,8 @@
 //! for models in a `<tool>.md` file beside it.
 //!
 //! - [`Think`]: reason out loud, shown to the user.
-//! - [`SetTodoList`]: the agent's todo list.
+//! - [`SetTodoList`]: the agent's todo list, kept in the store per workspace and
+//!   per named list, with stable ids; [`UpdateTodos`] changes it by id.
 //! - [`ReadOutput`]: pages an output that was too long and was saved whole.
 //! - [`ReadFile`], [`WriteFile`], [`ListDir`]: files in the workspace, read as
 //!   numbered lines, written atomically, listed as a tree.
@@ -41,6 +42,7 @@ mod read_output;
 mod set_todo_list;
 mod store;
 mod think;
+mod update_todos;
 mod web;
 mod web_fetch;
 mod web_search;
@@ -68,10 +70,13 @@ pub use read_file::{
 };
 pub use read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
 pub use set_todo_list::{
-    SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoListOutput, TodoStatus, render,
+    SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoInput, TodoListOutput, TodoStatus, render,
 };
 pub use store::{StoreHandle, store_error};
 pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
+pub use update_todos::{
+    NewTodo, TodoChange, TodoListChanges, UpdateTodos, UpdateTodosOutput, UpdateTodosParams,
+};
 pub use web::WebOptions;
 pub use web_fetch::{
     DEFAULT_FETCH_TIMEOUT_SECS, DEFAULT_MAX_LENGTH, FetchFormat, MAX_FETCH_TIMEOUT_SECS, WebFetch,
@@ -124,9 +129,9 @@ pub fn register_builtins_with(
             registry.session().state_dir(),
         ))
     });
-    let _ = &store;
     registry.register_typed(Think)?;
-    registry.register_typed(SetTodoList::default())?;
+    registry.register_typed(SetTodoList::new(store.clone()))?;
+    registry.register_typed(UpdateTodos::new(store.clone()))?;
     registry.register_typed(ReadOutput)?;
     registry.register_typed(ReadFile)?;
     registry.register_typed(WriteFile)?;

@@ -9,7 +9,7 @@ use toolbelt_core::{Category, ErrorCode, SchemaValidator, ToolSpec};
 
 use super::{builtins, call, error_message, success_data};
 
-const BUILTIN_NAMES: [&str; 18] = [
+const BUILTIN_NAMES: [&str; 19] = [
     "apply_patch",
     "bash",
     "bash_output",
@@ -24,6 +24,7 @@ const BUILTIN_NAMES: [&str; 18] = [
     "read_output",
     "set_todo_list",
     "think",
+    "update_todos",
     "web_fetch",
     "web_search",
     "write_file",

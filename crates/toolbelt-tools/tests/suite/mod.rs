@@ -16,6 +16,7 @@ mod read_file;
 mod read_output;
 mod set_todo_list;
 mod think;
+mod update_todos;
 mod write_file;
 
 use std::path::Path;
