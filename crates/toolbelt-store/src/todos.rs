@@ -226,7 +226,7 @@ fn unknown_ids_error(key: &TodoListKey, unknown: &[i64], current: &[Current]) ->
     };
     let noun = if unknown.len() == 1 { "id" } else { "ids" };
     StoreError::not_found(format!(
-        "todo list {:?} has no todo with {noun} {}; {have}. Nothing was changed: read the list (set_todo_list without todos) and use its ids",
+        "todo list {:?} has no todo with {noun} {}; {have}; nothing was changed",
         key.name,
         id_list(unknown)
     ))

@@ -248,7 +248,7 @@ async fn an_unknown_id_is_not_found_and_changes_nothing() {
     .await;
     assert_eq!(
         error_message(&env, ErrorCode::NotFound),
-        "todo list \"default\" has no todo with ids 8, 9; its ids are 1, 2, 3. Nothing was changed: read the list (set_todo_list without todos) and use its ids"
+        "todo list \"default\" has no todo with ids 8, 9; its ids are 1, 2, 3; nothing was changed"
     );
     assert_eq!(
         env.error.as_ref().unwrap().hint.as_deref(),

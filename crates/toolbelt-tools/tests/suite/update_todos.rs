@@ -124,7 +124,7 @@ async fn unknown_ids_are_all_named_and_nothing_is_applied() {
     .await;
     assert_eq!(
         error_message(&env, ErrorCode::NotFound),
-        "todo list \"default\" has no todo with ids 7, 9; its ids are 1, 2, 3. Nothing was changed: read the list (set_todo_list without todos) and use its ids"
+        "todo list \"default\" has no todo with ids 7, 9; its ids are 1, 2, 3; nothing was changed"
     );
     let env = call(&registry, "set_todo_list", json!({})).await;
     assert_eq!(
@@ -227,7 +227,7 @@ async fn named_lists_and_workspaces_are_independent() {
     let env = call(&second, "update_todos", json!({"remove": [1]})).await;
     assert_eq!(
         error_message(&env, ErrorCode::NotFound),
-        "todo list \"default\" has no todo with id 1; it is empty. Nothing was changed: read the list (set_todo_list without todos) and use its ids"
+        "todo list \"default\" has no todo with id 1; it is empty; nothing was changed"
     );
     let env = call(&first, "set_todo_list", json!({})).await;
     assert_eq!(success_data(&env)["todos"].as_array().unwrap().len(), 3);
