@@ -36,6 +36,10 @@ pub const REDACTED: &str = "[redacted]";
 pub const MAX_DIGEST_STRING_CHARS: usize = 200;
 /// A whole digest is at most this many characters.
 pub const MAX_DIGEST_CHARS: usize = 2000;
+/// Of a long string, only the first bytes are scanned for secrets: what is kept
+/// ([`MAX_DIGEST_STRING_CHARS`] characters, at most 4 bytes each) and a margin for
+/// a secret that starts in the kept part and runs past it (a PEM key block).
+const SCAN_WINDOW_BYTES: usize = MAX_DIGEST_STRING_CHARS * 4 + 8192;
 
 /// One executed call, as the call log keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,13 +112,32 @@ fn redact_value(value: &Value) -> Value {
             Value::Object(out)
         }
         Value::Array(items) => Value::Array(items.iter().map(redact_value).collect()),
-        Value::String(s) => Value::String(cut_string(&redact_text(s))),
+        Value::String(s) => Value::String(digest_string(s)),
         other => other.clone(),
     }
 }
 
+/// A string redacted then cut; of a long one only the start is scanned (the
+/// rest is cut away anyway), so a call with megabytes of content stays cheap.
+fn digest_string(s: &str) -> String {
+    if s.len() <= SCAN_WINDOW_BYTES {
+        return cut_string(&redact_text(s));
+    }
+    let mut end = SCAN_WINDOW_BYTES;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = s.get(..end).unwrap_or("");
+    cut_to(&redact_text(head), s.chars().count())
+}
+
 fn cut_string(s: &str) -> String {
-    let total = s.chars().count();
+    cut_to(s, s.chars().count())
+}
+
+/// The first [`MAX_DIGEST_STRING_CHARS`] characters of `s`, with a note of
+/// `total` when that is more.
+fn cut_to(s: &str, total: usize) -> String {
     if total <= MAX_DIGEST_STRING_CHARS {
         return s.to_string();
     }

@@ -211,6 +211,31 @@ fn a_secret_past_the_cut_is_redacted_not_cut_in_half() {
 }
 
 #[test]
+fn a_huge_string_is_scanned_at_its_start_only_and_cut() {
+    let mut content = format!("token={OPENAI_KEY}\n-----BEGIN RSA PRIVATE KEY-----\n");
+    content.push_str(&"QUJD".repeat(250_000));
+    let total = content.chars().count();
+    let digest = args_digest(&json!({ "content": content }));
+    assert_eq!(
+        digest,
+        format!(r#"{{"content":"token=[redacted]\n[redacted]… [cut, {total} chars]"}}"#)
+    );
+    // A redaction that ends a string after its cut point still leaves the head whole.
+    let prefix = "é".repeat(199);
+    let digest = args_digest(&json!(format!(
+        "{prefix}{OPENAI_KEY}{}",
+        "z".repeat(20_000)
+    )));
+    assert_eq!(
+        digest,
+        format!(
+            r#""{prefix}[… [cut, {} chars]""#,
+            199 + OPENAI_KEY.len() + 20_000
+        )
+    );
+}
+
+#[test]
 fn the_whole_digest_is_bounded() {
     let args: serde_json::Map<String, Value> = (0..100)
         .map(|i| (format!("field{i:03}"), json!("y".repeat(150))))
