@@ -6,6 +6,8 @@
 //! - [`Tool`] / [`TypedTool`]: how a tool runs; typed tools derive their schemas.
 //! - [`Envelope`]: the one result shape (`status`, `data`, `text`, `stats`, `context`, `error`).
 //! - [`Registry`]: register, look up, repair, validate, authorize and execute calls.
+//! - [`CallLog`]: receives a [`CallRecord`] of every call, arguments digested with
+//!   their secrets redacted ([`args_digest`]).
 //! - [`export`]: the specs as OpenAI, Anthropic, Gemini, MCP and text-protocol schemas.
 //! - [`calls`]: tool calls parsed from OpenAI, Anthropic and text-protocol replies,
 //!   and results formatted back.
@@ -44,6 +46,7 @@
 //! # });
 //! ```
 
+mod calllog;
 pub mod calls;
 mod context;
 mod envelope;
@@ -60,6 +63,10 @@ pub mod stamps;
 mod tool;
 mod validate;
 
+pub use calllog::{
+    CallLog, CallRecord, MAX_DIGEST_CHARS, MAX_DIGEST_STRING_CHARS, REDACTED, args_digest,
+    is_secret_key, redact_text,
+};
 pub use context::{
     DEFAULT_TIMEOUT_MS, EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolContext,
 };

@@ -11,6 +11,7 @@ use futures::stream::{self, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::calllog::{CallLog, CallRecord, args_digest};
 use crate::context::{EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolContext};
 
 /// Time a tool that enforces its own timeout gets beyond the maximum, to clean up.
@@ -153,6 +154,7 @@ pub struct Registry {
     policy: Arc<Policy>,
     approver: Option<Arc<dyn Approver>>,
     events: Option<Arc<dyn EventSink>>,
+    call_log: Option<Arc<dyn CallLog>>,
 }
 
 impl fmt::Debug for Registry {
@@ -183,6 +185,7 @@ impl Registry {
             policy,
             approver: None,
             events: None,
+            call_log: None,
         }
     }
 
@@ -204,6 +207,11 @@ impl Registry {
     /// Sends UI events of every call to `sink`.
     pub fn set_events(&mut self, sink: Option<Arc<dyn EventSink>>) {
         self.events = sink;
+    }
+
+    /// Hands a record of every executed call to `log` (none: calls are not logged).
+    pub fn set_call_log(&mut self, log: Option<Arc<dyn CallLog>>) {
+        self.call_log = log;
     }
 
     /// The session.
@@ -354,6 +362,7 @@ impl Registry {
     /// Executes one call. Never panics and never fails: every outcome is an envelope.
     pub async fn execute_call(&self, call: ToolCall, opts: CallOptions) -> Envelope {
         let started = Instant::now();
+        let started_at_ms = unix_ms_now();
         let call_id = call.call_id.clone().unwrap_or_else(new_call_id);
         let params_input = call.arguments.clone();
         let (mut env, canonical, repairs) = self
@@ -377,6 +386,9 @@ impl Registry {
             code = env.error_code().map(|c| c.as_str()),
             time_ms = env.stats.time_ms,
         );
+        if let Some(log) = &self.call_log {
+            log.record(call_record(&env, started_at_ms));
+        }
         env
     }
 
@@ -709,6 +721,27 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     } else {
         "unknown panic".to_string()
     }
+}
+
+/// The call log's record of a final envelope.
+fn call_record(env: &Envelope, at_ms: i64) -> CallRecord {
+    let data_len = serde_json::to_string(&env.data).map_or(0, |s| s.len());
+    CallRecord {
+        at_ms,
+        tool: env.context.tool.clone(),
+        call_id: env.context.call_id.clone(),
+        args: args_digest(&env.context.params_input),
+        status: env.status.as_str().to_string(),
+        error_code: env.error_code().map(|c| c.as_str().to_string()),
+        duration_ms: env.stats.time_ms,
+        bytes_out: u64::try_from(env.text.len() + data_len).unwrap_or(u64::MAX),
+    }
+}
+
+fn unix_ms_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn new_call_id() -> String {

@@ -12,6 +12,10 @@
 //!   tags, themes (English and Chinese words), tasks and streaks over a range.
 //! - The planner: [`Project`], [`Goal`] and [`Task`] records, written and read by
 //!   methods of [`Store`] ([`Store::create_project`], [`Store::list_tasks`]...).
+//! - Todo lists per workspace and name, with stable ids: [`read_todos`],
+//!   [`replace_todos`], [`update_todos`].
+//! - The call log: [`CallLogWriter`] (a [`toolbelt_core::CallLog`] writing in
+//!   batches off the call's path) and [`recent_calls`].
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -24,6 +28,7 @@
 //! ```
 
 mod analysis;
+mod calls;
 mod error;
 mod handle;
 mod ids;
@@ -35,11 +40,15 @@ mod store;
 #[doc(hidden)]
 pub mod testing;
 mod themes;
+mod todos;
 
 pub use analysis::{
     AnalysisRequest, Direction, MoodPatterns, MoodTrend, PatternAnalysis, ReviewPoint,
     STEADY_SLOPE_PER_DAY, Section, Streaks, TOP_THEMES, TagPattern, TaskPatterns, ThemeCount,
     Themes, TimeRange, WeekdayMood, analyze, analyze_patterns,
+};
+pub use calls::{
+    CALL_LOG_BATCH_MAX, CALL_LOG_QUEUE_CAPACITY, CallEntry, CallFilter, CallLogWriter, recent_calls,
 };
 pub use error::{StoreError, StoreResult};
 pub use handle::{StoreHandle, store_error};
@@ -59,6 +68,10 @@ pub use reviews::{
 pub use schema::LATEST_VERSION;
 pub use store::{
     Backend, DEFAULT_FILE_NAME, Location, QUICK_CHECK_MAX_BYTES, SQLITE_BUSY_TIMEOUT_MS, Store,
+};
+pub use todos::{
+    AppliedTodoChanges, DEFAULT_TODO_LIST, MAX_TODO_LIST_NAME_CHARS, StoredTodo, TodoChanges,
+    TodoInput, TodoListKey, TodoPatch, read_todos, replace_todos, update_todos,
 };
 
 /// Milliseconds since the Unix epoch, now.

@@ -2,7 +2,8 @@
 //! for models in a `<tool>.md` file beside it.
 //!
 //! - [`Think`]: reason out loud, shown to the user.
-//! - [`SetTodoList`]: the agent's todo list.
+//! - [`SetTodoList`]: the agent's todo list, kept in the store per workspace and
+//!   per named list, with stable ids; [`UpdateTodos`] changes it by id.
 //! - [`WriteReview`], [`ListReviews`], [`AnalyzePatterns`]: the user's reviews and the
 //!   patterns in them (mood, tags, themes, tasks, streaks), kept in the store.
 //! - The planner, kept in the store: projects ([`CreateProject`], [`UpdateProject`],
@@ -62,6 +63,7 @@ mod set_todo_list;
 mod store;
 mod think;
 mod update_project;
+mod update_todos;
 mod web;
 mod web_fetch;
 mod web_search;
@@ -109,11 +111,14 @@ pub use read_file::{
 };
 pub use read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
 pub use set_todo_list::{
-    SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoListOutput, TodoStatus, render,
+    SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoInput, TodoListOutput, TodoStatus, render,
 };
 pub use store::{StoreHandle, store_error};
 pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
 pub use update_project::{ProjectUpdates, UpdateProject, UpdateProjectParams};
+pub use update_todos::{
+    NewTodo, TodoChange, TodoListChanges, UpdateTodos, UpdateTodosOutput, UpdateTodosParams,
+};
 pub use web::WebOptions;
 pub use web_fetch::{
     DEFAULT_FETCH_TIMEOUT_SECS, DEFAULT_MAX_LENGTH, FetchFormat, MAX_FETCH_TIMEOUT_SECS, WebFetch,
@@ -168,7 +173,8 @@ pub fn register_builtins_with(
         ))
     });
     registry.register_typed(Think)?;
-    registry.register_typed(SetTodoList::default())?;
+    registry.register_typed(SetTodoList::new(store.clone()))?;
+    registry.register_typed(UpdateTodos::new(store.clone()))?;
     registry.register_typed(WriteReview::new(store.clone()))?;
     registry.register_typed(ListReviews::new(store.clone()))?;
     registry.register_typed(AnalyzePatterns::new(store.clone()))?;

@@ -1,12 +1,14 @@
-//! `set_todo_list`: the agent's todo list, rendered for the user (seed 000).
-
-use std::sync::Mutex;
+//! `set_todo_list`: the agent's todo list, rendered for the user (seed 000), kept
+//! in the store per workspace and per named list, with ids that stay stable.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::{
-    Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
+    Category, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
+use toolbelt_store::{DEFAULT_TODO_LIST, StoreError, StoredTodo, TodoListKey};
+
+use crate::store::{StoreHandle, store_error};
 
 /// Where a todo stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -21,24 +23,61 @@ pub enum TodoStatus {
 }
 
 impl TodoStatus {
-    fn label(self) -> &'static str {
+    /// `Pending`, `In Progress` or `Done`, as stored and shown.
+    pub fn label(self) -> &'static str {
         match self {
             TodoStatus::Pending => "Pending",
             TodoStatus::InProgress => "In Progress",
             TodoStatus::Done => "Done",
         }
     }
+
+    /// The status of a stored label; anything unknown reads as `Pending`.
+    pub fn from_label(label: &str) -> TodoStatus {
+        match label {
+            "Done" => TodoStatus::Done,
+            "In Progress" => TodoStatus::InProgress,
+            _ => TodoStatus::Pending,
+        }
+    }
 }
 
-/// One todo.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// One todo of the list sent to `set_todo_list`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Todo {
+pub struct TodoInput {
+    /// The id of the existing todo this one continues (from an earlier result).
+    /// Leave it out for a new todo; a todo with the same title as an existing one
+    /// keeps that one's id.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub id: Option<u64>,
     /// What to do.
     #[schemars(length(min = 1))]
     pub title: String,
     /// Pending, In Progress or Done.
     pub status: TodoStatus,
+}
+
+/// One todo of a list, with its id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Todo {
+    /// Its id in the list: stable across changes, never reused.
+    pub id: u64,
+    /// What to do.
+    pub title: String,
+    /// Pending, In Progress or Done.
+    pub status: TodoStatus,
+}
+
+impl From<StoredTodo> for Todo {
+    fn from(t: StoredTodo) -> Todo {
+        Todo {
+            id: u64::try_from(t.id).unwrap_or(0),
+            title: t.title,
+            status: TodoStatus::from_label(&t.status),
+        }
+    }
 }
 
 /// Arguments of `set_todo_list`.
@@ -47,7 +86,11 @@ pub struct Todo {
 pub struct SetTodoListParams {
     /// The whole updated list; it replaces the previous one. Leave it out to read the current list.
     #[serde(default)]
-    pub todos: Option<Vec<Todo>>,
+    pub todos: Option<Vec<TodoInput>>,
+    /// Which list (1-64 characters); default "default".
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 64))]
+    pub list: Option<String>,
 }
 
 /// How many todos are in each status.
@@ -64,7 +107,9 @@ pub struct TodoCounts {
 /// Result of `set_todo_list`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct TodoListOutput {
-    /// The current list.
+    /// The list's name.
+    pub list: String,
+    /// The current list, in order.
     pub todos: Vec<Todo>,
     /// The list rendered as markdown: ~~done~~, **in progress**, pending.
     pub brief: String,
@@ -72,28 +117,40 @@ pub struct TodoListOutput {
     pub message: String,
     /// Counts per status.
     pub counts: TodoCounts,
-    /// True when the call replaced the list, false when it only read it.
+    /// True when the call changed the list, false when it only read it.
     pub updated: bool,
 }
 
-/// The `set_todo_list` tool. The list lives as long as the tool (one session).
-#[derive(Debug, Default)]
+/// The `set_todo_list` tool: lists live in the store, per workspace (the
+/// session's first root) and per name.
+#[derive(Debug, Clone)]
 pub struct SetTodoList {
-    todos: Mutex<Vec<Todo>>,
+    store: StoreHandle,
+}
+
+impl SetTodoList {
+    /// The tool over `store`.
+    pub fn new(store: StoreHandle) -> SetTodoList {
+        SetTodoList { store }
+    }
 }
 
 /// Renders a list as seed 000 does: `- ~~title~~ [Done]`, `- **title** [In Progress]`, `- title [Pending]`.
 pub fn render(todos: &[Todo]) -> String {
     let mut out = String::new();
     for t in todos {
-        let line = match t.status {
-            TodoStatus::Done => format!("- ~~{}~~ [{}]\n", t.title, t.status.label()),
-            TodoStatus::InProgress => format!("- **{}** [{}]\n", t.title, t.status.label()),
-            TodoStatus::Pending => format!("- {} [{}]\n", t.title, t.status.label()),
-        };
-        out.push_str(&line);
+        out.push_str(&render_line(t));
+        out.push('\n');
     }
     out
+}
+
+fn render_line(t: &Todo) -> String {
+    match t.status {
+        TodoStatus::Done => format!("- ~~{}~~ [{}]", t.title, t.status.label()),
+        TodoStatus::InProgress => format!("- **{}** [{}]", t.title, t.status.label()),
+        TodoStatus::Pending => format!("- {} [{}]", t.title, t.status.label()),
+    }
 }
 
 fn counts(todos: &[Todo]) -> TodoCounts {
@@ -106,6 +163,69 @@ fn counts(todos: &[Todo]) -> TodoCounts {
         }
     }
     c
+}
+
+/// The key of a list: the session's first root (its cwd without roots) and the name.
+pub(crate) fn list_key(ctx: &ToolContext, list: Option<&str>) -> Result<TodoListKey, ToolError> {
+    let session = ctx.session();
+    let workspace = session.roots().first().map_or_else(
+        || session.cwd().display().to_string(),
+        |r| r.display().to_string(),
+    );
+    TodoListKey::new(workspace, list.unwrap_or(DEFAULT_TODO_LIST)).map_err(store_error)
+}
+
+/// A store id as the model sends it.
+pub(crate) fn store_id(id: u64) -> i64 {
+    i64::try_from(id).unwrap_or(i64::MAX)
+}
+
+/// A NOT_FOUND of unknown ids, with what to do next.
+pub(crate) fn todo_error(e: StoreError) -> ToolError {
+    let not_found = matches!(e, StoreError::NotFound(_));
+    let err = store_error(e);
+    if not_found {
+        err.hint("call set_todo_list without todos to read the list with its ids")
+    } else {
+        err
+    }
+}
+
+/// The output of a list after a read (`updated` false) or a change, and the text
+/// the model reads: the summary, then each todo with its id.
+pub(crate) fn list_output(
+    ctx: &ToolContext,
+    list: &str,
+    todos: Vec<Todo>,
+    updated: bool,
+) -> (TodoListOutput, String) {
+    let c = counts(&todos);
+    let brief = render(&todos);
+    let verb = if updated { "updated" } else { "unchanged" };
+    let message = if todos.is_empty() {
+        format!("Todo list {verb}: empty")
+    } else {
+        format!(
+            "Todo list {verb}: {} done, {} in progress, {} pending",
+            c.done, c.in_progress, c.pending
+        )
+    };
+    ctx.emit(&brief);
+    let mut text = format!("{message}.");
+    for t in &todos {
+        text.push('\n');
+        text.push_str(&render_line(t));
+        text.push_str(&format!(" (id {})", t.id));
+    }
+    let output = TodoListOutput {
+        list: list.to_string(),
+        todos,
+        brief,
+        message,
+        counts: c,
+        updated,
+    };
+    (output, text)
 }
 
 impl TypedTool for SetTodoList {
@@ -132,10 +252,11 @@ impl TypedTool for SetTodoList {
                     {"title": "Run the whole suite", "status": "Pending"}
                 ]}),
                 serde_json::json!({
+                    "list": "default",
                     "todos": [
-                        {"title": "Read the failing test", "status": "Done"},
-                        {"title": "Fix the parser", "status": "In Progress"},
-                        {"title": "Run the whole suite", "status": "Pending"}
+                        {"id": 1, "title": "Read the failing test", "status": "Done"},
+                        {"id": 2, "title": "Fix the parser", "status": "In Progress"},
+                        {"id": 3, "title": "Run the whole suite", "status": "Pending"}
                     ],
                     "brief": "- ~~Read the failing test~~ [Done]\n- **Fix the parser** [In Progress]\n- Run the whole suite [Pending]\n",
                     "message": "Todo list updated: 1 done, 1 in progress, 1 pending",
@@ -146,45 +267,29 @@ impl TypedTool for SetTodoList {
     }
 
     async fn call(&self, ctx: &ToolContext, p: SetTodoListParams) -> ToolResult<TodoListOutput> {
+        let key = list_key(ctx, p.list.as_deref())?;
+        let store = self.store.get().await?;
         let updated = p.todos.is_some();
-        let todos = {
-            let mut guard = self.todos.lock().map_err(|_| {
-                ToolError::new(
-                    ErrorCode::Internal,
-                    "the todo list is unavailable after an earlier failure",
-                )
-            })?;
-            if let Some(new) = p.todos {
-                *guard = new;
+        let stored = match p.todos {
+            Some(items) => {
+                let items: Vec<toolbelt_store::TodoInput> = items
+                    .into_iter()
+                    .map(|t| toolbelt_store::TodoInput {
+                        id: t.id.map(store_id),
+                        title: t.title,
+                        status: t.status.label().to_string(),
+                    })
+                    .collect();
+                toolbelt_store::replace_todos(store, &key, &items)
+                    .await
+                    .map_err(todo_error)?
             }
-            guard.clone()
+            None => toolbelt_store::read_todos(store, &key)
+                .await
+                .map_err(todo_error)?,
         };
-        let c = counts(&todos);
-        let brief = render(&todos);
-        let verb = if updated { "updated" } else { "unchanged" };
-        let message = if todos.is_empty() {
-            format!("Todo list {verb}: empty")
-        } else {
-            format!(
-                "Todo list {verb}: {} done, {} in progress, {} pending",
-                c.done, c.in_progress, c.pending
-            )
-        };
-        ctx.emit(&brief);
-        let text = if todos.is_empty() {
-            format!("{message}.")
-        } else {
-            format!("{message}.\n{brief}")
-        };
-        Ok(Reply::new(
-            TodoListOutput {
-                todos,
-                brief,
-                message,
-                counts: c,
-                updated,
-            },
-            text.trim_end().to_string(),
-        ))
+        let todos = stored.into_iter().map(Todo::from).collect();
+        let (output, text) = list_output(ctx, key.name(), todos, updated);
+        Ok(Reply::new(output, text))
     }
 }

@@ -1,6 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod calls;
 mod open;
 mod planner;
 mod reliability;
 mod reviews;
+mod todos;

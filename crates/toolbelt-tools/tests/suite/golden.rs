@@ -9,7 +9,8 @@ use toolbelt_core::{Category, ErrorCode, SchemaValidator, ToolSpec};
 
 use super::{builtins, call, error_message, success_data};
 
-const BUILTIN_NAMES: [&str; 29] = [
+const BUILTIN_NAMES: [&str; 33] = [
+    "analyze_patterns",
     "apply_patch",
     "bash",
     "bash_output",
@@ -27,6 +28,7 @@ const BUILTIN_NAMES: [&str; 29] = [
     "list_dir",
     "list_goals",
     "list_projects",
+    "list_reviews",
     "list_shells",
     "list_tasks",
     "multi_edit",
@@ -35,9 +37,11 @@ const BUILTIN_NAMES: [&str; 29] = [
     "set_todo_list",
     "think",
     "update_project",
+    "update_todos",
     "web_fetch",
     "web_search",
     "write_file",
+    "write_review",
     "write_stdin",
 ];
 

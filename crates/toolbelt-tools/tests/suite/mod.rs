@@ -18,6 +18,7 @@ mod read_output;
 mod reviews;
 mod set_todo_list;
 mod think;
+mod update_todos;
 mod write_file;
 
 use std::path::Path;

@@ -1,0 +1,215 @@
+//! The call log in the store: [`CallLogWriter`] takes the registry's records
+//! without slowing calls down and writes them in batches; [`recent_calls`] reads
+//! them back.
+
+use serde::Serialize;
+use sqlx::Row;
+use tokio::sync::{mpsc, oneshot};
+use toolbelt_core::{CallLog, CallRecord};
+
+use crate::error::StoreResult;
+use crate::store::Store;
+
+/// Records waiting to be written; past this, new records are dropped with a warning.
+pub const CALL_LOG_QUEUE_CAPACITY: usize = 4096;
+/// Most records written in one transaction.
+pub const CALL_LOG_BATCH_MAX: usize = 256;
+
+enum Message {
+    Record(CallRecord),
+    Flush(oneshot::Sender<()>),
+}
+
+/// A [`CallLog`] that writes to the `calls` table. [`CallLog::record`] only puts
+/// the record on a queue; a background task writes what has queued up in one
+/// transaction per batch. When a batch cannot be written it is dropped with a
+/// warning: the log never fails a call. Cheap to clone (clones share the queue).
+///
+/// Call [`CallLogWriter::flush`] before the process exits, so that nothing
+/// recorded is lost.
+#[derive(Debug, Clone)]
+pub struct CallLogWriter {
+    queue: Option<mpsc::Sender<Message>>,
+}
+
+impl CallLogWriter {
+    /// Starts the writer on the current Tokio runtime; every row gets `workspace`.
+    /// Outside a Tokio runtime the writer drops every record, with a warning now.
+    pub fn start(store: Store, workspace: impl Into<String>) -> CallLogWriter {
+        let workspace = workspace.into();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!("the call log needs a Tokio runtime; calls will not be logged");
+            return CallLogWriter { queue: None };
+        };
+        let (tx, rx) = mpsc::channel(CALL_LOG_QUEUE_CAPACITY);
+        runtime.spawn(write_loop(store, workspace, rx));
+        CallLogWriter { queue: Some(tx) }
+    }
+
+    /// Waits until every record handed over so far is written (or dropped after
+    /// a failed write).
+    pub async fn flush(&self) {
+        let Some(queue) = &self.queue else {
+            return;
+        };
+        let (done, wait) = oneshot::channel();
+        if queue.send(Message::Flush(done)).await.is_ok() {
+            let _ = wait.await;
+        }
+    }
+}
+
+impl CallLog for CallLogWriter {
+    fn record(&self, record: CallRecord) {
+        let Some(queue) = &self.queue else {
+            return;
+        };
+        if let Err(e) = queue.try_send(Message::Record(record)) {
+            match e {
+                mpsc::error::TrySendError::Full(_) => {
+                    tracing::warn!("the call log is behind; a call record was dropped");
+                }
+                mpsc::error::TrySendError::Closed(_) => {
+                    tracing::warn!("the call log writer has stopped; a call record was dropped");
+                }
+            }
+        }
+    }
+}
+
+async fn write_loop(store: Store, workspace: String, mut rx: mpsc::Receiver<Message>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = Vec::new();
+        let mut waiters = Vec::new();
+        let mut next = Some(first);
+        while let Some(message) = next.take() {
+            match message {
+                Message::Record(r) => batch.push(r),
+                Message::Flush(w) => waiters.push(w),
+            }
+            if batch.len() >= CALL_LOG_BATCH_MAX {
+                break;
+            }
+            next = rx.try_recv().ok();
+        }
+        if !batch.is_empty()
+            && let Err(e) = write_batch(&store, &workspace, &batch).await
+        {
+            tracing::warn!(
+                records = batch.len(),
+                "could not write the call log, records dropped: {e}"
+            );
+        }
+        for w in waiters {
+            let _ = w.send(());
+        }
+    }
+}
+
+fn as_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+async fn write_batch(store: &Store, workspace: &str, batch: &[CallRecord]) -> StoreResult<()> {
+    let mut tx = store.begin_write().await?;
+    for r in batch {
+        sqlx::query(
+            "INSERT INTO calls (at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(r.at_ms)
+        .bind(&r.tool)
+        .bind(&r.call_id)
+        .bind(&r.args)
+        .bind(&r.status)
+        .bind(r.error_code.as_deref())
+        .bind(as_i64(r.duration_ms))
+        .bind(as_i64(r.bytes_out))
+        .bind(workspace)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Which calls [`recent_calls`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallFilter {
+    /// How many of the most recent calls.
+    pub tail: usize,
+    /// Only calls of this tool (its canonical name).
+    pub tool: Option<String>,
+}
+
+/// One logged call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CallEntry {
+    /// Its row id, increasing in the order calls were logged.
+    pub id: i64,
+    /// When the call started, in milliseconds since the Unix epoch (UTC).
+    pub at_ms: i64,
+    /// The canonical tool name (or the name asked for, when unknown).
+    pub tool: String,
+    /// The call's id.
+    pub call_id: String,
+    /// The arguments' digest, secrets redacted.
+    pub args: String,
+    /// `success`, `partial` or `error`.
+    pub status: String,
+    /// The error code of an error.
+    pub error_code: Option<String>,
+    /// Wall time of the call.
+    pub duration_ms: i64,
+    /// Bytes handed back (text plus serialised data).
+    pub bytes_out: i64,
+    /// The workspace the call ran in.
+    pub workspace: String,
+}
+
+/// The last `filter.tail` logged calls (of `filter.tool`, when given), oldest first.
+///
+/// # Errors
+/// The query fails.
+pub async fn recent_calls(store: &Store, filter: &CallFilter) -> StoreResult<Vec<CallEntry>> {
+    if filter.tail == 0 {
+        return Ok(Vec::new());
+    }
+    let limit = i64::try_from(filter.tail).unwrap_or(i64::MAX);
+    const COLUMNS: &str =
+        "id, at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace";
+    let rows = match &filter.tool {
+        Some(tool) => {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {COLUMNS} FROM calls WHERE tool = $1 ORDER BY id DESC LIMIT $2"
+            )))
+            .bind(tool)
+            .bind(limit)
+            .fetch_all(store.pool())
+            .await?
+        }
+        None => {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {COLUMNS} FROM calls ORDER BY id DESC LIMIT $1"
+            )))
+            .bind(limit)
+            .fetch_all(store.pool())
+            .await?
+        }
+    };
+    let mut entries = Vec::with_capacity(rows.len());
+    for row in rows.iter().rev() {
+        entries.push(CallEntry {
+            id: row.try_get(0)?,
+            at_ms: row.try_get(1)?,
+            tool: row.try_get(2)?,
+            call_id: row.try_get(3)?,
+            args: row.try_get(4)?,
+            status: row.try_get(5)?,
+            error_code: row.try_get(6)?,
+            duration_ms: row.try_get(7)?,
+            bytes_out: row.try_get(8)?,
+            workspace: row.try_get(9)?,
+        });
+    }
+    Ok(entries)
+}
