@@ -8,6 +8,7 @@ use tokio::sync::{mpsc, oneshot};
 use toolbelt_core::{CallLog, CallRecord};
 
 use crate::error::StoreResult;
+use crate::handle::StoreHandle;
 use crate::store::Store;
 
 /// Records waiting to be written; past this, new records are dropped with a warning.
@@ -34,8 +35,10 @@ pub struct CallLogWriter {
 
 impl CallLogWriter {
     /// Starts the writer on the current Tokio runtime; every row gets `workspace`.
-    /// Outside a Tokio runtime the writer drops every record, with a warning now.
-    pub fn start(store: Store, workspace: impl Into<String>) -> CallLogWriter {
+    /// A [`StoreHandle`] not yet open is opened by the first batch. Outside a Tokio
+    /// runtime the writer drops every record, with a warning now.
+    pub fn start(store: impl Into<StoreHandle>, workspace: impl Into<String>) -> CallLogWriter {
+        let store = store.into();
         let workspace = workspace.into();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::warn!("the call log needs a Tokio runtime; calls will not be logged");
@@ -77,7 +80,7 @@ impl CallLog for CallLogWriter {
     }
 }
 
-async fn write_loop(store: Store, workspace: String, mut rx: mpsc::Receiver<Message>) {
+async fn write_loop(store: StoreHandle, workspace: String, mut rx: mpsc::Receiver<Message>) {
     while let Some(first) = rx.recv().await {
         let mut batch = Vec::new();
         let mut waiters = Vec::new();
@@ -92,9 +95,12 @@ async fn write_loop(store: Store, workspace: String, mut rx: mpsc::Receiver<Mess
             }
             next = rx.try_recv().ok();
         }
-        if !batch.is_empty()
-            && let Err(e) = write_batch(&store, &workspace, &batch).await
-        {
+        if batch.is_empty() {
+            // Only flushes: nothing to write.
+        } else if let Err(e) = match store.store().await {
+            Ok(store) => write_batch(store, &workspace, &batch).await,
+            Err(e) => Err(e),
+        } {
             tracing::warn!(
                 records = batch.len(),
                 "could not write the call log, records dropped: {e}"

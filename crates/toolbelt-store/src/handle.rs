@@ -66,6 +66,12 @@ impl StoreHandle {
     }
 }
 
+impl From<Store> for StoreHandle {
+    fn from(store: Store) -> StoreHandle {
+        StoreHandle::open(store)
+    }
+}
+
 /// A store error as the model sees it: NOT_FOUND, INVALID_PARAMS and CONFLICT for
 /// bad requests, DEPENDENCY_MISSING when the database cannot be opened, INTERNAL
 /// for a failed query.

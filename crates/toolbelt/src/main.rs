@@ -1,6 +1,7 @@
 //! `toolbelt`: list the tools, export their schemas for any model API, call them.
 
 mod config;
+mod log;
 mod render;
 mod stamps;
 
@@ -20,7 +21,7 @@ use toolbelt_core::profile::Profile;
 use toolbelt_core::{CallOptions, Category, Registry, Session, ToolCall};
 use toolbelt_net::search::Backend;
 use toolbelt_sandbox::{Sandbox, SandboxMode, Support};
-use toolbelt_store::{Location, StoreHandle};
+use toolbelt_store::{CallLogWriter, Location, StoreHandle};
 use toolbelt_tools::{BuiltinOptions, WebOptions};
 
 use crate::config::FileConfig;
@@ -152,6 +153,10 @@ enum Command {
     /// current directory.
     #[command(after_help = MCP_CLIENT_HELP)]
     Mcp,
+    /// Show the call log: the last calls made through any interface, newest last, with
+    /// their status, error code, duration, bytes returned and arguments (secrets
+    /// redacted).
+    Log(log::LogArgs),
     /// Check this machine and the configuration: roots, config file, tools, and what
     /// the shell sandbox can enforce here.
     ///
@@ -282,6 +287,20 @@ struct Built {
     store: StoreHandle,
 }
 
+/// Records every call of `registry` in the call log of `store`; flush the writer
+/// before the process ends. Needs a Tokio runtime entered.
+fn start_call_log(registry: &mut Registry, store: &StoreHandle) -> CallLogWriter {
+    let workspace = registry
+        .session()
+        .roots()
+        .first()
+        .map(|r| r.display().to_string())
+        .unwrap_or_default();
+    let writer = CallLogWriter::start(store.clone(), workspace);
+    registry.set_call_log(Some(Arc::new(writer.clone())));
+    writer
+}
+
 /// Opens the store now: a server refuses to start on a corrupt, foreign or newer
 /// database (which is left untouched) rather than failing its first planner call.
 async fn open_store(store: &StoreHandle) -> Result<()> {
@@ -347,7 +366,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Doctor { json } = cli.command {
         return doctor(&cli.global, json);
     }
-    let Built { registry, store } = build_registry(&cli.global)?;
+    let Built {
+        mut registry,
+        store,
+    } = build_registry(&cli.global)?;
     match cli.command {
         Command::Tools { json, category } => {
             let category = match category {
@@ -433,7 +455,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if uses_files {
                 stamps::load(registry.session());
             }
+            let log = {
+                let _entered = rt.enter();
+                start_call_log(&mut registry, &store)
+            };
             let env = rt.block_on(registry.execute_call(ToolCall::new(tool, arguments), opts));
+            rt.block_on(log.flush());
             if uses_files {
                 stamps::save_or_warn(registry.session());
             }
@@ -462,6 +489,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             serve(registry, &store, bind, token, allowed_origins)
         }
         Command::Mcp => serve_mcp(registry, &store, &cli.global),
+        Command::Log(args) => {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
+            rt.block_on(async {
+                open_store(&store).await?;
+                let opened = store.store().await?;
+                let mut stdout = std::io::stdout().lock();
+                log::run(opened, &args, &mut stdout).await
+            })
+            .map_err(|e| match e.downcast_ref::<std::io::Error>() {
+                Some(io) if io.kind() == std::io::ErrorKind::BrokenPipe => ClosedStdout.into(),
+                _ => e,
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Doctor { .. } => unreachable!("answered above"),
     }
 }
@@ -476,7 +520,7 @@ enum Token {
 
 /// `toolbelt serve`: listens until SIGINT or SIGTERM.
 fn serve(
-    registry: Registry,
+    mut registry: Registry,
     store: &StoreHandle,
     bind: SocketAddr,
     token: Token,
@@ -525,6 +569,10 @@ fn serve(
         .build()
         .context("cannot start the async runtime")?;
     rt.block_on(open_store(store))?;
+    let log = {
+        let _entered = rt.enter();
+        start_call_log(&mut registry, store)
+    };
     let served = rt.block_on(async move {
         let listener = toolbelt_server::http::bind(bind).await?;
         let addr = listener.local_addr().unwrap_or(bind);
@@ -538,6 +586,7 @@ fn serve(
         )
         .await
     });
+    rt.block_on(log.flush());
     // Calls cut off by the shutdown may still be reading files on blocking threads.
     rt.shutdown_timeout(Duration::from_millis(100));
     served?;
@@ -547,7 +596,7 @@ fn serve(
 /// Serves `registry` over MCP on standard input and output until the client
 /// closes standard input. Without `--root`, the client's roots become the
 /// workspace roots once it announces them.
-fn serve_mcp(registry: Registry, store: &StoreHandle, g: &Global) -> Result<ExitCode> {
+fn serve_mcp(mut registry: Registry, store: &StoreHandle, g: &Global) -> Result<ExitCode> {
     // One client, one request at a time mostly: a single-threaded runtime answers
     // without handing each message between threads (blocking file work still runs on
     // tokio's blocking pool), and holds less memory.
@@ -556,6 +605,12 @@ fn serve_mcp(registry: Registry, store: &StoreHandle, g: &Global) -> Result<Exit
         .build()
         .context("cannot start the async runtime")?;
     rt.block_on(open_store(store))?;
+    // The client's roots may bring registries with stores of their own: every
+    // writer is flushed at the end.
+    let logs = Arc::new(std::sync::Mutex::new(vec![{
+        let _entered = rt.enter();
+        start_call_log(&mut registry, store)
+    }]));
     let session = Arc::clone(registry.session());
     stamps::load(&session);
     let mut server = toolbelt_server::McpServer::new(Arc::new(registry));
@@ -565,6 +620,7 @@ fn serve_mcp(registry: Registry, store: &StoreHandle, g: &Global) -> Result<Exit
         let (sandbox, network) = (g.sandbox.clone(), g.network);
         let allow_private_network = g.allow_private_network;
         let database_url = g.database_url.clone();
+        let logs = Arc::clone(&logs);
         server = server.with_client_roots(move |roots| {
             let global = Global {
                 roots,
@@ -576,9 +632,15 @@ fn serve_mcp(registry: Registry, store: &StoreHandle, g: &Global) -> Result<Exit
                 allow_private_network,
                 database_url: database_url.clone(),
             };
-            build_registry(&global)
-                .map(|b| b.registry)
-                .map_err(|e| format!("{e:#}"))
+            let Built {
+                mut registry,
+                store,
+            } = build_registry(&global).map_err(|e| format!("{e:#}"))?;
+            let writer = start_call_log(&mut registry, &store);
+            if let Ok(mut all) = logs.lock() {
+                all.push(writer);
+            }
+            Ok(registry)
         });
     }
     // SIGINT or SIGTERM ends the session like the end of standard input does: the
@@ -589,6 +651,10 @@ fn serve_mcp(registry: Registry, store: &StoreHandle, g: &Global) -> Result<Exit
             () = toolbelt_server::http::shutdown_signal() => Ok(()),
         }
     });
+    let writers: Vec<CallLogWriter> = logs.lock().map(|l| l.clone()).unwrap_or_default();
+    for writer in writers {
+        rt.block_on(writer.flush());
+    }
     drop(rt);
     stamps::save_or_warn(&session);
     served.context("the MCP server stopped")?;
