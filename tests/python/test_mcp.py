@@ -48,6 +48,21 @@ BUILTINS = {
     "list_shells",
     "web_fetch",
     "web_search",
+    "update_todos",
+    "create_project",
+    "update_project",
+    "delete_project",
+    "get_project",
+    "list_projects",
+    "create_goal",
+    "link_goal_to_project",
+    "list_goals",
+    "create_task",
+    "complete_task",
+    "list_tasks",
+    "write_review",
+    "list_reviews",
+    "analyze_patterns",
 }
 
 # "legacy" speaks the initialize handshake (2025-11-25 and earlier); "auto" probes
@@ -261,7 +276,32 @@ async def call_every_builtin(client: Client, root: Path) -> set[str]:
     env = await call("web_fetch", {"url": SEARCH_URL[0]})
     assert '"url": "https://tokio.rs/"' in env["data"]["content"]
 
-    await call("set_todo_list", {"todos": [{"title": "change the greeting", "status": "In Progress"}]})
+    env = await call("set_todo_list", {"todos": [{"title": "change the greeting", "status": "In Progress"}]})
+    todo_id = env["data"]["todos"][0]["id"]
+    env = await call("update_todos", {"update": [{"id": todo_id, "status": "Done"}], "add": [{"title": "ship"}]})
+    assert [(t["id"], t["status"]) for t in env["data"]["todos"]] == [(todo_id, "Done"), (todo_id + 1, "Pending")]
+
+    # The planner: a goal, a project linked to it, tasks, a review, the patterns.
+    goal = (await call("create_goal", {"title": "Learn Rust", "stage": "yearly", "deadline": "2027-06-30"}))["data"]["id"]
+    project = (await call("create_project", {"name": "Rust book", "goal_ids": [goal]}))["data"]["id"]
+    env = await call("update_project", {"project_id": project, "updates": {"status": "paused"}})
+    assert env["data"]["status"] == "paused"
+    other = (await call("create_goal", {"title": "Ship a crate", "stage": "quarter"}))["data"]["id"]
+    env = await call("link_goal_to_project", {"goal_id": other, "project_id": project})
+    task = (await call("create_task", {"title": "Chapter 1", "project_id": project, "priority": "high"}))["data"]["id"]
+    await call("create_task", {"title": "Chapter 2", "project_id": project, "due_date": "2020-01-01"})
+    env = await call("complete_task", {"task_id": task, "completion_note": "done"})
+    env = await call("get_project", {"project_id": project, "include_stats": True})
+    assert env["data"]["stats"]["completion_rate"] == 0.5, env["data"]
+    assert env["data"]["stats"]["overdue_count"] == 1, env["data"]
+    assert len((await call("list_projects", {}))["data"]["projects"]) == 1
+    assert len((await call("list_goals", {"project_id": project}))["data"]["goals"]) == 2
+    assert len((await call("list_tasks", {"status": "pending"}))["data"]["tasks"]) == 1
+    await call("write_review", {"content": "今天进展顺利，完成了第一章", "type": "daily", "mood": 8, "tags": ["rust"], "linked_project_ids": [project]})
+    assert (await call("list_reviews", {"tag": "rust"}))["data"]["total"] == 1
+    env = await call("analyze_patterns", {"time_range": "week"})
+    assert env["data"]["mood"]["average"] == 8.0, env["data"]
+    env = await call("delete_project", {"project_id": project, "cascade": True})
 
     env = await call("list_dir", {})
     assert "src/" in env["text"] and "notes.md" in env["text"]

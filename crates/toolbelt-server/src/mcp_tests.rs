@@ -156,25 +156,40 @@ async fn tools_list_has_every_builtin_with_annotations() {
         assert_eq!(
             names,
             vec![
+                "analyze_patterns",
                 "apply_patch",
                 "bash",
                 "bash_output",
+                "complete_task",
                 "count_to",
+                "create_goal",
+                "create_project",
+                "create_task",
+                "delete_project",
                 "edit_file",
+                "get_project",
                 "glob",
                 "grep",
                 "kill_shell",
+                "link_goal_to_project",
                 "list_dir",
+                "list_goals",
+                "list_projects",
+                "list_reviews",
                 "list_shells",
+                "list_tasks",
                 "multi_edit",
                 "read_file",
                 "read_output",
                 "set_todo_list",
                 "think",
+                "update_project",
+                "update_todos",
                 "wait",
                 "web_fetch",
                 "web_search",
                 "write_file",
+                "write_review",
                 "write_stdin",
             ]
         );
@@ -463,7 +478,7 @@ async fn the_2026_07_28_revision_works_without_a_handshake() {
         .await;
         let listed = answer(&mut output).await;
         assert_eq!(listed["result"]["resultType"], "complete");
-        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 18);
+        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 33);
         send(
             &mut input,
             &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
@@ -538,7 +553,7 @@ async fn malformed_lines_are_answered_and_the_server_goes_on() {
             .unwrap();
         let list = answer(&mut output).await;
         assert_eq!(list["id"], 3);
-        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 18);
+        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 33);
     })
     .await;
 }

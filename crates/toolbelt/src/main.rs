@@ -455,6 +455,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if uses_files {
                 stamps::load(registry.session());
             }
+            // The store is opened before the call (the call log writes to it after):
+            // a store that cannot be opened costs the log, not the call.
+            if let Err(e) = rt.block_on(store.store()) {
+                eprintln!("toolbelt: warning: the call will not be logged: {e}");
+            }
             let log = {
                 let _entered = rt.enter();
                 start_call_log(&mut registry, &store)

@@ -362,12 +362,12 @@ async fn deleting_a_project_with_tasks_needs_cascade() {
             s.complete_task(task(1), None).await.unwrap();
             s.complete_task(task(2), None).await.unwrap();
             // A review linked to project-3 and project-2.
-            sqlx::query("INSERT INTO reviews (content, kind, created_at) VALUES ('ok', 'daily', 1)")
+            sqlx::query("INSERT INTO reviews (content, kind, reviewed_at, created_at) VALUES ('ok', 'daily', 1, 1)")
                 .execute(s.pool())
                 .await
                 .unwrap();
             for p in [3_i64, 2] {
-                sqlx::query("INSERT INTO review_projects (review_id, project_id) VALUES (1, $1)")
+                sqlx::query("INSERT INTO review_projects (review_id, project_id, position) VALUES (1, $1, $1)")
                     .bind(p)
                     .execute(s.pool())
                     .await

@@ -284,7 +284,7 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
     assert_eq!(run.code, 0, "{run:#?}");
     let tools = stdout_json(&run);
     let tools = tools.as_array().unwrap();
-    assert_eq!(tools.len(), 18);
+    assert_eq!(tools.len(), 33);
     let mut checked = 0;
     for tool in tools {
         let function = &tool["function"];
@@ -296,8 +296,9 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
         assert!(here >= 1, "{name}: no object schema checked");
         checked += here;
     }
-    // One object per tool, plus set_todo_list's todo and multi_edit's edit.
-    assert_eq!(checked, 20);
+    // One object per tool, plus set_todo_list's todo, multi_edit's edit,
+    // update_todos' added and updated todos, and update_project's updates.
+    assert_eq!(checked, 38);
 }
 
 #[test]
@@ -390,7 +391,7 @@ fn schema_usage_errors_exit_2() {
     let run = toolbelt(dir.path(), &["schema", "nope"]);
     assert_usage_error(
         &run,
-        "unknown tool \"nope\"; available: apply_patch, bash, bash_output, edit_file, glob, grep, kill_shell, list_dir, list_shells, multi_edit, read_file, read_output, set_todo_list, think, web_fetch, web_search, write_file, write_stdin",
+        "unknown tool \"nope\"; available: analyze_patterns, apply_patch, bash, bash_output, complete_task, create_goal, create_project, create_task, delete_project, edit_file, get_project, glob, grep, kill_shell, link_goal_to_project, list_dir, list_goals, list_projects, list_reviews, list_shells, list_tasks, multi_edit, read_file, read_output, set_todo_list, think, update_project, update_todos, web_fetch, web_search, write_file, write_review, write_stdin",
     );
 }
 
@@ -602,7 +603,7 @@ fn tools_table_and_json() {
 fn tools_of_one_category() {
     let dir = TempDir::new().unwrap();
     let run = toolbelt(dir.path(), &["tools", "--json", "--category", "planning"]);
-    assert_eq!(tool_names(&run), ["set_todo_list", "think"]);
+    assert_eq!(tool_names(&run), ["set_todo_list", "think", "update_todos"]);
     let run = toolbelt(dir.path(), &["tools", "--json", "--category", "system"]);
     assert_eq!(tool_names(&run), ["read_output"]);
     let run = toolbelt(dir.path(), &["tools", "--json", "--category", "web"]);
@@ -616,7 +617,7 @@ fn tools_of_one_category() {
         .skip(1)
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    assert_eq!(rows, ["set_todo_list", "think"]);
+    assert_eq!(rows, ["set_todo_list", "think", "update_todos"]);
 }
 
 #[test]
@@ -634,23 +635,38 @@ fn claude_profile_exposes_todo_write() {
     assert_eq!(
         tool_names(&run),
         [
+            "analyze_patterns",
             "apply_patch",
             "Bash",
             "BashOutput",
+            "complete_task",
+            "create_goal",
+            "create_project",
+            "create_task",
+            "delete_project",
             "Edit",
+            "get_project",
             "Glob",
             "Grep",
             "KillShell",
+            "link_goal_to_project",
             "LS",
+            "list_goals",
+            "list_projects",
+            "list_reviews",
             "list_shells",
+            "list_tasks",
             "MultiEdit",
             "Read",
             "read_output",
             "TodoWrite",
             "think",
+            "update_project",
+            "update_todos",
             "WebFetch",
             "WebSearch",
             "Write",
+            "write_review",
             "write_stdin"
         ]
     );
@@ -705,23 +721,38 @@ fn config_file_in_the_root_sets_the_profile() {
     assert_eq!(
         tool_names(&run),
         [
+            "analyze_patterns",
             "apply_patch",
             "Bash",
             "bash_output",
+            "complete_task",
+            "create_goal",
+            "create_project",
+            "create_task",
+            "delete_project",
             "StrReplaceFile",
+            "get_project",
             "Glob",
             "Grep",
             "kill_shell",
+            "link_goal_to_project",
             "list_dir",
+            "list_goals",
+            "list_projects",
+            "list_reviews",
             "list_shells",
+            "list_tasks",
             "multi_edit",
             "ReadFile",
             "read_output",
             "SetTodoList",
             "Think",
+            "update_project",
+            "update_todos",
             "WebFetch",
             "WebSearch",
             "WriteFile",
+            "write_review",
             "write_stdin"
         ]
     );
@@ -730,23 +761,38 @@ fn config_file_in_the_root_sets_the_profile() {
     assert_eq!(
         tool_names(&run),
         [
+            "analyze_patterns",
             "apply_patch",
             "bash",
             "bash_output",
+            "complete_task",
+            "create_goal",
+            "create_project",
+            "create_task",
+            "delete_project",
             "edit_file",
+            "get_project",
             "glob",
             "grep",
             "kill_shell",
+            "link_goal_to_project",
             "list_dir",
+            "list_goals",
+            "list_projects",
+            "list_reviews",
             "list_shells",
+            "list_tasks",
             "multi_edit",
             "read_file",
             "read_output",
             "set_todo_list",
             "think",
+            "update_project",
+            "update_todos",
             "web_fetch",
             "web_search",
             "write_file",
+            "write_review",
             "write_stdin"
         ]
     );
@@ -764,23 +810,38 @@ fn explicit_config_file_is_used() {
     assert_eq!(
         tool_names(&run),
         [
+            "analyze_patterns",
             "apply_patch",
             "Bash",
             "BashOutput",
+            "complete_task",
+            "create_goal",
+            "create_project",
+            "create_task",
+            "delete_project",
             "Edit",
+            "get_project",
             "Glob",
             "Grep",
             "KillShell",
+            "link_goal_to_project",
             "LS",
+            "list_goals",
+            "list_projects",
+            "list_reviews",
             "list_shells",
+            "list_tasks",
             "MultiEdit",
             "Read",
             "read_output",
             "TodoWrite",
             "think",
+            "update_project",
+            "update_todos",
             "WebFetch",
             "WebSearch",
             "Write",
+            "write_review",
             "write_stdin"
         ]
     );
@@ -857,7 +918,7 @@ fn output_budget_from_config_spills_into_the_state_dir() {
     let spilled = state.join("tool-output").join(format!("{id}.txt"));
     let full = std::fs::read_to_string(&spilled).unwrap();
     assert!(
-        full.ends_with("- step number 80 of the long plan [Pending]"),
+        full.ends_with("- step number 80 of the long plan [Pending] (id 80)"),
         "{full}"
     );
     assert!(!root.join(".toolbelt").exists());
@@ -878,7 +939,7 @@ fn output_budget_from_config_spills_into_the_state_dir() {
     let env = envelope(&run);
     assert_eq!(
         env["text"],
-        "    81\t- step number 80 of the long plan [Pending]\n[lines 81-81 of 81; end of output]"
+        "    81\t- step number 80 of the long plan [Pending] (id 80)\n[lines 81-81 of 81; end of output]"
     );
 
     // Without --state-dir the output lives under the root, where this id is unknown.
