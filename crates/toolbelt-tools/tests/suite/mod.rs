@@ -17,6 +17,7 @@ mod read_file;
 mod read_output;
 mod reviews;
 mod set_todo_list;
+mod store_writers;
 mod think;
 mod update_todos;
 mod write_file;

@@ -107,3 +107,199 @@ fn a_newer_store_stops_the_servers_at_start_and_is_left_untouched() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("schema version 42"));
 }
+
+/// One `toolbelt mcp` session: initialize, then each `(tool, arguments)` call; the
+/// structured results, in order. The server ends with its input.
+fn mcp_session(root: &Path, calls: &[(&str, serde_json::Value)]) -> Vec<serde_json::Value> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .args(["mcp", "--root"])
+        .arg(root)
+        .env_remove("TOOLBELT_STATE_DIR")
+        .env_remove("TOOLBELT_CONFIG")
+        .env_remove("TOOLBELT_DATABASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |v: serde_json::Value| {
+        stdin.write_all(format!("{v}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "suite", "version": "1"}}}),
+    );
+    let _ = lines.next().unwrap().unwrap();
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut results = Vec::new();
+    for (i, (tool, args)) in calls.iter().enumerate() {
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}}),
+        );
+        let answer: serde_json::Value =
+            serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        assert_eq!(answer["result"]["isError"], false, "{tool}: {answer}");
+        results.push(answer["result"]["structuredContent"]["data"].clone());
+    }
+    drop(send);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    results
+}
+
+fn todo_pairs(data: &serde_json::Value) -> Vec<(u64, String, String)> {
+    data["todos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_u64().unwrap(),
+                t["title"].as_str().unwrap().to_string(),
+                t["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn todos_survive_a_restart_of_the_mcp_server_and_keep_their_ids() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let first = mcp_session(
+        dir.path(),
+        &[
+            (
+                "set_todo_list",
+                json!({"todos": [
+                    {"title": "Read the failing test", "status": "Done"},
+                    {"title": "Fix the parser", "status": "In Progress"},
+                    {"title": "Run the whole suite", "status": "Pending"}
+                ]}),
+            ),
+            (
+                "update_todos",
+                json!({"remove": [1], "add": [{"title": "Write the changelog"}]}),
+            ),
+        ],
+    );
+    let after_update = todo_pairs(&first[1]);
+    assert_eq!(
+        after_update,
+        [
+            (2, "Fix the parser".into(), "In Progress".into()),
+            (3, "Run the whole suite".into(), "Pending".into()),
+            (4, "Write the changelog".into(), "Pending".into()),
+        ]
+    );
+    // A new server process reads the same list, ids included, and goes on from it.
+    let second = mcp_session(
+        dir.path(),
+        &[
+            ("set_todo_list", json!({})),
+            (
+                "update_todos",
+                json!({"update": [{"id": 3, "status": "Done"}], "add": [{"title": "Tag the release"}]}),
+            ),
+        ],
+    );
+    assert_eq!(todo_pairs(&second[0]), after_update);
+    assert_eq!(
+        todo_pairs(&second[1]),
+        [
+            (2, "Fix the parser".into(), "In Progress".into()),
+            (3, "Run the whole suite".into(), "Done".into()),
+            (4, "Write the changelog".into(), "Pending".into()),
+            (5, "Tag the release".into(), "Pending".into()),
+        ]
+    );
+}
+
+#[test]
+fn the_call_log_records_every_interface_and_redacts_secrets() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "sk-live-0123456789abcdefghijklmnop";
+    mcp_session(
+        dir.path(),
+        &[("think", json!({"thought": format!("the key is {secret}")}))],
+    );
+    let out = toolbelt(
+        dir.path(),
+        &[
+            "call",
+            "create_task",
+            &json!({"title": "rotate the key", "description": format!("api_key={secret}")})
+                .to_string(),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = toolbelt(
+        dir.path(),
+        &["call", "complete_task", r#"{"task_id": "task-9"}"#],
+    );
+    assert_eq!(out.status.code(), Some(1));
+
+    let out = toolbelt(dir.path(), &["log", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains(secret), "a secret reached the log: {text}");
+    let entries: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let rows: Vec<(String, String, Option<String>)> = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["tool"].as_str().unwrap().to_string(),
+                e["status"].as_str().unwrap().to_string(),
+                e["error_code"].as_str().map(str::to_string),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("think".into(), "success".into(), None),
+            ("create_task".into(), "success".into(), None),
+            (
+                "complete_task".into(),
+                "error".into(),
+                Some("NOT_FOUND".into())
+            ),
+        ]
+    );
+    assert!(
+        entries[1]["args"]
+            .as_str()
+            .unwrap()
+            .contains("rotate the key")
+    );
+    assert!(entries[0]["duration_ms"].is_u64() && entries[1]["bytes_out"].as_u64().unwrap() > 0);
+
+    // --tool and --tail.
+    let out = toolbelt(dir.path(), &["log", "--tool", "think", "--tail", "5"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("think") && text.contains("success"), "{text}");
+    let out = toolbelt(dir.path(), &["log", "--tail", "1", "--json"]);
+    let last: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(last.as_array().unwrap().len(), 1);
+    assert_eq!(last[0]["tool"], "complete_task");
+}
