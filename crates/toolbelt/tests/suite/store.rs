@@ -125,7 +125,7 @@ fn mcp_session(root: &Path, calls: &[(&str, serde_json::Value)]) -> Vec<serde_js
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut send = |v: serde_json::Value| {
+    let send = |stdin: &mut std::process::ChildStdin, v: serde_json::Value| {
         stdin.write_all(format!("{v}\n").as_bytes()).unwrap();
         stdin.flush().unwrap();
     };
@@ -135,7 +135,10 @@ fn mcp_session(root: &Path, calls: &[(&str, serde_json::Value)]) -> Vec<serde_js
         "clientInfo": {"name": "suite", "version": "1"}}}),
     );
     let _ = lines.next().unwrap().unwrap();
-    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(
+        &mut stdin,
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
     let mut results = Vec::new();
     for (i, (tool, args)) in calls.iter().enumerate() {
         send(
@@ -147,7 +150,6 @@ fn mcp_session(root: &Path, calls: &[(&str, serde_json::Value)]) -> Vec<serde_js
         assert_eq!(answer["result"]["isError"], false, "{tool}: {answer}");
         results.push(answer["result"]["structuredContent"]["data"].clone());
     }
-    drop(send);
     drop(stdin);
     assert!(child.wait().unwrap().success());
     results
