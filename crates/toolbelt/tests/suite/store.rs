@@ -130,6 +130,7 @@ fn mcp_session(root: &Path, calls: &[(&str, serde_json::Value)]) -> Vec<serde_js
         stdin.flush().unwrap();
     };
     send(
+        &mut stdin,
         serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "suite", "version": "1"}}}),
@@ -142,6 +143,7 @@ fn mcp_session(root: &Path, calls: &[(&str, serde_json::Value)]) -> Vec<serde_js
     let mut results = Vec::new();
     for (i, (tool, args)) in calls.iter().enumerate() {
         send(
+            &mut stdin,
             serde_json::json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
             "params": {"name": tool, "arguments": args}}),
         );
