@@ -57,6 +57,9 @@ pub enum StoreError {
     /// The request conflicts with the stored state (a project that still has tasks...).
     #[error("{0}")]
     Conflict(String),
+    /// A fault inside the store's own code.
+    #[error("{0}")]
+    Internal(String),
     /// A query failed.
     #[error("store query failed: {0}")]
     Query(#[from] sqlx::Error),

@@ -1,7 +1,11 @@
 //! Stores for tests: a fresh SQLite file, or a fresh database on the PostgreSQL
-//! server that `TOOLBELT_TEST_DATABASE_URL` points at (`.ci/postgres start` gives
-//! one). Not part of the stable API.
+//! server that `TOOLBELT_TEST_DATABASE_URL` points at — or, when it is unset, on a
+//! throwaway server started for this test process (`.ci/postgres`, which installs
+//! Debian's postgresql when missing) and stopped after it exits. Not part of the
+//! stable API.
 
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sqlx::{AnyConnection, ConnectOptions, Connection, Executor};
@@ -21,19 +25,68 @@ pub struct TestStore {
     _dir: Option<tempfile::TempDir>,
 }
 
-/// The URL of the tests' PostgreSQL server.
+/// The URL of the tests' PostgreSQL server: `TOOLBELT_TEST_DATABASE_URL`, else a
+/// server started once for this process.
 ///
 /// # Panics
-/// When `TOOLBELT_TEST_DATABASE_URL` is unset: the PostgreSQL half of the suite
-/// must not pass by not running. Start one with `.ci/postgres start DIR`.
+/// When no server can be had: the PostgreSQL half of the suite must not pass by
+/// not running.
 #[allow(clippy::panic)]
 pub fn postgres_url() -> String {
-    match std::env::var(TEST_DATABASE_URL_VAR) {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => panic!(
-            "{TEST_DATABASE_URL_VAR} is not set: the store tests run on PostgreSQL too; start a server with `export {TEST_DATABASE_URL_VAR}=$(.ci/postgres start /tmp/toolbelt-pg)`"
+    static STARTED: OnceLock<Result<String, String>> = OnceLock::new();
+    if let Ok(url) = std::env::var(TEST_DATABASE_URL_VAR)
+        && !url.trim().is_empty()
+    {
+        return url;
+    }
+    match STARTED.get_or_init(start_server) {
+        Ok(url) => url.clone(),
+        Err(e) => panic!(
+            "no PostgreSQL server for the store tests: {e}; set {TEST_DATABASE_URL_VAR} to one (`.ci/postgres start DIR` prints a URL)"
         ),
     }
+}
+
+/// Starts a throwaway server with the repository's `.ci/postgres`, and a watcher
+/// that stops it (and removes its files) once this process has exited.
+fn start_server() -> Result<String, String> {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let script = repo.join(".ci/postgres");
+    let dir = std::env::temp_dir().join(format!("toolbelt-test-pg-{}", std::process::id()));
+    let out = Command::new(&script)
+        .arg("start")
+        .arg(&dir)
+        .current_dir(&repo)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} start failed ({})",
+            script.display(),
+            out.status
+        ));
+    }
+    let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !url.starts_with("postgres://") {
+        return Err(format!("{} start printed {url:?}", script.display()));
+    }
+    let watcher = format!(
+        "while kill -0 {pid} 2>/dev/null; do sleep 1; done; exec \"$0\" stop \"$1\"",
+        pid = std::process::id()
+    );
+    Command::new("sh")
+        .arg("-c")
+        .arg(watcher)
+        .arg(&script)
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start the server's watcher: {e}"))?;
+    Ok(url)
 }
 
 /// A new, empty SQLite store in a temporary directory.
