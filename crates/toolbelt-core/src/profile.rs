@@ -56,7 +56,8 @@ const SEED001: &[(&str, &str)] = &[("bash", "exec")];
 /// `list_dir`, `read_file` and `write_file` keep their names).
 const SEED002: &[(&str, &str)] = &[("bash", "run_command")];
 
-/// `seed003`: the camelCase names of the project planner's tools.
+/// `seed003`: the camelCase names of the project planner's tools (and of the list
+/// tools that find their ids).
 const SEED003: &[(&str, &str)] = &[
     ("create_project", "createProject"),
     ("update_project", "updateProject"),
@@ -68,6 +69,10 @@ const SEED003: &[(&str, &str)] = &[
     ("complete_task", "completeTask"),
     ("write_review", "writeReview"),
     ("analyze_patterns", "analyzePatterns"),
+    ("list_projects", "listProjects"),
+    ("list_goals", "listGoals"),
+    ("list_tasks", "listTasks"),
+    ("list_reviews", "listReviews"),
 ];
 
 /// A mapping from canonical tool names to the names shown to a model.

@@ -104,6 +104,10 @@ fn seed003_table() {
             ("complete_task", "completeTask"),
             ("write_review", "writeReview"),
             ("analyze_patterns", "analyzePatterns"),
+            ("list_projects", "listProjects"),
+            ("list_goals", "listGoals"),
+            ("list_tasks", "listTasks"),
+            ("list_reviews", "listReviews"),
         ])
     );
 }

@@ -307,3 +307,41 @@ fn the_call_log_records_every_interface_and_redacts_secrets() {
     assert_eq!(last.as_array().unwrap().len(), 1);
     assert_eq!(last[0]["tool"], "complete_task");
 }
+
+/// Seed 003's usage example, as its agent calls it: camelCase tool names, Chinese text.
+#[test]
+fn the_seed003_profile_runs_the_planner_under_its_camel_case_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let call = |tool: &str, args: &str| {
+        let out = toolbelt(
+            dir.path(),
+            &["--profile", "seed003", "call", tool, args, "--json"],
+        );
+        let env: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), env)
+    };
+    let (code, env) = call(
+        "createProject",
+        r#"{"name": "AI学习计划", "description": "系统学习人工智能相关技术"}"#,
+    );
+    assert_eq!(code, Some(0), "{env}");
+    assert_eq!(env["context"]["tool"], "create_project");
+    assert_eq!(env["context"]["exposed_name"], "createProject");
+    assert_eq!(env["data"]["id"], "project-1");
+    let (code, env) = call(
+        "createTask",
+        r#"{"title": "任务1", "project_id": "project-1"}"#,
+    );
+    assert_eq!(code, Some(0), "{env}");
+    let (code, env) = call(
+        "writeReview",
+        r#"{"content": "今天进展顺利", "type": "daily"}"#,
+    );
+    assert_eq!(code, Some(0), "{env}");
+    let (code, env) = call("listTasks", r#"{"project_id": "project-1"}"#);
+    assert_eq!(code, Some(0), "{env}");
+    assert_eq!(env["data"]["tasks"][0]["title"], "任务1");
+    let (code, env) = call("deleteProject", r#"{"project_id": "project-1"}"#);
+    assert_eq!(code, Some(1));
+    assert_eq!(env["error"]["code"], "CONFLICT");
+}
