@@ -33,6 +33,7 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 ///
 /// [store]
 /// database_url = "postgres://user:password@host/toolbelt"   # default: <state_dir>/toolbelt.db
+/// call_log = true               # record every call (`toolbelt log`)
 ///
 /// [permissions]
 /// deny = ["read_file(./secrets/**)"]
@@ -74,6 +75,8 @@ pub struct FileConfig {
 pub struct StoreConfig {
     /// PostgreSQL URL or SQLite file; relative files are relative to the config file's directory.
     pub database_url: Option<String>,
+    /// Record every call in the call log.
+    pub call_log: Option<bool>,
 }
 
 /// `[web]`.

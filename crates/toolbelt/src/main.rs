@@ -79,6 +79,10 @@ struct Global {
         hide_env_values = true
     )]
     database_url: Option<String>,
+    /// Record every call in the call log (`toolbelt log`): on or off (default: the
+    /// config file's [store] call_log, else on).
+    #[arg(long, global = true, env = "TOOLBELT_CALL_LOG", value_parser = parse_on_off)]
+    call_log: Option<bool>,
 }
 
 /// `on`/`off` (also `true`/`false`, `yes`/`no`, `1`/`0`).
@@ -228,6 +232,7 @@ struct Settings {
     sandbox: SandboxMode,
     network: bool,
     store: Location,
+    call_log: bool,
 }
 
 fn settings(g: &Global) -> Result<Settings> {
@@ -271,6 +276,7 @@ fn settings(g: &Global) -> Result<Settings> {
         )?,
         None => Location::in_state_dir(&state_dir),
     };
+    let call_log = g.call_log.or(file.store.call_log).unwrap_or(true);
     Ok(Settings {
         roots,
         file,
@@ -278,6 +284,7 @@ fn settings(g: &Global) -> Result<Settings> {
         sandbox,
         network,
         store,
+        call_log,
     })
 }
 
@@ -285,11 +292,17 @@ fn settings(g: &Global) -> Result<Settings> {
 struct Built {
     registry: Registry,
     store: StoreHandle,
+    /// Whether calls are recorded in the call log.
+    call_log: bool,
 }
 
-/// Records every call of `registry` in the call log of `store`; flush the writer
-/// before the process ends. Needs a Tokio runtime entered.
-fn start_call_log(registry: &mut Registry, store: &StoreHandle) -> CallLogWriter {
+/// Records every call of `registry` in the call log of `store` (unless the log is
+/// switched off); flush the writer before the process ends. Needs a Tokio runtime
+/// entered.
+fn start_call_log(registry: &mut Registry, store: &StoreHandle, on: bool) -> Option<CallLogWriter> {
+    if !on {
+        return None;
+    }
     let workspace = registry
         .session()
         .roots()
@@ -298,7 +311,14 @@ fn start_call_log(registry: &mut Registry, store: &StoreHandle) -> CallLogWriter
         .unwrap_or_default();
     let writer = CallLogWriter::start(store.clone(), workspace);
     registry.set_call_log(Some(Arc::new(writer.clone())));
-    writer
+    Some(writer)
+}
+
+/// Waits until `writer` has written what it was given.
+async fn flush_log(writer: Option<&CallLogWriter>) {
+    if let Some(w) = writer {
+        w.flush().await;
+    }
 }
 
 /// Opens the store now: a server refuses to start on a corrupt, foreign or newer
@@ -319,6 +339,7 @@ fn build_registry(g: &Global) -> Result<Built> {
         sandbox,
         network,
         store,
+        call_log,
     } = settings(g)?;
     let first = roots[0].clone();
     let sandbox = Sandbox::new(sandbox, network, &roots)
@@ -359,7 +380,11 @@ fn build_registry(g: &Global) -> Result<Built> {
             store: Some(store.clone()),
         },
     )?;
-    Ok(Built { registry, store })
+    Ok(Built {
+        registry,
+        store,
+        call_log,
+    })
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -369,6 +394,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let Built {
         mut registry,
         store,
+        call_log,
     } = build_registry(&cli.global)?;
     match cli.command {
         Command::Tools { json, category } => {
@@ -457,15 +483,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             // The store is opened before the call (the call log writes to it after):
             // a store that cannot be opened costs the log, not the call.
-            if let Err(e) = rt.block_on(store.store()) {
+            if call_log && let Err(e) = rt.block_on(store.store()) {
                 eprintln!("toolbelt: warning: the call will not be logged: {e}");
             }
             let log = {
                 let _entered = rt.enter();
-                start_call_log(&mut registry, &store)
+                start_call_log(&mut registry, &store, call_log)
             };
             let env = rt.block_on(registry.execute_call(ToolCall::new(tool, arguments), opts));
-            rt.block_on(log.flush());
+            rt.block_on(flush_log(log.as_ref()));
             if uses_files {
                 stamps::save_or_warn(registry.session());
             }
@@ -491,9 +517,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 Token::Given(token)
             };
-            serve(registry, &store, bind, token, allowed_origins)
+            serve(registry, &store, call_log, bind, token, allowed_origins)
         }
-        Command::Mcp => serve_mcp(registry, &store, &cli.global),
+        Command::Mcp => serve_mcp(registry, &store, call_log, &cli.global),
         Command::Log(args) => {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -527,6 +553,7 @@ enum Token {
 fn serve(
     mut registry: Registry,
     store: &StoreHandle,
+    call_log: bool,
     bind: SocketAddr,
     token: Token,
     allowed_origins: Vec<String>,
@@ -576,7 +603,7 @@ fn serve(
     rt.block_on(open_store(store))?;
     let log = {
         let _entered = rt.enter();
-        start_call_log(&mut registry, store)
+        start_call_log(&mut registry, store, call_log)
     };
     let served = rt.block_on(async move {
         let listener = toolbelt_server::http::bind(bind).await?;
@@ -591,7 +618,7 @@ fn serve(
         )
         .await
     });
-    rt.block_on(log.flush());
+    rt.block_on(flush_log(log.as_ref()));
     // Calls cut off by the shutdown may still be reading files on blocking threads.
     rt.shutdown_timeout(Duration::from_millis(100));
     served?;
@@ -601,7 +628,12 @@ fn serve(
 /// Serves `registry` over MCP on standard input and output until the client
 /// closes standard input. Without `--root`, the client's roots become the
 /// workspace roots once it announces them.
-fn serve_mcp(mut registry: Registry, store: &StoreHandle, g: &Global) -> Result<ExitCode> {
+fn serve_mcp(
+    mut registry: Registry,
+    store: &StoreHandle,
+    call_log: bool,
+    g: &Global,
+) -> Result<ExitCode> {
     // One client, one request at a time mostly: a single-threaded runtime answers
     // without handing each message between threads (blocking file work still runs on
     // tokio's blocking pool), and holds less memory.
@@ -614,7 +646,7 @@ fn serve_mcp(mut registry: Registry, store: &StoreHandle, g: &Global) -> Result<
     // writer is flushed at the end.
     let logs = Arc::new(std::sync::Mutex::new(vec![{
         let _entered = rt.enter();
-        start_call_log(&mut registry, store)
+        start_call_log(&mut registry, store, call_log)
     }]));
     let session = Arc::clone(registry.session());
     stamps::load(&session);
@@ -625,6 +657,7 @@ fn serve_mcp(mut registry: Registry, store: &StoreHandle, g: &Global) -> Result<
         let (sandbox, network) = (g.sandbox.clone(), g.network);
         let allow_private_network = g.allow_private_network;
         let database_url = g.database_url.clone();
+        let call_log_flag = g.call_log;
         let logs = Arc::clone(&logs);
         server = server.with_client_roots(move |roots| {
             let global = Global {
@@ -636,12 +669,14 @@ fn serve_mcp(mut registry: Registry, store: &StoreHandle, g: &Global) -> Result<
                 network,
                 allow_private_network,
                 database_url: database_url.clone(),
+                call_log: call_log_flag,
             };
             let Built {
                 mut registry,
                 store,
+                call_log,
             } = build_registry(&global).map_err(|e| format!("{e:#}"))?;
-            let writer = start_call_log(&mut registry, &store);
+            let writer = start_call_log(&mut registry, &store, call_log);
             if let Ok(mut all) = logs.lock() {
                 all.push(writer);
             }
@@ -656,8 +691,8 @@ fn serve_mcp(mut registry: Registry, store: &StoreHandle, g: &Global) -> Result<
             () = toolbelt_server::http::shutdown_signal() => Ok(()),
         }
     });
-    let writers: Vec<CallLogWriter> = logs.lock().map(|l| l.clone()).unwrap_or_default();
-    for writer in writers {
+    let writers: Vec<Option<CallLogWriter>> = logs.lock().map(|l| l.clone()).unwrap_or_default();
+    for writer in writers.iter().flatten() {
         rt.block_on(writer.flush());
     }
     drop(rt);

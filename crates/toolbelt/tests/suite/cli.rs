@@ -19,8 +19,10 @@ const RUN_TIMEOUT_MS: u64 = 30_000;
 const POLL_INTERVAL_MS: u64 = 5;
 /// Variables the binary reads, removed from every child so that the caller's
 /// environment cannot change what a test sees.
-const TOOLBELT_ENV: [&str; 7] = [
+const TOOLBELT_ENV: [&str; 9] = [
     "TOOLBELT_ROOT",
+    "TOOLBELT_DATABASE_URL",
+    "TOOLBELT_CALL_LOG",
     "TOOLBELT_PROFILE",
     "TOOLBELT_CONFIG",
     "TOOLBELT_STATE_DIR",
@@ -1009,8 +1011,10 @@ fn bash_memory(root: &Path, command: &str, timeout_secs: u64) -> (Value, u64, u6
     (serde_json::from_str(&out).unwrap(), baseline, peak)
 }
 
+/// `toolbelt call bash`, with the call log off: the memory checks measure the
+/// command's buffers, not the store the log would open and write to after it.
 fn command_for_bash(root: &Path, args: &str) -> Child {
-    command(root, &["call", "bash", args, "--json"])
+    command(root, &["--call-log", "off", "call", "bash", args, "--json"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()

@@ -306,6 +306,16 @@ fn the_call_log_records_every_interface_and_redacts_secrets() {
     let last: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(last.as_array().unwrap().len(), 1);
     assert_eq!(last[0]["tool"], "complete_task");
+
+    // Switched off, a call leaves nothing in the log.
+    let out = toolbelt(
+        dir.path(),
+        &["--call-log", "off", "call", "think", r#"{"thought": "unlogged"}"#],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let out = toolbelt(dir.path(), &["log", "--json"]);
+    let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 3);
 }
 
 /// Seed 003's usage example, as its agent calls it: camelCase tool names, Chinese text.
