@@ -310,7 +310,13 @@ fn the_call_log_records_every_interface_and_redacts_secrets() {
     // Switched off, a call leaves nothing in the log.
     let out = toolbelt(
         dir.path(),
-        &["--call-log", "off", "call", "think", r#"{"thought": "unlogged"}"#],
+        &[
+            "--call-log",
+            "off",
+            "call",
+            "think",
+            r#"{"thought": "unlogged"}"#,
+        ],
     );
     assert_eq!(out.status.code(), Some(0));
     let out = toolbelt(dir.path(), &["log", "--json"]);
