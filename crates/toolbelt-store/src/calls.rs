@@ -15,6 +15,9 @@ use crate::store::Store;
 pub const CALL_LOG_QUEUE_CAPACITY: usize = 4096;
 /// Most records written in one transaction.
 pub const CALL_LOG_BATCH_MAX: usize = 256;
+/// How long calls stay in the log: each batch written removes those older than
+/// this, counted back from the newest record of the batch.
+pub const CALL_LOG_RETENTION_MS: i64 = 90 * 24 * 60 * 60 * 1000;
 
 enum Message {
     Record(CallRecord),
@@ -118,6 +121,12 @@ fn as_i64(n: u64) -> i64 {
 
 async fn write_batch(store: &Store, workspace: &str, batch: &[CallRecord]) -> StoreResult<()> {
     let mut tx = store.begin_write().await?;
+    if let Some(newest) = batch.iter().map(|r| r.at_ms).max() {
+        sqlx::query("DELETE FROM calls WHERE at_ms < $1")
+            .bind(newest.saturating_sub(CALL_LOG_RETENTION_MS))
+            .execute(&mut *tx)
+            .await?;
+    }
     for r in batch {
         sqlx::query(
             "INSERT INTO calls (at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",

@@ -48,7 +48,8 @@ pub use analysis::{
     Themes, TimeRange, WeekdayMood, analyze, analyze_patterns,
 };
 pub use calls::{
-    CALL_LOG_BATCH_MAX, CALL_LOG_QUEUE_CAPACITY, CallEntry, CallFilter, CallLogWriter, recent_calls,
+    CALL_LOG_BATCH_MAX, CALL_LOG_QUEUE_CAPACITY, CALL_LOG_RETENTION_MS, CallEntry, CallFilter,
+    CallLogWriter, recent_calls,
 };
 pub use error::{StoreError, StoreResult};
 pub use handle::{StoreHandle, store_error};

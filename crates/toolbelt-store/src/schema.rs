@@ -115,6 +115,7 @@ CREATE TABLE calls (
     workspace   TEXT NOT NULL
 );
 CREATE INDEX calls_tool ON calls (tool, id);
+CREATE INDEX calls_at ON calls (at_ms);
 "#;
 
 const SQLITE_PK: &str = "INTEGER PRIMARY KEY AUTOINCREMENT";

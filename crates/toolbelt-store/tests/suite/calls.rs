@@ -315,3 +315,43 @@ async fn a_failing_store_drops_the_batch_without_failing_calls() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].call_id, "call-1");
 }
+
+/// Calls older than the retention, counted back from the newest record written,
+/// leave the log; the others stay.
+#[tokio::test]
+async fn calls_older_than_the_retention_are_removed_as_new_ones_arrive() {
+    for t in testing::both().await.unwrap() {
+        let writer = CallLogWriter::start(t.store.clone(), "/w");
+        let base = 1_700_000_000_000_i64;
+        for (n, at) in [
+            (1, base),
+            (2, base + toolbelt_store::CALL_LOG_RETENTION_MS / 2),
+        ] {
+            let mut r = record(n, "think");
+            r.at_ms = at;
+            writer.record(r);
+            writer.flush().await;
+        }
+        let all = |store: toolbelt_store::Store| async move {
+            recent_calls(
+                &store,
+                &CallFilter {
+                    tail: 100,
+                    tool: None,
+                },
+            )
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.call_id)
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(all(t.store.clone()).await, ["call-1", "call-2"]);
+        // A call just past the retention after the first one: the first goes.
+        let mut r = record(3, "think");
+        r.at_ms = base + toolbelt_store::CALL_LOG_RETENTION_MS + 1;
+        writer.record(r);
+        writer.flush().await;
+        assert_eq!(all(t.store.clone()).await, ["call-2", "call-3"]);
+    }
+}
