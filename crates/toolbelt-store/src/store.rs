@@ -293,11 +293,10 @@ async fn inspect_sqlite(path: &Path, location: &Location) -> StoreResult<SqliteH
     .fetch_all(&mut conn)
     .await
     .map_err(|e| sqlite_error(location, e))?;
-    let known: Vec<&str> = KNOWN_TABLES.to_vec();
     let mut foreign_tables = Vec::new();
     for row in tables {
         let name: String = row.try_get(0).map_err(|e| sqlite_error(location, e))?;
-        if !known.contains(&name.as_str()) {
+        if !KNOWN_TABLES.contains(&name.as_str()) {
             foreign_tables.push(name);
         }
     }
@@ -394,7 +393,8 @@ async fn open_sqlite(path: &Path, location: &Location) -> StoreResult<Store> {
         .acquire_timeout(Duration::from_millis(SQLITE_BUSY_TIMEOUT_MS))
         .after_connect(|conn, _meta| {
             Box::pin(async move {
-                conn.execute(sqlx::raw_sql(const_sql_pragmas())).await?;
+                conn.execute(sqlx::raw_sql(sqlx::AssertSqlSafe(SQLITE_PRAGMAS.as_str())))
+                    .await?;
                 Ok(())
             })
         })
@@ -410,13 +410,14 @@ async fn open_sqlite(path: &Path, location: &Location) -> StoreResult<Store> {
     Ok(store)
 }
 
-/// Set on every SQLite connection: WAL, a long busy timeout, foreign keys, and
+/// Set on every SQLite connection: WAL, the busy timeout, foreign keys, and
 /// `synchronous = NORMAL` (durable across a crash of the process; WAL keeps the
 /// file consistent across a power loss).
-fn const_sql_pragmas() -> &'static str {
-    // busy_timeout is in milliseconds; kept in step with SQLITE_BUSY_TIMEOUT_MS.
-    "PRAGMA busy_timeout = 60000; PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;"
-}
+static SQLITE_PRAGMAS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}; PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;"
+    )
+});
 
 async fn migrate_sqlite(store: &Store) -> StoreResult<()> {
     let location = &store.location;
@@ -493,7 +494,14 @@ async fn migrate_postgres(store: &Store) -> StoreResult<()> {
             .unwrap_or(0)
     } else {
         let clash = sqlx::query(
-            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('todo_lists','todos','goals','projects','project_goals','tasks','reviews','review_tags','review_projects','calls') ORDER BY 1",
+            sqlx::AssertSqlSafe(format!(
+                "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ({}) ORDER BY 1",
+                KNOWN_TABLES
+                    .iter()
+                    .map(|t| format!("'{t}'"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )),
         )
         .fetch_all(&mut *tx)
         .await?;

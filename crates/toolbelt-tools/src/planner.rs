@@ -2,7 +2,7 @@
 //! they come back (ids like `project-12`, times in RFC 3339 UTC), date parsing with
 //! messages naming the field, and the one-line renderings of records.
 
-use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, NaiveDate};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::{ErrorCode, ToolError, Violation};
@@ -220,12 +220,9 @@ impl From<&Task> for TaskData {
     }
 }
 
-/// Milliseconds since the epoch as RFC 3339 in UTC, to the second: `2026-03-01T17:00:00Z`.
-pub fn rfc3339(ms: i64) -> String {
-    DateTime::<Utc>::from_timestamp_millis(ms)
-        .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
-        .unwrap_or_else(|| ms.to_string())
-}
+/// Milliseconds since the epoch as RFC 3339 in UTC, to the second: `2026-03-01T17:00:00Z`
+/// (the store's formatting, shared with the review tools).
+pub use toolbelt_store::rfc3339_utc as rfc3339;
 
 /// Reads an id of `kind`; a malformed id or one of another kind is NOT_FOUND with
 /// a hint naming the tool that lists them.

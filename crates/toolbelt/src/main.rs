@@ -526,8 +526,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 .build()
                 .context("cannot start the async runtime")?;
             rt.block_on(async {
-                open_store(&store).await?;
-                let opened = store.store().await?;
+                let opened = store.store().await.context("the store cannot be opened")?;
                 let mut stdout = std::io::stdout().lock();
                 log::run(opened, &args, &mut stdout).await
             })
