@@ -1012,9 +1012,12 @@ fn bash_memory(root: &Path, command: &str, timeout_secs: u64) -> (Value, u64, u6
 }
 
 /// `toolbelt call bash`, with the call log off: the memory checks measure the
-/// command's buffers, not the store the log would open and write to after it.
+/// command's buffers, not the store the log would open and write to after it. One
+/// malloc arena: on a loaded machine, each blocking thread that happens to start
+/// would otherwise touch an arena of its own, which is noise, not buffering.
 fn command_for_bash(root: &Path, args: &str) -> Child {
     command(root, &["--call-log", "off", "call", "bash", args, "--json"])
+        .env("MALLOC_ARENA_MAX", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
@@ -1029,6 +1032,12 @@ const HEAVY_BYTES: u64 = 240_000_000;
 /// stderr): a 64 KiB pipe read, its decoded text (as long), the spill file's 64 KiB
 /// write buffer, and the 30 KB of text kept for the model.
 const BUFFER_CAP_KIB: u64 = 2 * (64 + 64 + 64 + 30);
+
+/// How much a server may grow while a command floods it: four times what the
+/// buffers hold. Measured growth is 0.4-0.6 MiB on an idle 2-core machine and up to
+/// 1.2 MiB with both cores busy (threads started late, scheduling); a buffer that
+/// grew with the output would add hundreds of MiB here.
+const GROWTH_BOUND_KIB: u64 = 4 * BUFFER_CAP_KIB;
 
 /// How long [`bash_memory`] lets the server settle before the command starts.
 const SETTLE: Duration = Duration::from_millis(1500);
@@ -1057,11 +1066,11 @@ fn a_flood_of_output_stays_within_budget_and_memory_and_is_saved_whole() {
     assert_eq!(std::fs::metadata(&spilled).unwrap().len(), expected);
     assert_eq!(env["stats"]["stdout_bytes"], expected);
     // None of the buffers grows with the output: the server's memory grows by less
-    // than three times what they hold.
+    // than four times what they hold.
     let grown = peak.saturating_sub(baseline);
     eprintln!("peak RSS {peak} KiB, baseline {baseline} KiB, grown {grown} KiB");
     assert!(
-        grown < 3 * BUFFER_CAP_KIB,
+        grown < GROWTH_BOUND_KIB,
         "grew by {grown} KiB for {expected} bytes of output"
     );
 }
@@ -1087,7 +1096,7 @@ fn yes_for_ten_seconds_stays_within_budget_and_memory_and_is_saved_whole() {
     let grown = peak.saturating_sub(baseline);
     eprintln!("peak RSS {peak} KiB, baseline {baseline} KiB, grown {grown} KiB");
     assert!(
-        grown < 3 * BUFFER_CAP_KIB,
+        grown < GROWTH_BOUND_KIB,
         "grew by {grown} KiB for {} bytes of output",
         saved.len()
     );
