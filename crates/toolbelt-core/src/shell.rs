@@ -122,7 +122,7 @@ pub fn simple_commands(command: &str) -> Result<Vec<SimpleCommand>, UnparsedComm
         .set_language(&tree_sitter_bash::LANGUAGE.into())
         .map_err(|e| UnparsedCommand::new(format!("the bash grammar did not load: {e}")))?;
     let tree = parser
-        .parse(command, None)
+        .parse(ascii_shadow(command).as_ref(), None)
         .ok_or_else(|| UnparsedCommand::new("the parser gave up"))?;
     let root = tree.root_node();
     if root.has_error() {
@@ -135,6 +135,32 @@ pub fn simple_commands(command: &str) -> Result<Vec<SimpleCommand>, UnparsedComm
     };
     walker.walk(root, 0)?;
     Ok(walker.out)
+}
+
+/// The line as the parser reads it: every non-ASCII character becomes as many `@`
+/// as it has bytes, so the tree's byte ranges index the original line, whose text
+/// the commands are then taken from.
+///
+/// tree-sitter-bash's scanner passes a character to C's `isdigit` after a `{`, which
+/// reads outside the table for a code point above 255 and can crash the process
+/// (`{` followed by U+31860). Bash itself never gives a non-ASCII byte a meaning:
+/// such characters are only ever parts of words, and so is `@`, which cannot make a
+/// variable name (`é=1 make` runs the command `é=1`, not `make`). Where the shadow
+/// can differ from bash it errs towards more commands or a refusal: a heredoc
+/// delimiter `é` also ends at a line `ß`, and `$é` reads as the expansion `$@`.
+fn ascii_shadow(command: &str) -> std::borrow::Cow<'_, str> {
+    if command.is_ascii() {
+        return std::borrow::Cow::Borrowed(command);
+    }
+    let mut shadow = String::with_capacity(command.len());
+    for c in command.chars() {
+        if c.is_ascii() {
+            shadow.push(c);
+        } else {
+            shadow.extend(std::iter::repeat_n('@', c.len_utf8()));
+        }
+    }
+    std::borrow::Cow::Owned(shadow)
 }
 
 fn first_error(node: Node<'_>) -> Option<Node<'_>> {

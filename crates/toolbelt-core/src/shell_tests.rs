@@ -276,10 +276,47 @@ fn deep_nesting_is_refused_not_overflowed() {
     assert!(simple_commands(&line).is_err());
 }
 
+#[test]
+fn non_ascii_characters_are_word_characters() {
+    check(&[
+        // tree-sitter-bash's scanner crashed the process on these (a code point
+        // above 255 right after `{`).
+        ("echo {\u{31860}", &["echo {\u{31860}"]),
+        ("echo {\u{e017f}} && ls", &["echo {\u{e017f}}", "ls"]),
+        ("echo {1\u{4e2d}", &["echo {1\u{4e2d}"]),
+        ("cat <<終\nrm x\n終\nls", &["cat", "ls"]),
+        ("echo {1..3}\u{4e2d} && ls", &["echo {1..3}\u{4e2d}", "ls"]),
+        (
+            "grep -r '中文' src | wc -l",
+            &["grep -r '中文' src", "wc -l"],
+        ),
+        ("echo héllo\u{3000}wörld", &["echo héllo\u{3000}wörld"]),
+        // Bash splits words on ASCII blanks only: a no-break space is a word character.
+        ("echo a\u{a0}b c", &["echo a\u{a0}b c"]),
+        // A name that is not ASCII is no variable: bash runs the command `é=1`.
+        ("é=1 make", &["é=1 make"]),
+    ]);
+    let commands = simple_commands("é=1 make").unwrap();
+    assert_eq!(commands[0].command(), "é=1 make");
+    refused("echo '中文");
+    // The grammar cannot read a word that starts with `{` and is no group; refused,
+    // and never a crash.
+    refused("{\u{31860}");
+}
+
 proptest! {
     #[test]
     fn never_panics(line in "\\PC{0,80}") {
         let _ = simple_commands(&line);
+    }
+
+    #[test]
+    fn never_crashes_on_braces_before_any_character(
+        prefix in "[ -~]{0,8}",
+        digits in "[0-9]{0,3}",
+        c in any::<char>(),
+    ) {
+        let _ = simple_commands(&format!("{prefix}{{{digits}{c}"));
     }
 
     #[test]
