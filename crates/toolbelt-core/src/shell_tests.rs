@@ -311,6 +311,21 @@ proptest! {
     }
 
     #[test]
+    fn never_crashes_on_shell_syntax(
+        parts in prop::collection::vec(prop_oneof![
+            prop::sample::select(vec![
+                " ", "\n", "\t", "\\", "'", "\"", "`", "$", "$(", "${", "$((", "((", "))", "(", ")",
+                "{", "}", "[", "]", "[[", "]]", "<<", "<<-", "<<<", "<", ">", ">>", "&>", "2>&1", "|",
+                "||", "&&", ";", ";;", "&", "#", "=", "+=", "*", "?", "!", "~", ",", "..", "-", "@",
+                "if", "then", "fi", "for", "in", "do", "done", "case", "esac", "EOF", "x", "1", "中",
+            ]).prop_map(str::to_string),
+            any::<char>().prop_map(|c| c.to_string()),
+        ], 0..40),
+    ) {
+        let _ = simple_commands(&parts.concat());
+    }
+
+    #[test]
     fn never_crashes_on_braces_before_any_character(
         prefix in "[ -~]{0,8}",
         digits in "[0-9]{0,3}",

@@ -29,6 +29,7 @@
 
 mod analysis;
 mod calls;
+mod dates;
 mod error;
 mod handle;
 mod ids;
@@ -51,6 +52,7 @@ pub use calls::{
     CALL_LOG_BATCH_MAX, CALL_LOG_QUEUE_CAPACITY, CALL_LOG_RETENTION_MS, CallEntry, CallFilter,
     CallLogWriter, recent_calls,
 };
+pub use dates::{BadDate, DateOrTime, DayEdge, parse_date, parse_date_or_time, parse_instant};
 pub use error::{StoreError, StoreResult};
 pub use handle::{StoreHandle, store_error};
 pub use ids::{Kind, RecordId};
@@ -61,10 +63,10 @@ pub use planner::{
     TaskFilter, TaskStatus, completion_rate,
 };
 pub use reviews::{
-    DATE_ONLY_HOUR_UTC, DEFAULT_REVIEW_LIMIT, DateOrTime, MAX_MOOD, MAX_REVIEW_LIMIT, MIN_MOOD,
-    NewReview, Review, ReviewKind, ReviewPage, ReviewQuery, check_content, check_mood, check_tag,
-    day_start_ms, format_offset, list_reviews, local_date, normalize_tags, parse_date,
-    parse_date_or_time, parse_utc_offset, rfc3339_utc, tag_key, write_review,
+    DATE_ONLY_HOUR_UTC, DEFAULT_REVIEW_LIMIT, MAX_MOOD, MAX_REVIEW_LIMIT, MIN_MOOD, NewReview,
+    Review, ReviewKind, ReviewPage, ReviewQuery, check_content, check_mood, check_tag,
+    day_start_ms, format_offset, list_reviews, local_date, normalize_tags, parse_utc_offset,
+    rfc3339_utc, tag_key, write_review,
 };
 pub use schema::LATEST_VERSION;
 pub use store::{

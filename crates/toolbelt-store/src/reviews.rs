@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+use crate::dates::{DateOrTime, parse_date_or_time};
 use crate::{Kind, RecordId, Store, StoreError, StoreResult};
 
 /// The lowest mood a review can carry.
@@ -189,47 +190,6 @@ pub fn check_mood(mood: f64) -> StoreResult<()> {
     Ok(())
 }
 
-/// Reads a calendar date `YYYY-MM-DD` given in `field`.
-///
-/// # Errors
-/// [`StoreError::Invalid`] for another shape or a date that does not exist (`2026-02-30`).
-pub fn parse_date(field: &str, text: &str) -> StoreResult<NaiveDate> {
-    let t = text.trim();
-    match NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-        Ok(d) if t.len() == 10 => Ok(d),
-        _ => Err(StoreError::invalid(format!(
-            "`{field}` is {text:?}, not a real date: use YYYY-MM-DD, like 2026-03-05"
-        ))),
-    }
-}
-
-/// A moment given as `YYYY-MM-DD` or an RFC 3339 date-time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DateOrTime {
-    /// A calendar day.
-    Date(NaiveDate),
-    /// A moment.
-    Time(DateTime<FixedOffset>),
-}
-
-/// Reads `YYYY-MM-DD` or an RFC 3339 date-time given in `field`.
-///
-/// # Errors
-/// [`StoreError::Invalid`] for anything else, or a date that does not exist.
-pub fn parse_date_or_time(field: &str, text: &str) -> StoreResult<DateOrTime> {
-    let t = text.trim();
-    if t.len() == 10 {
-        if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-            return Ok(DateOrTime::Date(d));
-        }
-    } else if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
-        return Ok(DateOrTime::Time(dt));
-    }
-    Err(StoreError::invalid(format!(
-        "`{field}` is {text:?}, not a real date or date-time: use YYYY-MM-DD (2026-03-05) or RFC 3339 (2026-03-05T21:30:00+08:00)"
-    )))
-}
-
 /// Reads an offset from UTC: `+08:00`, `-05:30`, `Z` or `+00:00` for UTC.
 ///
 /// # Errors
@@ -319,7 +279,7 @@ pub async fn write_review(store: &Store, new: &NewReview, now_ms: i64) -> StoreR
         check_mood(m)?;
     }
     let moment = match &new.date {
-        Some(d) => review_moment(parse_date_or_time("date", d)?),
+        Some(d) => review_moment(parse_date_or_time(d).map_err(|e| e.for_field("date"))?),
         None => now_ms,
     };
     let mut projects: Vec<RecordId> = Vec::with_capacity(new.linked_project_ids.len());
@@ -397,17 +357,21 @@ fn query_bounds(q: &ReviewQuery) -> StoreResult<(Option<i64>, Option<i64>)> {
         None => Utc.fix(),
     };
     let from = match &q.since {
-        Some(s) => Some(match parse_date_or_time("since", s)? {
-            DateOrTime::Date(d) => day_start_ms(d, offset),
-            DateOrTime::Time(t) => t.timestamp_millis(),
-        }),
+        Some(s) => Some(
+            match parse_date_or_time(s).map_err(|e| e.for_field("since"))? {
+                DateOrTime::Date(d) => day_start_ms(d, offset),
+                DateOrTime::Time(t) => t.timestamp_millis(),
+            },
+        ),
         None => None,
     };
     let to = match &q.until {
-        Some(s) => Some(match parse_date_or_time("until", s)? {
-            DateOrTime::Date(d) => day_start_ms(d, offset) + MS_PER_DAY,
-            DateOrTime::Time(t) => t.timestamp_millis() + 1,
-        }),
+        Some(s) => Some(
+            match parse_date_or_time(s).map_err(|e| e.for_field("until"))? {
+                DateOrTime::Date(d) => day_start_ms(d, offset) + MS_PER_DAY,
+                DateOrTime::Time(t) => t.timestamp_millis() + 1,
+            },
+        ),
         None => None,
     };
     if let (Some(f), Some(t)) = (from, to)
@@ -567,12 +531,9 @@ mod tests {
     }
 
     #[test]
-    fn dates_must_exist() {
-        assert!(parse_date("end_date", "2026-02-30").is_err());
-        assert!(parse_date("end_date", "2026-2-3").is_err());
-        assert!(parse_date_or_time("date", "yesterday").is_err());
+    fn reviews_given_a_date_are_placed_at_noon_utc() {
         assert_eq!(
-            parse_date_or_time("date", "2026-03-05T21:30:00+08:00")
+            parse_date_or_time("2026-03-05T21:30:00+08:00")
                 .ok()
                 .map(review_moment)
                 .map(rfc3339_utc)
@@ -580,7 +541,7 @@ mod tests {
             Some("2026-03-05T13:30:00Z")
         );
         assert_eq!(
-            parse_date_or_time("date", "2026-03-05")
+            parse_date_or_time("2026-03-05")
                 .ok()
                 .map(review_moment)
                 .map(rfc3339_utc)

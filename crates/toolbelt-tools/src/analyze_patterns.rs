@@ -10,6 +10,7 @@ use toolbelt_store::{
     parse_date, parse_utc_offset,
 };
 
+use crate::planner::invalid;
 use crate::reviews::{check, offset};
 use crate::store::{StoreHandle, store_error};
 
@@ -98,7 +99,7 @@ impl TypedTool for AnalyzePatterns {
     fn validate(&self, p: &AnalyzePatternsParams) -> Vec<Violation> {
         let mut out = Vec::new();
         if let Some(d) = &p.end_date {
-            check("end_date", parse_date("end_date", d), &mut out);
+            check("end_date", parse_date(d), &mut out);
         }
         if let Some(o) = &p.utc_offset {
             check("utc_offset", parse_utc_offset(o), &mut out);
@@ -114,7 +115,7 @@ impl TypedTool for AnalyzePatterns {
         let store = self.store.get().await?;
         let tz = offset(p.utc_offset.as_deref())?;
         let end_date = match &p.end_date {
-            Some(d) => parse_date("end_date", d).map_err(store_error)?,
+            Some(d) => parse_date(d).map_err(|e| invalid("end_date", e))?,
             None => local_date(now_ms(), tz),
         };
         let mut sections = p.categories.unwrap_or_default();

@@ -5,9 +5,9 @@ use serde::Deserialize;
 use toolbelt_core::{
     Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool, Violation,
 };
-use toolbelt_store::NewGoal;
+use toolbelt_store::{NewGoal, parse_date};
 
-use crate::planner::{GoalData, GoalStageParam, blank, goal_line, invalid, parse_date};
+use crate::planner::{GoalData, GoalStageParam, blank, goal_line, invalid};
 use crate::store::{StoreHandle, store_error};
 
 /// Arguments of `create_goal`.
@@ -99,7 +99,7 @@ impl TypedTool for CreateGoal {
     fn validate(&self, p: &CreateGoalParams) -> Vec<Violation> {
         let mut out: Vec<Violation> = blank("title", &p.title, "a title").into_iter().collect();
         if let Some(Err(why)) = p.deadline.as_deref().map(parse_date) {
-            out.push(Violation::new("deadline", why));
+            out.push(Violation::new("deadline", why.to_string()));
         }
         out
     }

@@ -5,11 +5,9 @@ use serde::Deserialize;
 use toolbelt_core::{
     Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool, Violation,
 };
-use toolbelt_store::{Kind, NewTask};
+use toolbelt_store::{DayEdge, Kind, NewTask, parse_instant};
 
-use crate::planner::{
-    DayEdge, PriorityParam, TaskData, blank, invalid, parse_id, parse_instant, task_line,
-};
+use crate::planner::{PriorityParam, TaskData, blank, invalid, parse_id, task_line};
 use crate::store::{StoreHandle, store_error};
 
 /// Arguments of `create_task`.
@@ -117,7 +115,7 @@ impl TypedTool for CreateTask {
             .as_deref()
             .map(|d| parse_instant(d, DayEdge::End))
         {
-            out.push(Violation::new("due_date", why));
+            out.push(Violation::new("due_date", why.to_string()));
         }
         out
     }

@@ -103,8 +103,8 @@ pub use multi_edit::{
     MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams,
 };
 pub use planner::{
-    DayEdge, GoalData, GoalStageParam, PriorityParam, ProjectData, ProjectStatusParam, TaskData,
-    TaskStatusParam, parse_date, parse_instant, rfc3339,
+    GoalData, GoalStageParam, PriorityParam, ProjectData, ProjectStatusParam, TaskData,
+    TaskStatusParam, rfc3339,
 };
 pub use read_file::{
     ImageData, MAX_IMAGE_BYTES, MAX_READ_BYTES, ReadFile, ReadFileOutput, ReadFileParams, ReadKind,

@@ -93,10 +93,10 @@ impl TypedTool for ListReviews {
     fn validate(&self, p: &ListReviewsParams) -> Vec<Violation> {
         let mut out = Vec::new();
         if let Some(s) = &p.since {
-            check("since", parse_date_or_time("since", s), &mut out);
+            check("since", parse_date_or_time(s), &mut out);
         }
         if let Some(s) = &p.until {
-            check("until", parse_date_or_time("until", s), &mut out);
+            check("until", parse_date_or_time(s), &mut out);
         }
         if let Some(o) = &p.utc_offset {
             check("utc_offset", parse_utc_offset(o), &mut out);

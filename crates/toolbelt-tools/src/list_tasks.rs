@@ -5,11 +5,11 @@ use serde::{Deserialize, Serialize};
 use toolbelt_core::{
     Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool, Violation,
 };
-use toolbelt_store::{Kind, Priority, TaskFilter, TaskStatus};
+use toolbelt_store::{DayEdge, Kind, Priority, TaskFilter, TaskStatus, parse_instant};
 
 use crate::planner::{
-    DayEdge, PriorityParam, TaskData, TaskStatusParam, invalid, list_text, next_offset, page_limit,
-    parse_id, parse_instant, rfc3339, task_line,
+    PriorityParam, TaskData, TaskStatusParam, invalid, list_text, next_offset, page_limit,
+    parse_id, rfc3339, task_line,
 };
 use crate::store::{StoreHandle, store_error};
 
@@ -116,7 +116,7 @@ impl TypedTool for ListTasks {
             .into_iter()
             .filter_map(
                 |(field, text, edge)| match text.map(|t| parse_instant(t, edge)) {
-                    Some(Err(why)) => Some(Violation::new(field, why)),
+                    Some(Err(why)) => Some(Violation::new(field, why.to_string())),
                     _ => None,
                 },
             )

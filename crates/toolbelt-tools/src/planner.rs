@@ -1,8 +1,7 @@
 //! What the planner tools share: their enums as models write them, the records as
-//! they come back (ids like `project-12`, times in RFC 3339 UTC), date parsing with
-//! messages naming the field, and the one-line renderings of records.
+//! they come back (ids like `project-12`, times in RFC 3339 UTC), errors naming
+//! the field, and the one-line renderings of records.
 
-use chrono::{DateTime, Datelike, NaiveDate};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::{ErrorCode, ToolError, Violation};
@@ -245,146 +244,9 @@ pub(crate) fn blank(path: &str, text: &str, what: &str) -> Option<Violation> {
     })
 }
 
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-
-/// The numbers of a `YYYY-MM-DD` string, if it has that shape.
-fn date_parts(text: &str) -> Option<(i32, u32, u32)> {
-    let b = text.as_bytes();
-    let shaped = b.len() == 10
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
-    if !shaped {
-        return None;
-    }
-    Some((
-        text.get(0..4)?.parse().ok()?,
-        text.get(5..7)?.parse().ok()?,
-        text.get(8..10)?.parse().ok()?,
-    ))
-}
-
-/// The date of `YYYY-MM-DD` parts, or why it is not a calendar date.
-fn calendar_date(text: &str, (y, m, d): (i32, u32, u32)) -> Result<NaiveDate, String> {
-    if let Some(date) = NaiveDate::from_ymd_opt(y, m, d) {
-        return Ok(date);
-    }
-    let why = if (1..=12).contains(&m) {
-        let first_of_next = if m == 12 {
-            NaiveDate::from_ymd_opt(y + 1, 1, 1)
-        } else {
-            NaiveDate::from_ymd_opt(y, m + 1, 1)
-        };
-        let days = first_of_next
-            .and_then(|n| n.pred_opt())
-            .map(|last| last.day())
-            .unwrap_or(28);
-        format!(
-            "{} {y} has {days} days",
-            MONTHS.get(m as usize - 1).copied().unwrap_or("that month")
-        )
-    } else {
-        format!("there is no month {m}")
-    };
-    Err(format!(
-        "{text} is not a calendar date ({why}); give a real date as YYYY-MM-DD"
-    ))
-}
-
-/// Reads a calendar date written `YYYY-MM-DD`.
-///
-/// # Errors
-/// A message for the model: not a date, or not a real day (`2026-02-30`).
-pub fn parse_date(text: &str) -> Result<NaiveDate, String> {
-    let t = text.trim();
-    match date_parts(t) {
-        Some(parts) => calendar_date(t, parts),
-        None => Err(format!(
-            "{t:?} is not a date; write it as YYYY-MM-DD, e.g. 2026-06-30 (work out relative dates such as \"tomorrow\" yourself)"
-        )),
-    }
-}
-
-/// Which instant of its day a plain date stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DayEdge {
-    /// 00:00:00 UTC.
-    Start,
-    /// 23:59:59 UTC.
-    End,
-}
-
-/// Reads an RFC 3339 date-time with a zone (`2026-03-01T17:00:00Z`,
-/// `2026-03-01T17:00:00+08:00`) or a plain date `YYYY-MM-DD`, which stands for
-/// the `edge` of that day in UTC; returns milliseconds since the epoch.
-///
-/// # Errors
-/// A message for the model: not a date, not a real day, or a date-time without
-/// a time zone.
-pub fn parse_instant(text: &str, edge: DayEdge) -> Result<i64, String> {
-    let t = text.trim();
-    let example = "write an RFC 3339 date-time such as 2026-03-01T17:00:00Z, or a date YYYY-MM-DD";
-    if t.len() == 10 {
-        let date = parse_date(t)?;
-        let time = match edge {
-            DayEdge::Start => date.and_hms_opt(0, 0, 0),
-            DayEdge::End => date.and_hms_opt(23, 59, 59),
-        };
-        return time
-            .map(|dt| dt.and_utc().timestamp_millis())
-            .ok_or_else(|| format!("{t:?} is out of range; {example}"));
-    }
-    let Some(parts) = t.get(..10).and_then(date_parts) else {
-        return Err(format!(
-            "{t:?} is not a date or date-time; {example} (work out relative dates such as \"tomorrow\" yourself)"
-        ));
-    };
-    calendar_date(t.get(..10).unwrap_or(t), parts)?;
-    let normalized: String = t
-        .char_indices()
-        .map(|(i, c)| {
-            if i == 10 && (c == ' ' || c == 't') {
-                'T'
-            } else {
-                c
-            }
-        })
-        .collect();
-    match DateTime::parse_from_rfc3339(&normalized) {
-        Ok(dt) => Ok(dt.timestamp_millis()),
-        Err(_) => {
-            let rest = t.get(10..).unwrap_or("");
-            let zoned =
-                rest.ends_with(['Z', 'z']) || rest.get(1..).is_some_and(|r| r.contains(['+', '-']));
-            if zoned {
-                Err(format!("{t:?} is not a valid date-time; {example}"))
-            } else {
-                Err(format!(
-                    "{t} has no time zone; add one, e.g. {t}Z for UTC or {t}+08:00"
-                ))
-            }
-        }
-    }
-}
-
 /// An INVALID_PARAMS error for `field`, for a value that passed validation but
 /// not the store.
-pub(crate) fn invalid(field: &str, message: String) -> ToolError {
+pub(crate) fn invalid(field: &str, message: impl std::fmt::Display) -> ToolError {
     ToolError::new(ErrorCode::InvalidParams, format!("{field}: {message}"))
         .hint("fix the argument and call again")
 }
@@ -507,64 +369,6 @@ pub(crate) fn list_text(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates_are_real_calendar_days() {
-        assert_eq!(
-            parse_date("2026-02-28"),
-            Ok(NaiveDate::from_ymd_opt(2026, 2, 28).unwrap_or_default())
-        );
-        assert_eq!(
-            parse_date("2026-02-30"),
-            Err("2026-02-30 is not a calendar date (February 2026 has 28 days); give a real date as YYYY-MM-DD".into())
-        );
-        assert_eq!(
-            parse_date("2028-02-30"),
-            Err("2028-02-30 is not a calendar date (February 2028 has 29 days); give a real date as YYYY-MM-DD".into())
-        );
-        assert_eq!(
-            parse_date("2026-13-01"),
-            Err("2026-13-01 is not a calendar date (there is no month 13); give a real date as YYYY-MM-DD".into())
-        );
-        assert_eq!(
-            parse_date("tomorrow"),
-            Err("\"tomorrow\" is not a date; write it as YYYY-MM-DD, e.g. 2026-06-30 (work out relative dates such as \"tomorrow\" yourself)".into())
-        );
-        assert!(parse_date("2026-2-3").is_err());
-    }
-
-    #[test]
-    fn instants_need_a_zone_and_plain_dates_are_day_edges() {
-        assert_eq!(
-            parse_instant("2026-03-01", DayEdge::End).map(rfc3339),
-            Ok("2026-03-01T23:59:59Z".into())
-        );
-        assert_eq!(
-            parse_instant("2026-03-01", DayEdge::Start).map(rfc3339),
-            Ok("2026-03-01T00:00:00Z".into())
-        );
-        assert_eq!(
-            parse_instant("2026-03-01T17:00:00+08:00", DayEdge::End).map(rfc3339),
-            Ok("2026-03-01T09:00:00Z".into())
-        );
-        assert_eq!(
-            parse_instant("2026-03-01 17:00:00Z", DayEdge::End).map(rfc3339),
-            Ok("2026-03-01T17:00:00Z".into())
-        );
-        assert_eq!(
-            parse_instant("2026-03-01T17:00:00", DayEdge::End),
-            Err("2026-03-01T17:00:00 has no time zone; add one, e.g. 2026-03-01T17:00:00Z for UTC or 2026-03-01T17:00:00+08:00".into())
-        );
-        assert_eq!(
-            parse_instant("2026-02-30T10:00:00Z", DayEdge::End),
-            Err("2026-02-30 is not a calendar date (February 2026 has 28 days); give a real date as YYYY-MM-DD".into())
-        );
-        assert_eq!(
-            parse_instant("2026-03-01T25:00:00Z", DayEdge::End),
-            Err("\"2026-03-01T25:00:00Z\" is not a valid date-time; write an RFC 3339 date-time such as 2026-03-01T17:00:00Z, or a date YYYY-MM-DD".into())
-        );
-        assert!(parse_instant("next week", DayEdge::End).is_err());
-    }
 
     #[test]
     fn lists_say_what_they_show_and_how_to_page() {

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, FixedOffset, Offset, Utc};
 use toolbelt_core::{ToolError, Violation};
-use toolbelt_store::{Review, StoreResult, parse_utc_offset};
+use toolbelt_store::{Review, parse_utc_offset};
 
 use crate::store::store_error;
 
@@ -11,7 +11,11 @@ use crate::store::store_error;
 pub(crate) const FIRST_LINE_MAX_CHARS: usize = 100;
 
 /// Adds a violation at `path` when `check` refused the argument.
-pub(crate) fn check<T>(path: &str, check: StoreResult<T>, out: &mut Vec<Violation>) {
+pub(crate) fn check<T, E: std::fmt::Display>(
+    path: &str,
+    check: Result<T, E>,
+    out: &mut Vec<Violation>,
+) {
     if let Err(e) = check {
         out.push(Violation::new(path, e.to_string()));
     }

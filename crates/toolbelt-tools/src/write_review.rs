@@ -98,7 +98,7 @@ impl TypedTool for WriteReview {
             }
         }
         if let Some(d) = &p.date {
-            check("date", parse_date_or_time("date", d), &mut out);
+            check("date", parse_date_or_time(d), &mut out);
         }
         out
     }

@@ -304,7 +304,7 @@ async fn reviews_are_written_with_tags_projects_and_a_real_mood() {
                 (NewReview { content: " \n ".into(), ..plain.clone() }, "`content` is empty or only whitespace: write what happened, what went well and what to change"),
                 (NewReview { mood: Some(11.0), ..plain.clone() }, "`mood` is 11: give a number from 1 (worst) to 10 (best)"),
                 (NewReview { mood: Some(0.0), ..plain.clone() }, "`mood` is 0: give a number from 1 (worst) to 10 (best)"),
-                (NewReview { date: Some("2026-02-30".into()), ..plain.clone() }, "`date` is \"2026-02-30\", not a real date or date-time: use YYYY-MM-DD (2026-03-05) or RFC 3339 (2026-03-05T21:30:00+08:00)"),
+                (NewReview { date: Some("2026-02-30".into()), ..plain.clone() }, "date: 2026-02-30 is not a calendar date (February 2026 has 28 days); give a real date as YYYY-MM-DD"),
                 (NewReview { tags: vec!["ok".into(), "".into()], ..plain.clone() }, "`tags[1]` is empty: give each tag a word, or leave the empty one out"),
             ] {
                 match write_review(store, &new, WRITTEN_AT_MS).await {
@@ -354,7 +354,7 @@ async fn reviews_are_listed_newest_first_and_filtered() {
 
             for (q, message) in [
                 (ReviewQuery { limit: Some(201), ..Default::default() }, "`limit` is 201: give 1 to 200, and page with `offset`"),
-                (ReviewQuery { since: Some("yesterday".into()), ..Default::default() }, "`since` is \"yesterday\", not a real date or date-time: use YYYY-MM-DD (2026-03-05) or RFC 3339 (2026-03-05T21:30:00+08:00)"),
+                (ReviewQuery { since: Some("yesterday".into()), ..Default::default() }, "since: \"yesterday\" is not a date or date-time; write an RFC 3339 date-time such as 2026-03-01T17:00:00Z, or a date YYYY-MM-DD (work out relative dates such as \"tomorrow\" yourself)"),
                 (ReviewQuery { since: Some("2026-03-05".into()), until: Some("2026-03-01".into()), ..Default::default() }, "`since` is after `until`: give a `since` on or before `until`"),
             ] {
                 match list_reviews(&t.store, &q).await {

@@ -380,19 +380,19 @@ async fn bad_arguments_are_refused_with_what_to_do() {
             "write_review",
             with("date", json!("2026-02-30")),
             "date",
-            "invalid arguments for write_review (1 problem):\n- date: `date` is \"2026-02-30\", not a real date or date-time: use YYYY-MM-DD (2026-03-05) or RFC 3339 (2026-03-05T21:30:00+08:00)",
+            "invalid arguments for write_review (1 problem):\n- date: 2026-02-30 is not a calendar date (February 2026 has 28 days); give a real date as YYYY-MM-DD",
         ),
         (
             "write_review",
             with("date", json!("yesterday")),
             "date",
-            "invalid arguments for write_review (1 problem):\n- date: `date` is \"yesterday\", not a real date or date-time: use YYYY-MM-DD (2026-03-05) or RFC 3339 (2026-03-05T21:30:00+08:00)",
+            "invalid arguments for write_review (1 problem):\n- date: \"yesterday\" is not a date or date-time; write an RFC 3339 date-time such as 2026-03-01T17:00:00Z, or a date YYYY-MM-DD (work out relative dates such as \"tomorrow\" yourself)",
         ),
         (
             "list_reviews",
             json!({"since": "2026-02-30"}),
             "since",
-            "invalid arguments for list_reviews (1 problem):\n- since: `since` is \"2026-02-30\", not a real date or date-time: use YYYY-MM-DD (2026-03-05) or RFC 3339 (2026-03-05T21:30:00+08:00)",
+            "invalid arguments for list_reviews (1 problem):\n- since: 2026-02-30 is not a calendar date (February 2026 has 28 days); give a real date as YYYY-MM-DD",
         ),
         (
             "list_reviews",
@@ -422,13 +422,13 @@ async fn bad_arguments_are_refused_with_what_to_do() {
             "analyze_patterns",
             json!({"time_range": "week", "end_date": "2026-02-30"}),
             "end_date",
-            "invalid arguments for analyze_patterns (1 problem):\n- end_date: `end_date` is \"2026-02-30\", not a real date: use YYYY-MM-DD, like 2026-03-05",
+            "invalid arguments for analyze_patterns (1 problem):\n- end_date: 2026-02-30 is not a calendar date (February 2026 has 28 days); give a real date as YYYY-MM-DD",
         ),
         (
             "analyze_patterns",
             json!({"time_range": "week", "end_date": "yesterday"}),
             "end_date",
-            "invalid arguments for analyze_patterns (1 problem):\n- end_date: `end_date` is \"yesterday\", not a real date: use YYYY-MM-DD, like 2026-03-05",
+            "invalid arguments for analyze_patterns (1 problem):\n- end_date: \"yesterday\" is not a date; write it as YYYY-MM-DD, e.g. 2026-06-30 (work out relative dates such as \"tomorrow\" yourself)",
         ),
         (
             "analyze_patterns",
