@@ -286,6 +286,78 @@ async fn a_corrupt_file_is_refused_and_left_untouched() {
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
 }
 
+/// A store with 300 goals and 3,000 logged calls, its WAL folded into the file, and
+/// the root page of `table` overwritten; returns the file.
+async fn store_with_a_damaged_table(dir: &Path, table: &str) -> std::path::PathBuf {
+    let path = dir.join("toolbelt.db");
+    let store = Store::open(&Location::Sqlite(path.clone())).await.unwrap();
+    for i in 0..300 {
+        sqlx::query("INSERT INTO goals (title, description, stage, created_at, updated_at) VALUES ($1, $2, 'life', 0, 0)")
+            .bind(format!("goal {i}"))
+            .bind("d".repeat(500))
+            .execute(store.pool())
+            .await
+            .unwrap();
+    }
+    for i in 0..3000 {
+        sqlx::query("INSERT INTO calls (at_ms, tool, call_id, args, status, duration_ms, bytes_out, workspace) VALUES ($1, 'read_file', $2, '{}', 'ok', 1, 10, '/w')")
+            .bind(i64::from(i))
+            .bind(format!("c{i}"))
+            .execute(store.pool())
+            .await
+            .unwrap();
+    }
+    let root: i64 = sqlx::query(
+        "SELECT CAST(rootpage AS BIGINT) FROM sqlite_master WHERE type = 'table' AND name = $1",
+    )
+    .bind(table)
+    .fetch_one(store.pool())
+    .await
+    .unwrap()
+    .get(0);
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    store.close().await;
+    for extra in ["toolbelt.db-wal", "toolbelt.db-shm"] {
+        let _ = std::fs::remove_file(dir.join(extra));
+    }
+    let mut bytes = std::fs::read(&path).unwrap();
+    let page = usize::try_from(root - 1).unwrap() * 4096;
+    for b in &mut bytes[page + 8..page + 4096] {
+        *b = 0xA5;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn opening_checks_every_table_but_the_call_log() {
+    // Damage in a planner table is refused at open, untouched.
+    let dir = tempfile::tempdir().unwrap();
+    let path = store_with_a_damaged_table(dir.path(), "goals").await;
+    let err = refused_untouched(dir.path(), &path).await;
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+
+    // The call log is not checked at open (it grows with every call, and checking
+    // it would make every start slower): the store opens, and the damage is
+    // reported when the log is read.
+    let dir = tempfile::tempdir().unwrap();
+    let path = store_with_a_damaged_table(dir.path(), "calls").await;
+    let store = Store::open(&Location::Sqlite(path)).await.unwrap();
+    let read = toolbelt_store::recent_calls(
+        &store,
+        &toolbelt_store::CallFilter {
+            tail: 10,
+            tool: None,
+        },
+    )
+    .await;
+    assert!(read.is_err(), "{read:?}");
+    store.close().await;
+}
+
 #[tokio::test]
 async fn a_newer_or_foreign_file_is_refused_and_left_untouched() {
     sqlx::any::install_default_drivers();
