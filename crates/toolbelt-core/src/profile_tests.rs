@@ -2,7 +2,13 @@
 
 use pretty_assertions::assert_eq;
 
-use super::{Profile, ProfileError};
+use serde_json::json;
+
+use super::{
+    ParamCase, Profile, ProfileError, camel_case, camel_message, camel_schema, camel_violation,
+    property_names, rename_args,
+};
+use crate::Violation;
 
 fn table(name: &str) -> Vec<(String, String)> {
     Profile::by_name(name)
@@ -123,7 +129,12 @@ fn every_built_in_table_round_trips_and_has_unique_names() {
             assert_ne!(canonical, exposed, "{name} lists an identity pair");
         }
         // Rebuilding the table as a custom profile passes the duplicate checks.
-        let rebuilt = Profile::custom(name, entries.iter().copied()).unwrap();
+        let case = entries
+            .first()
+            .map_or(ParamCase::Canonical, |(c, _)| p.param_case(c));
+        let rebuilt = Profile::custom(name, entries.iter().copied())
+            .unwrap()
+            .with_param_case(case);
         assert_eq!(rebuilt, p);
     }
 }
@@ -238,5 +249,140 @@ fn custom_profile_refuses_empty_names() {
             canonical: "bash".into(),
             exposed: String::new(),
         }
+    );
+}
+
+#[test]
+fn only_seed003_writes_parameters_in_camel_case_and_only_for_its_tools() {
+    let seed = Profile::by_name("seed003").unwrap();
+    assert_eq!(seed.param_case("create_task"), ParamCase::Camel);
+    assert_eq!(seed.param_case("read_file"), ParamCase::Canonical);
+    for name in Profile::NAMES.iter().filter(|n| **n != "seed003") {
+        let p = Profile::by_name(name).unwrap();
+        assert!(
+            p.entries()
+                .all(|(c, _)| p.param_case(c) == ParamCase::Canonical),
+            "{name}"
+        );
+    }
+    let custom = Profile::custom("mine", [("read_file", "readFile")])
+        .unwrap()
+        .with_param_case(ParamCase::Camel);
+    assert_eq!(custom.param_case("read_file"), ParamCase::Camel);
+}
+
+#[test]
+fn camel_case_names() {
+    for (snake, camel) in [
+        ("project_id", "projectId"),
+        ("linked_project_ids", "linkedProjectIds"),
+        ("type", "type"),
+        ("_private", "_private"),
+        ("trailing_", "trailing_"),
+        ("already", "already"),
+    ] {
+        assert_eq!(camel_case(snake), camel);
+    }
+}
+
+#[test]
+fn schemas_and_arguments_round_trip_through_camel_case() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "project_id": {"type": "string"},
+            "updates": {
+                "type": "object",
+                "properties": {"goal_ids": {"type": "array", "items": {"type": "string"}}, "name": {"type": "string"}},
+                "required": ["name"]
+            },
+            "items": {"type": "array", "items": {"$ref": "#/$defs/Item"}}
+        },
+        "required": ["project_id"],
+        "$defs": {"Item": {"type": "object", "properties": {"due_date": {"type": "string"}}}}
+    });
+    let names = property_names(&schema);
+    assert_eq!(
+        names.iter().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "due_date",
+            "goal_ids",
+            "items",
+            "name",
+            "project_id",
+            "updates"
+        ]
+    );
+    assert_eq!(
+        camel_schema(&schema),
+        json!({
+            "type": "object",
+            "properties": {
+                "projectId": {"type": "string"},
+                "updates": {
+                    "type": "object",
+                    "properties": {"goalIds": {"type": "array", "items": {"type": "string"}}, "name": {"type": "string"}},
+                    "required": ["name"]
+                },
+                "items": {"type": "array", "items": {"$ref": "#/$defs/Item"}}
+            },
+            "required": ["projectId"],
+            "$defs": {"Item": {"type": "object", "properties": {"dueDate": {"type": "string"}}}}
+        })
+    );
+    let canonical = json!({
+        "project_id": "project-1",
+        "updates": {"goal_ids": ["goal-1"], "name": "x"},
+        "items": [{"due_date": "2026-03-01"}],
+        "other_key": 1
+    });
+    let camel = rename_args(canonical.clone(), &names, false);
+    assert_eq!(
+        camel,
+        json!({
+            "projectId": "project-1",
+            "updates": {"goalIds": ["goal-1"], "name": "x"},
+            "items": [{"dueDate": "2026-03-01"}],
+            "other_key": 1
+        })
+    );
+    assert_eq!(rename_args(camel, &names, true), canonical);
+    // Snake-case arguments are accepted as they are; a key given both ways is left
+    // for validation to report.
+    assert_eq!(rename_args(canonical.clone(), &names, true), canonical);
+    assert_eq!(
+        rename_args(json!({"projectId": "a", "project_id": "b"}), &names, true),
+        json!({"projectId": "a", "project_id": "b"})
+    );
+    // Keys that are no parameter stay as written.
+    assert_eq!(
+        rename_args(json!({"dueSoon": 1}), &names, true),
+        json!({"dueSoon": 1})
+    );
+}
+
+#[test]
+fn violations_name_the_camel_case_parameters() {
+    let names = property_names(&json!({"properties": {
+        "project_id": {}, "updates": {"properties": {"goal_ids": {}}}, "due_date": {}
+    }}));
+    let v = camel_violation(
+        &Violation::new("updates.goal_ids[0]", "\"x\" is not of type 'integer'"),
+        &names,
+    );
+    assert_eq!(v.path, "updates.goalIds[0]");
+    let v = camel_violation(
+        &Violation::new("", "\"project_id\" is a required property"),
+        &names,
+    );
+    assert_eq!(v.message, "\"projectId\" is a required property");
+    assert_eq!(
+        camel_message("due_date: 2026-02-30 is not a calendar date", &names),
+        "dueDate: 2026-02-30 is not a calendar date"
+    );
+    // Unquoted words that happen to be parameter names are left alone.
+    assert_eq!(
+        camel_message("the project_id was not found", &names),
+        "the project_id was not found"
     );
 }

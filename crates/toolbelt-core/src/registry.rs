@@ -18,7 +18,10 @@ use crate::context::{EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolConte
 const OWN_TIMEOUT_SLACK: Duration = Duration::from_secs(30);
 use crate::envelope::{Envelope, ErrorCode};
 use crate::policy::{Decision, Policy, Request};
-use crate::profile::Profile;
+use crate::profile::{
+    ParamCase, Profile, camel_case, camel_message, camel_schema, camel_violation, property_names,
+    rename_args,
+};
 use crate::repair::repair_arguments;
 
 /// The repair recorded when truncated arguments end inside a string.
@@ -347,6 +350,9 @@ impl Registry {
             .values()
             .map(|e| {
                 let mut spec = e.tool.spec().clone();
+                if self.profile.param_case(&spec.name) == ParamCase::Camel {
+                    camel_spec(&mut spec);
+                }
                 spec.name = self.profile.exposed(&spec.name).to_string();
                 spec
             })
@@ -408,6 +414,13 @@ impl Registry {
         let tool = &entry.tool;
         let spec = tool.spec();
         let exposed = self.profile.exposed(canonical);
+        // A profile that shows camelCase parameters: read them back as the tool's.
+        let camel = (self.profile.param_case(canonical) == ParamCase::Camel)
+            .then(|| property_names(&spec.input_schema));
+        let arguments = match &camel {
+            Some(names) => rename_args(arguments, names, true),
+            None => arguments,
+        };
 
         // 1. Safe repair.
         let repaired = repair_arguments(&spec.input_schema, arguments);
@@ -423,7 +436,11 @@ impl Registry {
             );
             return (env, canonical_owned, repairs);
         }
-        let args = repaired.value;
+        let args = match &camel {
+            // Arguments sent as a JSON string are objects only after the repair.
+            Some(names) => rename_args(repaired.value, names, true),
+            None => repaired.value,
+        };
         // Arguments cut off by the model's output limit are repaired by closing the
         // open string; a tool that writes would then save the truncated text.
         let writes =
@@ -458,6 +475,12 @@ impl Registry {
         let mut violations = validator.violations(&args);
         if violations.is_empty() {
             violations = tool.validate(&args);
+        }
+        if let Some(names) = &camel {
+            violations = violations
+                .iter()
+                .map(|v| camel_violation(v, names))
+                .collect();
         }
         if !violations.is_empty() {
             let env = Envelope::error(
@@ -570,6 +593,15 @@ impl Registry {
         let mut env = match outcome {
             Ok(env) | Err(env) => env,
         };
+        if let Some(names) = &camel
+            && let Some(error) = env.error.as_mut()
+            && error.code == ErrorCode::InvalidParams
+        {
+            // The tool names its parameters as it defines them (`due_date: ...`).
+            let message = camel_message(&error.message, names);
+            env.text = env.text.replace(&error.message, &message);
+            error.message = message;
+        }
 
         // 5. Output budget.
         if env.text.len() > self.session.budget().max_bytes {
@@ -746,6 +778,43 @@ fn unix_ms_now() -> i64 {
 
 fn new_call_id() -> String {
     format!("call_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// `spec` as a camelCase profile shows it: its schema, examples and argument names
+/// in camelCase.
+fn camel_spec(spec: &mut ToolSpec) {
+    fn descriptions(v: &mut Value, names: &std::collections::BTreeSet<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, v) in map.iter_mut() {
+                    match v {
+                        Value::String(text) if k == "description" => {
+                            *text = camel_message(text, names);
+                        }
+                        _ => descriptions(v, names),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| descriptions(v, names)),
+            _ => {}
+        }
+    }
+    let names = property_names(&spec.input_schema);
+    spec.input_schema = camel_schema(&spec.input_schema);
+    descriptions(&mut spec.input_schema, &names);
+    spec.description = camel_message(&spec.description, &names);
+    for example in &mut spec.examples {
+        example.input = rename_args(std::mem::take(&mut example.input), &names, false);
+        example.description = camel_message(&example.description, &names);
+    }
+    for arg in [&mut spec.key_argument, &mut spec.permission_argument]
+        .into_iter()
+        .flatten()
+    {
+        if names.contains(arg.as_str()) {
+            *arg = camel_case(arg);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -324,7 +324,8 @@ fn the_call_log_records_every_interface_and_redacts_secrets() {
     assert_eq!(all.as_array().unwrap().len(), 3);
 }
 
-/// Seed 003's usage example, as its agent calls it: camelCase tool names, Chinese text.
+/// Seed 003's usage example, as its agent calls it: camelCase tool and parameter
+/// names, Chinese text.
 #[test]
 fn the_seed003_profile_runs_the_planner_under_its_camel_case_names() {
     let dir = tempfile::tempdir().unwrap();
@@ -337,27 +338,119 @@ fn the_seed003_profile_runs_the_planner_under_its_camel_case_names() {
         (out.status.code(), env)
     };
     let (code, env) = call(
+        "createGoal",
+        r#"{"title": "成为AI工程师", "stage": "yearly"}"#,
+    );
+    assert_eq!(code, Some(0), "{env}");
+    assert_eq!(env["data"]["id"], "goal-1");
+    let (code, env) = call(
         "createProject",
-        r#"{"name": "AI学习计划", "description": "系统学习人工智能相关技术"}"#,
+        r#"{"name": "AI学习计划", "description": "系统学习人工智能相关技术", "goalIds": ["goal-1"]}"#,
     );
     assert_eq!(code, Some(0), "{env}");
     assert_eq!(env["context"]["tool"], "create_project");
     assert_eq!(env["context"]["exposed_name"], "createProject");
     assert_eq!(env["data"]["id"], "project-1");
+    // The batch of the seed's example.
+    for (tool, args) in [
+        ("createProject", r#"{"name": "项目A"}"#),
+        (
+            "createTask",
+            r#"{"title": "任务1", "projectId": "project-1"}"#,
+        ),
+        (
+            "writeReview",
+            r#"{"content": "今天进展顺利", "type": "daily"}"#,
+        ),
+    ] {
+        let (code, env) = call(tool, args);
+        assert_eq!(code, Some(0), "{tool}: {env}");
+    }
     let (code, env) = call(
-        "createTask",
-        r#"{"title": "任务1", "project_id": "project-1"}"#,
+        "updateProject",
+        r#"{"projectId": "project-2", "updates": {"goalIds": ["goal-1"], "status": "paused"}}"#,
     );
     assert_eq!(code, Some(0), "{env}");
     let (code, env) = call(
-        "writeReview",
-        r#"{"content": "今天进展顺利", "type": "daily"}"#,
+        "getProject",
+        r#"{"projectId": "project-1", "includeStats": true}"#,
     );
     assert_eq!(code, Some(0), "{env}");
-    let (code, env) = call("listTasks", r#"{"project_id": "project-1"}"#);
+    assert_eq!(env["data"]["stats"]["total"], 1, "{env}");
+    let (code, env) = call("listTasks", r#"{"projectId": "project-1"}"#);
     assert_eq!(code, Some(0), "{env}");
     assert_eq!(env["data"]["tasks"][0]["title"], "任务1");
-    let (code, env) = call("deleteProject", r#"{"project_id": "project-1"}"#);
+    // The canonical names are still understood.
+    let (code, env) = call("listTasks", r#"{"project_id": "project-1"}"#);
+    assert_eq!(code, Some(0), "{env}");
+    // Errors name the parameters as the model wrote them.
+    let (code, env) = call("getProject", r#"{"includeStats": true}"#);
+    assert_eq!(code, Some(1));
+    let message = env["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("\"projectId\" is a required property"),
+        "{message}"
+    );
+    let (code, env) = call("createTask", r#"{"title": "t", "dueDate": "2026-02-30"}"#);
+    assert_eq!(code, Some(1));
+    let message = env["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("- dueDate: 2026-02-30 is not a calendar date"),
+        "{message}"
+    );
+    let (code, env) = call("deleteProject", r#"{"projectId": "project-1"}"#);
     assert_eq!(code, Some(1));
     assert_eq!(env["error"]["code"], "CONFLICT");
+
+    // The schemas the model sees are camelCase for the planner, and only for it.
+    let out = toolbelt(
+        dir.path(),
+        &[
+            "--profile",
+            "seed003",
+            "schema",
+            "--format",
+            "mcp",
+            "createTask",
+            "updateProject",
+            "analyzePatterns",
+            "read_file",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let tools: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let schema = |name: &str| {
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is not listed"))
+            .clone()
+    };
+    let task = schema("createTask");
+    let props = &task["inputSchema"]["properties"];
+    assert!(
+        props["projectId"].is_object() && props["dueDate"].is_object(),
+        "{task}"
+    );
+    assert!(props.get("project_id").is_none(), "{task}");
+    let update = schema("updateProject");
+    assert_eq!(
+        update["inputSchema"]["required"],
+        serde_json::json!(["projectId", "updates"]),
+        "{update}"
+    );
+    // Descriptions name the parameters as the schema does.
+    let analyze = schema("analyzePatterns");
+    let description = analyze["description"].as_str().unwrap();
+    assert!(
+        description.contains("`timeRange`") && !description.contains("`time_range`"),
+        "{description}"
+    );
+    let read = schema("read_file");
+    assert!(
+        read["inputSchema"]["properties"]["path"].is_object(),
+        "{read}"
+    );
 }
