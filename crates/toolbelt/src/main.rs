@@ -1,5 +1,6 @@
 //! `toolbelt`: list the tools, export their schemas for any model API, call them.
 
+mod batch;
 mod config;
 mod log;
 mod render;
@@ -18,7 +19,7 @@ use serde_json::Value;
 use toolbelt_core::export::{self, Format};
 use toolbelt_core::output::OutputBudget;
 use toolbelt_core::profile::Profile;
-use toolbelt_core::{CallOptions, Category, Registry, Session, ToolCall};
+use toolbelt_core::{BatchMode, CallOptions, Category, Registry, Session, ToolCall};
 use toolbelt_net::search::Backend;
 use toolbelt_sandbox::{Sandbox, SandboxMode, Support};
 use toolbelt_store::{CallLogWriter, Location, StoreHandle};
@@ -128,6 +129,13 @@ enum Command {
         #[arg(long)]
         timeout_ms: Option<u64>,
     },
+    /// Run several calls from a JSON array, in order: `[{"tool": "createProject",
+    /// "params": {"name": "A"}}, {"tool": "createTask", "params": {...}}]`.
+    ///
+    /// Every call runs, also after one fails; each gets its envelope. Exit status: 0
+    /// when every call succeeded (or was partial), 1 when any failed, 2 for a batch
+    /// that cannot be read (then no call runs).
+    Batch(batch::BatchArgs),
     /// Serve the tools over HTTP: MCP streamable HTTP at /mcp, a JSON API at /v1.
     ///
     /// Every request but GET /healthz needs `Authorization: Bearer <token>`. Without
@@ -294,6 +302,58 @@ struct Built {
     store: StoreHandle,
     /// Whether calls are recorded in the call log.
     call_log: bool,
+}
+
+/// What `call` and `batch` run.
+enum Work {
+    One(ToolCall, CallOptions),
+    Batch(Vec<ToolCall>, BatchMode),
+}
+
+/// Runs `work` on a single-threaded runtime (it starts fastest; blocking file work
+/// and searches run on their own threads), with the files the agent has seen loaded
+/// and saved around it when a file tool takes part, and the calls logged.
+fn run_calls(
+    registry: &mut Registry,
+    store: &StoreHandle,
+    call_log: bool,
+    work: Work,
+) -> Result<Vec<toolbelt_core::Envelope>> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let names: Vec<&str> = match &work {
+        Work::One(call, _) => vec![call.name.as_str()],
+        Work::Batch(calls, _) => calls.iter().map(|c| c.name.as_str()).collect(),
+    };
+    // Only file tools read or refresh what the agent has seen of files.
+    let uses_files = names.iter().any(|name| {
+        registry
+            .get(name)
+            .is_some_and(|t| t.spec().permissions.iter().any(|p| p.starts_with("fs:")))
+    });
+    if uses_files {
+        stamps::load(registry.session());
+    }
+    // The store is opened before the calls (the call log writes to it after): a
+    // store that cannot be opened costs the log, not the calls.
+    if call_log && let Err(e) = rt.block_on(store.store()) {
+        eprintln!("toolbelt: warning: the calls will not be logged: {e}");
+    }
+    let log = {
+        let _entered = rt.enter();
+        start_call_log(registry, store, call_log)
+    };
+    let envs = match work {
+        Work::One(call, opts) => vec![rt.block_on(registry.execute_call(call, opts))],
+        Work::Batch(calls, mode) => rt.block_on(registry.execute_batch(calls, mode)),
+    };
+    rt.block_on(flush_log(log.as_ref()));
+    if uses_files {
+        stamps::save_or_warn(registry.session());
+    }
+    Ok(envs)
 }
 
 /// Records every call of `registry` in the call log of `store` (unless the log is
@@ -468,33 +528,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 timeout: timeout_ms.map(Duration::from_millis),
                 ..CallOptions::default()
             };
-            // One call: a single-threaded runtime starts fastest; blocking file work
-            // and searches run on their own threads.
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("cannot start the async runtime")?;
-            // Only file tools read or refresh what the agent has seen of files.
-            let uses_files = registry
-                .get(&tool)
-                .is_some_and(|t| t.spec().permissions.iter().any(|p| p.starts_with("fs:")));
-            if uses_files {
-                stamps::load(registry.session());
-            }
-            // The store is opened before the call (the call log writes to it after):
-            // a store that cannot be opened costs the log, not the call.
-            if call_log && let Err(e) = rt.block_on(store.store()) {
-                eprintln!("toolbelt: warning: the call will not be logged: {e}");
-            }
-            let log = {
-                let _entered = rt.enter();
-                start_call_log(&mut registry, &store, call_log)
+            let envs = run_calls(
+                &mut registry,
+                &store,
+                call_log,
+                Work::One(ToolCall::new(tool, arguments), opts),
+            )?;
+            let Some(env) = envs.into_iter().next() else {
+                bail!("the call gave no result");
             };
-            let env = rt.block_on(registry.execute_call(ToolCall::new(tool, arguments), opts));
-            rt.block_on(flush_log(log.as_ref()));
-            if uses_files {
-                stamps::save_or_warn(registry.session());
-            }
             if json {
                 out(&format!("{}\n", serde_json::to_string_pretty(&env)?))?;
             } else {
@@ -518,6 +560,35 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 Token::Given(token)
             };
             serve(registry, &store, call_log, bind, token, allowed_origins)
+        }
+        Command::Batch(args) => {
+            let calls = args.read_calls()?;
+            let mode = args.mode();
+            let envs = run_calls(&mut registry, &store, call_log, Work::Batch(calls, mode))?;
+            if args.json {
+                out(&format!("{}\n", serde_json::to_string_pretty(&envs)?))?;
+            } else {
+                let n = envs.len();
+                let mut text = String::new();
+                for (i, env) in envs.iter().enumerate() {
+                    if i > 0 {
+                        text.push('\n');
+                    }
+                    text.push_str(&format!("[{}/{n}] ", i + 1));
+                    text.push_str(&render::envelope_human(env));
+                }
+                let failed = envs.iter().filter(|e| !e.is_ok()).count();
+                text.push_str(&format!(
+                    "\n{n} call{}, {failed} failed\n",
+                    if n == 1 { "" } else { "s" }
+                ));
+                out(&text)?;
+            }
+            Ok(if envs.iter().all(toolbelt_core::Envelope::is_ok) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Mcp => serve_mcp(registry, &store, call_log, &cli.global),
         Command::Log(args) => {

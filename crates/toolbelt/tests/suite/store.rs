@@ -454,3 +454,95 @@ fn the_seed003_profile_runs_the_planner_under_its_camel_case_names() {
         "{read}"
     );
 }
+
+/// Seed 003's batch operations through `toolbelt batch`: in order, each call seeing
+/// what the ones before it did; a failing call does not stop the others.
+#[test]
+fn batch_runs_the_seed003_operations_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = dir.path().join("ops.json");
+    std::fs::write(
+        &batch,
+        r#"[
+            {"tool": "createProject", "params": {"name": "项目A"}},
+            {"tool": "createTask", "params": {"title": "任务1", "projectId": "project-1"}},
+            {"tool": "completeTask", "params": {"taskId": "task-9"}},
+            {"tool": "writeReview", "params": {"content": "今天进展顺利", "type": "daily"}},
+            {"tool": "listTasks", "params": {"projectId": "project-1"}, "id": "last"}
+        ]"#,
+    )
+    .unwrap();
+    let out = toolbelt(
+        dir.path(),
+        &[
+            "--profile",
+            "seed003",
+            "batch",
+            batch.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "one call failed");
+    let envs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let envs = envs.as_array().unwrap();
+    let statuses: Vec<&str> = envs.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(
+        statuses,
+        ["success", "success", "error", "success", "success"]
+    );
+    assert_eq!(envs[2]["error"]["code"], "NOT_FOUND");
+    assert_eq!(envs[4]["context"]["call_id"], "last");
+    assert_eq!(envs[4]["data"]["tasks"][0]["title"], "任务1");
+    // Every call is in the call log.
+    let out = toolbelt(dir.path(), &["log", "--json"]);
+    let logged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(logged.as_array().unwrap().len(), 5);
+
+    // Human output, from standard input.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        .current_dir(dir.path())
+        .args(["batch", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(br#"[{"tool": "list_projects"}, {"tool": "get_project", "params": {"project_id": "project-1"}}]"#)
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("[1/2] ✓ list_projects"), "{text}");
+    assert!(text.contains("[2/2] ✓ get_project"), "{text}");
+    assert!(text.ends_with("2 calls, 0 failed\n"), "{text}");
+}
+
+/// A batch that cannot be read runs nothing.
+#[test]
+fn a_malformed_batch_runs_no_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = dir.path().join("ops.json");
+    std::fs::write(
+        &batch,
+        r#"[{"tool": "create_project", "params": {"name": "A"}}, {"params": {}}]"#,
+    )
+    .unwrap();
+    let out = toolbelt(dir.path(), &["batch", batch.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("call 2 (index 1) has no \"tool\""), "{err}");
+    let out = toolbelt(dir.path(), &["call", "list_projects", "--json"]);
+    let env: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(env["data"]["total"], 0, "{env}");
+    let out = toolbelt(dir.path(), &["batch", "missing.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("cannot read the calls from missing.json")
+    );
+}
