@@ -46,6 +46,7 @@
 //! # });
 //! ```
 
+pub mod batch;
 mod calllog;
 pub mod calls;
 mod context;

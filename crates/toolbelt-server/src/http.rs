@@ -42,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::McpServer;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use toolbelt_core::{CallOptions, Envelope, ErrorCode, Registry, ToolCall};
+use toolbelt_core::{BatchMode, CallOptions, Envelope, ErrorCode, Registry, ToolCall};
 
 /// The address `toolbelt serve` binds by default.
 pub const DEFAULT_BIND: &str = "127.0.0.1:8750";
@@ -328,6 +328,7 @@ fn build_router(
         .route("/healthz", get(healthz))
         .route("/v1/tools", get(list_tools))
         .route("/v1/tools/{name}", post(call_tool))
+        .route("/v1/batch", post(call_batch))
         .route("/v1/openapi.json", get(openapi))
         .fallback(not_found)
         .with_state(state);
@@ -712,6 +713,41 @@ async fn call_tool(
     (status, axum::Json(envelope)).into_response()
 }
 
+/// `POST /v1/batch`: a JSON array of calls (`{"tool", "params"}`), run in order;
+/// the answer is their envelopes, in the same order. A batch that cannot be read
+/// runs nothing and is answered 400.
+async fn call_batch(
+    State(state): State<Arc<AppState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "TOO_LARGE",
+                &format!(
+                    "the request body is over the limit of {} bytes",
+                    state.max_body_bytes
+                ),
+            );
+        }
+        Err(rejection) => {
+            return refuse(rejection.status(), "BAD_REQUEST", &rejection.body_text());
+        }
+    };
+    let calls = match toolbelt_core::batch::parse_calls(&body) {
+        Ok(calls) => calls,
+        Err(message) => return refuse(StatusCode::BAD_REQUEST, "INVALID_BATCH", &message),
+    };
+    // A client that goes away drops this future, and with it the calls.
+    let envelopes = state
+        .registry
+        .execute_batch(calls, BatchMode::Sequential)
+        .await;
+    (StatusCode::OK, axum::Json(envelopes)).into_response()
+}
+
 // ---------------------------------------------------------------- OpenAPI
 
 /// An OpenAPI 3.1 document for the JSON API: one path per tool, whose request body
@@ -759,6 +795,29 @@ fn openapi_document(registry: &Registry) -> Value {
                 "200": { "description": "The tools.", "content": { "application/json": { "schema": {
                     "type": "object", "required": ["tools"],
                     "properties": { "tools": { "type": "array", "items": { "type": "object" } } } } } } },
+                "401": unauthorized
+            }
+        } }),
+    );
+    paths.insert(
+        "/v1/batch".into(),
+        json!({ "post": {
+            "operationId": "batch",
+            "summary": "Several calls, run in order (each sees what the ones before it did; a failed call does not stop the rest).",
+            "requestBody": { "required": true, "content": { "application/json": { "schema": {
+                "type": "array", "maxItems": toolbelt_core::batch::MAX_BATCH_CALLS,
+                "items": { "type": "object", "required": ["tool"], "additionalProperties": false,
+                    "properties": {
+                        "tool": { "type": "string", "description": "The tool's name (canonical or as the profile exposes it)." },
+                        "params": { "type": "object", "description": "Its arguments (also accepted as `arguments`)." },
+                        "arguments": { "type": "object" },
+                        "id": { "type": "string", "description": "A call id, echoed in the envelope's context." }
+                    } } } } } },
+            "responses": {
+                "200": { "description": "One envelope per call, in order.", "content": { "application/json": {
+                    "schema": { "type": "array", "items": envelope_ref } } } },
+                "400": { "description": "The batch cannot be read; no call ran.",
+                    "content": { "application/json": { "schema": error_ref } } },
                 "401": unauthorized
             }
         } }),

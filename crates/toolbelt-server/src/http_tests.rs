@@ -309,6 +309,52 @@ async fn invalid_arguments_are_an_error_envelope_with_status_200() {
 }
 
 #[tokio::test]
+async fn a_batch_runs_in_order_and_answers_every_envelope() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (status, _, body) = post(
+        app(&dir),
+        "/v1/batch",
+        r#"[
+            {"tool": "think", "params": {"thought": "first"}, "id": "a"},
+            {"tool": "think", "params": {"thougth": "typo"}},
+            {"tool": "thinkk"},
+            {"tool": "think", "arguments": {"thought": "last"}}
+        ]"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let envelopes = body.as_array().expect("an array");
+    let statuses: Vec<&str> = envelopes
+        .iter()
+        .map(|e| e["status"].as_str().expect("status"))
+        .collect();
+    assert_eq!(statuses, ["success", "error", "error", "success"]);
+    assert_eq!(envelopes[0]["context"]["call_id"], "a");
+    assert_eq!(envelopes[1]["error"]["code"], "INVALID_PARAMS");
+    assert_eq!(envelopes[2]["error"]["code"], "UNKNOWN_TOOL");
+    assert_eq!(envelopes[3]["data"]["thought"], "last");
+}
+
+#[tokio::test]
+async fn a_malformed_batch_is_400_and_runs_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (batch, message) in [
+        ("{}", "the batch is an object, not an array"),
+        (
+            r#"[{"tool": "think", "params": {"thought": "x"}}, {"params": {}}]"#,
+            "call 2 (index 1) has no \"tool\"",
+        ),
+        ("[", "the batch is not valid JSON"),
+    ] {
+        let (status, _, body) = post(app(&dir), "/v1/batch", batch).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{batch}");
+        assert_eq!(body["error"]["code"], "INVALID_BATCH", "{body}");
+        let text = body["error"]["message"].as_str().expect("message");
+        assert!(text.starts_with(message), "{text}");
+    }
+}
+
+#[tokio::test]
 async fn unknown_tool_is_404_with_the_envelope() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (status, _, body) = post(app(&dir), "/v1/tools/thinkk", "{}").await;
@@ -352,11 +398,12 @@ async fn openapi_describes_every_route_and_tool() {
         "/healthz",
         "/v1/tools",
         "/v1/openapi.json",
+        "/v1/batch",
         "/v1/tools/think",
     ] {
         assert!(paths.contains_key(route), "{route}");
     }
-    assert_eq!(paths.len(), 3 + registry.definitions().len());
+    assert_eq!(paths.len(), 4 + registry.definitions().len());
     for spec in registry.definitions() {
         let reference = &doc["paths"][format!("/v1/tools/{}", spec.name)]["post"]["requestBody"]["content"]
             ["application/json"]["schema"]["$ref"];
