@@ -662,21 +662,9 @@ async fn call_tool(
     UrlPath(name): UrlPath<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let body = match body {
+    let body = match body_or_refusal(body, state.max_body_bytes) {
         Ok(body) => body,
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "TOO_LARGE",
-                &format!(
-                    "the request body is over the limit of {} bytes",
-                    state.max_body_bytes
-                ),
-            );
-        }
-        Err(rejection) => {
-            return refuse(rejection.status(), "BAD_REQUEST", &rejection.body_text());
-        }
+        Err(refusal) => return *refusal,
     };
     let arguments = if body.iter().all(u8::is_ascii_whitespace) {
         Value::Object(Map::new())
@@ -713,6 +701,25 @@ async fn call_tool(
     (status, axum::Json(envelope)).into_response()
 }
 
+/// The request body, or the answer to a body that could not be read (over the
+/// limit, cut off).
+fn body_or_refusal(
+    body: Result<Bytes, BytesRejection>,
+    max_body_bytes: usize,
+) -> Result<Bytes, Box<Response>> {
+    body.map_err(|rejection| {
+        Box::new(if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "TOO_LARGE",
+                &format!("the request body is over the limit of {max_body_bytes} bytes"),
+            )
+        } else {
+            refuse(rejection.status(), "BAD_REQUEST", &rejection.body_text())
+        })
+    })
+}
+
 /// `POST /v1/batch`: a JSON array of calls (`{"tool", "params"}`), run in order;
 /// the answer is their envelopes, in the same order. A batch that cannot be read
 /// runs nothing and is answered 400.
@@ -720,21 +727,9 @@ async fn call_batch(
     State(state): State<Arc<AppState>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let body = match body {
+    let body = match body_or_refusal(body, state.max_body_bytes) {
         Ok(body) => body,
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "TOO_LARGE",
-                &format!(
-                    "the request body is over the limit of {} bytes",
-                    state.max_body_bytes
-                ),
-            );
-        }
-        Err(rejection) => {
-            return refuse(rejection.status(), "BAD_REQUEST", &rejection.body_text());
-        }
+        Err(refusal) => return *refusal,
     };
     let calls = match toolbelt_core::batch::parse_calls(&body) {
         Ok(calls) => calls,
