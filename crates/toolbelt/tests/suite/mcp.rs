@@ -338,3 +338,56 @@ fn sigterm_stops_the_server_and_its_background_shells() {
     assert!(status.success(), "{status:?}");
     assert_eq!(running(), 0);
 }
+
+/// Under the seed003 profile an MCP client sees seed 003's names and camelCase
+/// parameters, and its calls written that way run.
+#[test]
+fn mcp_serves_seed003_names_and_camel_case_parameters() {
+    let mut server = Server::start_with(&["--profile", "seed003"]);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "suite", "version": "1"}}});
+    server.send(&init.to_string());
+    assert_eq!(server.answer()["id"], 1);
+    server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    server.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let list = server.answer();
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let task = tools.iter().find(|t| t["name"] == "createTask").unwrap();
+    let props = task["inputSchema"]["properties"].as_object().unwrap();
+    assert!(
+        props.contains_key("projectId") && props.contains_key("dueDate"),
+        "{task}"
+    );
+    assert!(tools.iter().any(|t| t["name"] == "read_file"));
+
+    let call = |id: u64, name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}})
+        .to_string()
+    };
+    server.send(&call(
+        3,
+        "createProject",
+        json!({"name": "项目A", "goalIds": []}),
+    ));
+    let created = server.answer();
+    assert_eq!(created["result"]["isError"], false, "{created}");
+    server.send(&call(
+        4,
+        "createTask",
+        json!({"title": "任务1", "projectId": "project-1", "dueDate": "2026-12-01"}),
+    ));
+    let task = server.answer();
+    assert_eq!(task["result"]["isError"], false, "{task}");
+    server.send(&call(
+        5,
+        "getProject",
+        json!({"projectId": "project-1", "includeStats": true}),
+    ));
+    let project = server.answer();
+    assert_eq!(
+        project["result"]["structuredContent"]["data"]["stats"]["total"], 1,
+        "{project}"
+    );
+}
