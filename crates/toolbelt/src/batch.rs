@@ -40,16 +40,16 @@ impl BatchArgs {
 
     /// The calls, read and checked: nothing runs when any of them is malformed.
     pub fn read_calls(&self) -> Result<Vec<ToolCall>> {
-        let text = if self.file == "-" {
-            let mut s = String::new();
+        let json = if self.file == "-" {
+            let mut bytes = Vec::new();
             std::io::stdin()
-                .read_to_string(&mut s)
+                .read_to_end(&mut bytes)
                 .context("cannot read the calls from standard input")?;
-            s
+            bytes
         } else {
-            std::fs::read_to_string(&self.file)
+            std::fs::read(&self.file)
                 .with_context(|| format!("cannot read the calls from {}", self.file))?
         };
-        parse_calls(text.as_bytes()).map_err(anyhow::Error::msg)
+        parse_calls(&json).map_err(anyhow::Error::msg)
     }
 }
