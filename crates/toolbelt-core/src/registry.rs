@@ -94,6 +94,17 @@ pub struct CallOptions {
     pub progress: Option<Arc<dyn ProgressSink>>,
 }
 
+impl CallOptions {
+    /// The options of one call of a batch run with these.
+    fn for_one_call(&self) -> CallOptions {
+        CallOptions {
+            cancel: self.cancel.as_ref().map(CancellationToken::child_token),
+            timeout: self.timeout,
+            progress: self.progress.clone(),
+        }
+    }
+}
+
 impl fmt::Debug for CallOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallOptions")
@@ -672,6 +683,19 @@ impl Registry {
 
     /// Executes several calls; results come back in call order. See [`BatchMode`].
     pub async fn execute_batch(&self, calls: Vec<ToolCall>, mode: BatchMode) -> Vec<Envelope> {
+        self.execute_batch_with(calls, mode, &CallOptions::default())
+            .await
+    }
+
+    /// [`Registry::execute_batch`] with options for every call: each gets the
+    /// timeout and the progress sink, and a child of the cancellation token (so
+    /// cancelling it stops the batch).
+    pub async fn execute_batch_with(
+        &self,
+        calls: Vec<ToolCall>,
+        mode: BatchMode,
+        opts: &CallOptions,
+    ) -> Vec<Envelope> {
         let max = match mode {
             BatchMode::Sequential => 1,
             BatchMode::Concurrent { max } => max.max(1),
@@ -686,16 +710,21 @@ impl Registry {
                 run.push(call);
                 continue;
             }
-            results.extend(self.run_group(std::mem::take(&mut run), max).await);
-            results.push(self.execute_call(call, CallOptions::default()).await);
+            results.extend(self.run_group(std::mem::take(&mut run), max, opts).await);
+            results.push(self.execute_call(call, opts.for_one_call()).await);
         }
-        results.extend(self.run_group(run, max).await);
+        results.extend(self.run_group(run, max, opts).await);
         results
     }
 
-    async fn run_group(&self, calls: Vec<ToolCall>, max: usize) -> Vec<Envelope> {
+    async fn run_group(
+        &self,
+        calls: Vec<ToolCall>,
+        max: usize,
+        opts: &CallOptions,
+    ) -> Vec<Envelope> {
         stream::iter(calls)
-            .map(|c| self.execute_call(c, CallOptions::default()))
+            .map(|c| self.execute_call(c, opts.for_one_call()))
             .buffered(max)
             .collect()
             .await

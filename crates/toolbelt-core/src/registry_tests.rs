@@ -379,6 +379,55 @@ fn timeout_and_cancellation() {
 }
 
 #[test]
+fn batch_options_reach_every_call() {
+    let mut r = registry();
+    sleepy(
+        &mut r,
+        "sleep",
+        true,
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let rt = rt();
+    let calls = || {
+        vec![
+            ToolCall::new("sleep", json!({"ms": 1})),
+            ToolCall::new("sleep", json!({"ms": 10_000})),
+            ToolCall::new("sleep", json!({"ms": 1})),
+        ]
+    };
+    // The timeout applies to each call; the batch goes on after one times out.
+    let opts = CallOptions {
+        timeout: Some(Duration::from_millis(500)),
+        ..CallOptions::default()
+    };
+    let out = rt.block_on(r.execute_batch_with(calls(), BatchMode::Sequential, &opts));
+    let codes: Vec<Option<ErrorCode>> = out.iter().map(Envelope::error_code).collect();
+    assert_eq!(codes, [None, Some(ErrorCode::Timeout), None]);
+
+    // Cancelling the batch's token cancels the call running and those after it.
+    let token = CancellationToken::new();
+    let opts = CallOptions {
+        cancel: Some(token.clone()),
+        ..CallOptions::default()
+    };
+    let out = rt.block_on(async {
+        let t = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            t.cancel();
+        });
+        r.execute_batch_with(calls(), BatchMode::Sequential, &opts)
+            .await
+    });
+    let codes: Vec<Option<ErrorCode>> = out.iter().map(Envelope::error_code).collect();
+    assert_eq!(
+        codes,
+        [None, Some(ErrorCode::Cancelled), Some(ErrorCode::Cancelled)]
+    );
+}
+
+#[test]
 fn a_panicking_tool_is_an_internal_error_and_the_runtime_lives() {
     let mut r = registry();
     r.register_fn(

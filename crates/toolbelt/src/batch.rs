@@ -25,6 +25,9 @@ pub struct BatchArgs {
     /// it did.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrent: Option<u16>,
+    /// Timeout for each call in milliseconds (at most 600000).
+    #[arg(long)]
+    pub timeout_ms: Option<u64>,
 }
 
 impl BatchArgs {

@@ -307,7 +307,7 @@ struct Built {
 /// What `call` and `batch` run.
 enum Work {
     One(ToolCall, CallOptions),
-    Batch(Vec<ToolCall>, BatchMode),
+    Batch(Vec<ToolCall>, BatchMode, CallOptions),
 }
 
 /// Runs `work` on a single-threaded runtime (it starts fastest; blocking file work
@@ -325,7 +325,7 @@ fn run_calls(
         .context("cannot start the async runtime")?;
     let names: Vec<&str> = match &work {
         Work::One(call, _) => vec![call.name.as_str()],
-        Work::Batch(calls, _) => calls.iter().map(|c| c.name.as_str()).collect(),
+        Work::Batch(calls, ..) => calls.iter().map(|c| c.name.as_str()).collect(),
     };
     // Only file tools read or refresh what the agent has seen of files.
     let uses_files = names.iter().any(|name| {
@@ -347,7 +347,9 @@ fn run_calls(
     };
     let envs = match work {
         Work::One(call, opts) => vec![rt.block_on(registry.execute_call(call, opts))],
-        Work::Batch(calls, mode) => rt.block_on(registry.execute_batch(calls, mode)),
+        Work::Batch(calls, mode, opts) => {
+            rt.block_on(registry.execute_batch_with(calls, mode, &opts))
+        }
     };
     rt.block_on(flush_log(log.as_ref()));
     if uses_files {
@@ -563,8 +565,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Batch(args) => {
             let calls = args.read_calls()?;
-            let mode = args.mode();
-            let envs = run_calls(&mut registry, &store, call_log, Work::Batch(calls, mode))?;
+            let opts = CallOptions {
+                timeout: args.timeout_ms.map(Duration::from_millis),
+                ..CallOptions::default()
+            };
+            let envs = run_calls(
+                &mut registry,
+                &store,
+                call_log,
+                Work::Batch(calls, args.mode(), opts),
+            )?;
             if args.json {
                 out(&format!("{}\n", serde_json::to_string_pretty(&envs)?))?;
             } else {
