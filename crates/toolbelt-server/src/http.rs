@@ -735,10 +735,16 @@ async fn call_batch(
         Ok(calls) => calls,
         Err(message) => return refuse(StatusCode::BAD_REQUEST, "INVALID_BATCH", &message),
     };
-    // A client that goes away drops this future, and with it the calls.
+    // A client that goes away cancels the batch.
+    let cancel = CancellationToken::new();
+    let _cancel_on_drop = cancel.clone().drop_guard();
+    let options = CallOptions {
+        cancel: Some(cancel),
+        ..CallOptions::default()
+    };
     let envelopes = state
         .registry
-        .execute_batch(calls, BatchMode::Sequential)
+        .execute_batch_with(calls, BatchMode::Sequential, &options)
         .await;
     (StatusCode::OK, axum::Json(envelopes)).into_response()
 }
