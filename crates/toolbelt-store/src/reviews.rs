@@ -306,14 +306,26 @@ pub async fn write_review(store: &Store, new: &NewReview, now_ms: i64) -> StoreR
             )));
         }
     }
-    let row = sqlx::query(
-        "INSERT INTO reviews (content, kind, mood, reviewed_at, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id",
-    )
-    .bind(new.content.clone())
-    .bind(new.kind.as_str())
-    .bind(new.mood)
-    .bind(moment)
-    .bind(now_ms)
+    // A missing mood is a NULL in the SQL, not a bound `None`: sqlx's Any driver
+    // sends a missing f64 to PostgreSQL as a float4 NULL, and the statement it then
+    // prepares on that connection refuses every later float8 mood.
+    let row = match new.mood {
+        Some(mood) => sqlx::query(
+            "INSERT INTO reviews (content, kind, mood, reviewed_at, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+        )
+        .bind(new.content.clone())
+        .bind(new.kind.as_str())
+        .bind(mood)
+        .bind(moment)
+        .bind(now_ms),
+        None => sqlx::query(
+            "INSERT INTO reviews (content, kind, mood, reviewed_at, created_at) VALUES ($1, $2, NULL, $3, $4) RETURNING id",
+        )
+        .bind(new.content.clone())
+        .bind(new.kind.as_str())
+        .bind(moment)
+        .bind(now_ms),
+    }
     .fetch_one(&mut *tx)
     .await?;
     let number: i64 = row.try_get(0)?;

@@ -241,6 +241,32 @@ async fn the_offset_decides_the_day_and_only_asked_sections_come_back() {
     .await;
 }
 
+/// Reviews with and without a mood, one after another on the same connections: on
+/// PostgreSQL a statement first prepared for a missing mood must still take one.
+#[tokio::test]
+async fn moods_may_come_and_go() {
+    within(async {
+        for t in testing::both().await.unwrap() {
+            let store = &t.store;
+            for i in 0..12 {
+                let new = NewReview {
+                    content: format!("review {i}"),
+                    kind: ReviewKind::Daily,
+                    tags: Vec::new(),
+                    linked_project_ids: Vec::new(),
+                    mood: (i % 3 != 0).then_some(f64::from(i % 9) + 1.5),
+                    date: Some("2026-03-04".into()),
+                };
+                let r = write_review(store, &new, WRITTEN_AT_MS)
+                    .await
+                    .unwrap_or_else(|e| panic!("{:?}, review {i}: {e}", store.backend()));
+                assert_eq!(r.mood, new.mood, "{:?}", store.backend());
+            }
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn reviews_are_written_with_tags_projects_and_a_real_mood() {
     within(async {
