@@ -364,6 +364,9 @@ impl Registry {
                 if self.profile.param_case(&spec.name) == ParamCase::Camel {
                     camel_spec(&mut spec);
                 }
+                if self.profile.entries().len() > 0 {
+                    map_descriptions(&mut spec, &|text| exposed_mentions(text, &self.profile));
+                }
                 spec.name = self.profile.exposed(&spec.name).to_string();
                 spec
             })
@@ -809,33 +812,39 @@ fn new_call_id() -> String {
     format!("call_{}", uuid::Uuid::now_v7().simple())
 }
 
-/// `spec` as a camelCase profile shows it: its schema, examples and argument names
-/// in camelCase.
-fn camel_spec(spec: &mut ToolSpec) {
-    fn descriptions(v: &mut Value, names: &std::collections::BTreeSet<String>) {
+/// Rewrites every description of `spec`: its own, its examples', and those inside
+/// its input schema.
+fn map_descriptions(spec: &mut ToolSpec, f: &dyn Fn(&str) -> String) {
+    fn walk(v: &mut Value, f: &dyn Fn(&str) -> String) {
         match v {
             Value::Object(map) => {
                 for (k, v) in map.iter_mut() {
                     match v {
-                        Value::String(text) if k == "description" => {
-                            *text = camel_message(text, names);
-                        }
-                        _ => descriptions(v, names),
+                        Value::String(text) if k == "description" => *text = f(text),
+                        _ => walk(v, f),
                     }
                 }
             }
-            Value::Array(items) => items.iter_mut().for_each(|v| descriptions(v, names)),
+            Value::Array(items) => items.iter_mut().for_each(|v| walk(v, f)),
             _ => {}
         }
     }
+    walk(&mut spec.input_schema, f);
+    spec.description = f(&spec.description);
+    for example in &mut spec.examples {
+        example.description = f(&example.description);
+    }
+}
+
+/// `spec` as a camelCase profile shows it: its schema, examples and argument names
+/// in camelCase.
+fn camel_spec(spec: &mut ToolSpec) {
     let names = property_names(&spec.input_schema);
     spec.input_schema = camel_schema(&spec.input_schema);
-    descriptions(&mut spec.input_schema, &names);
-    spec.description = camel_message(&spec.description, &names);
     for example in &mut spec.examples {
         example.input = rename_args(std::mem::take(&mut example.input), &names, false);
-        example.description = camel_message(&example.description, &names);
     }
+    map_descriptions(spec, &|text| camel_message(text, &names));
     for arg in [&mut spec.key_argument, &mut spec.permission_argument]
         .into_iter()
         .flatten()
@@ -844,6 +853,19 @@ fn camel_spec(spec: &mut ToolSpec) {
             *arg = camel_case(arg);
         }
     }
+}
+
+/// The tools a description names in backticks (`` `list_projects` ``), as the
+/// profile exposes them (`` `listProjects` ``).
+fn exposed_mentions(text: &str, profile: &Profile) -> String {
+    if !text.contains('`') {
+        return text.to_string();
+    }
+    let mut out = text.to_string();
+    for (canonical, exposed) in profile.entries() {
+        out = out.replace(&format!("`{canonical}`"), &format!("`{exposed}`"));
+    }
+    out
 }
 
 #[cfg(test)]

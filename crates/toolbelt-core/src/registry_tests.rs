@@ -514,3 +514,87 @@ fn permission_argument_is_what_rules_match_and_tools_see_the_policy() {
     assert_eq!(env.error_code(), Some(ErrorCode::AccessDenied));
     assert!(env.text.contains("search(./private/**)"), "{}", env.text);
 }
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SpanParams {
+    /// The first line; `range` measures one without a `start_line`.
+    start_line: u32,
+    /// Where it ends.
+    end_at: Option<u32>,
+}
+
+struct SpanTool;
+
+impl TypedTool for SpanTool {
+    type Params = SpanParams;
+    type Output = RangeOut;
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::describe("span", "Like `range`, from `start_line` to `end_at`.")
+            .category(Category::Files)
+            .hints(crate::Hints::read_only())
+    }
+    fn validate(&self, p: &SpanParams) -> Vec<Violation> {
+        match p.end_at {
+            Some(end) if end < p.start_line => {
+                vec![Violation::new("end_at", "is before `start_line`")]
+            }
+            _ => Vec::new(),
+        }
+    }
+    async fn call(&self, _ctx: &ToolContext, p: SpanParams) -> ToolResult<RangeOut> {
+        let len = p.end_at.unwrap_or(p.start_line) - p.start_line;
+        Ok(Reply::new(RangeOut { len }, len.to_string()))
+    }
+}
+
+#[test]
+fn profiles_rename_mentions_and_camel_case_parameters() {
+    let mut r = registry();
+    r.register_typed(SpanTool).unwrap();
+    let profile = crate::profile::Profile::custom("p", [("range", "Range"), ("span", "Span")])
+        .unwrap()
+        .with_param_case(ParamCase::Camel);
+    r.set_profile(profile);
+    let defs = r.definitions();
+    let span = defs.iter().find(|s| s.name == "Span").unwrap();
+    // Tools named in backticks are the exposed ones; parameters are camelCase.
+    assert_eq!(
+        span.description,
+        "Like `Range`, from `startLine` to `endAt`."
+    );
+    assert_eq!(
+        span.input_schema["properties"]["startLine"]["description"],
+        "The first line; `Range` measures one without a `startLine`."
+    );
+    assert_eq!(span.input_schema["required"], json!(["startLine"]));
+
+    let rt = rt();
+    let env = rt.block_on(r.execute("Span", json!({"startLine": 2, "endAt": 5})));
+    assert_eq!(env.data, json!({"len": 3}), "{}", env.text);
+    // The canonical names work too.
+    let env = rt.block_on(r.execute("span", json!({"start_line": 2})));
+    assert_eq!(env.status, Status::Success, "{}", env.text);
+    // Violations name the parameters as the model sees them: the schema's and the
+    // tool's own.
+    let env = rt.block_on(r.execute("Span", json!({"endAt": 5})));
+    let message = &env.error.as_ref().unwrap().message;
+    assert!(
+        message.contains("\"startLine\" is a required property"),
+        "{message}"
+    );
+    let env = rt.block_on(r.execute("Span", json!({"startLine": 9, "endAt": 5})));
+    let message = &env.error.as_ref().unwrap().message;
+    assert!(
+        message.contains("- endAt: is before `startLine`"),
+        "{message}"
+    );
+    // Without a camelCase profile nothing is renamed.
+    r.set_profile(crate::profile::Profile::default_profile());
+    let defs = r.definitions();
+    let span = defs.iter().find(|s| s.name == "span").unwrap();
+    assert_eq!(
+        span.description,
+        "Like `range`, from `start_line` to `end_at`."
+    );
+}
