@@ -164,13 +164,13 @@ impl Profile {
 
     /// A built-in profile by name (one of [`Profile::NAMES`]).
     pub fn by_name(name: &str) -> Option<Profile> {
-        let table = match name {
+        let (table, params) = match name {
             "default" => return Some(Profile::default_profile()),
-            "claude" => CLAUDE,
-            "kimi" => KIMI,
-            "seed001" => SEED001,
-            "seed002" => SEED002,
-            "seed003" => SEED003,
+            "claude" => (CLAUDE, ParamCase::Canonical),
+            "kimi" => (KIMI, ParamCase::Canonical),
+            "seed001" => (SEED001, ParamCase::Canonical),
+            "seed002" => (SEED002, ParamCase::Canonical),
+            "seed003" => (SEED003, ParamCase::Camel),
             _ => return None,
         };
         Some(Profile {
@@ -179,11 +179,7 @@ impl Profile {
                 .iter()
                 .map(|&(c, e)| (c.to_string(), e.to_string()))
                 .collect(),
-            params: if name == "seed003" {
-                ParamCase::Camel
-            } else {
-                ParamCase::Canonical
-            },
+            params,
         })
     }
 

@@ -1,6 +1,6 @@
 //! The [`Registry`]: the one place tools are registered, looked up and executed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
@@ -132,6 +132,9 @@ struct Entry {
     /// Compiled on the first call: a short-lived process (one CLI call) pays only for
     /// the tool it runs. Registration already checked the schema.
     validator: OnceLock<Result<SchemaValidator, String>>,
+    /// The parameter names of its input schema, at any depth: found on the first
+    /// call under a profile that renames them.
+    param_names: OnceLock<BTreeSet<String>>,
 }
 
 impl Entry {
@@ -140,6 +143,11 @@ impl Entry {
             .get_or_init(|| SchemaValidator::new(&self.tool.spec().input_schema))
             .as_ref()
             .map_err(String::as_str)
+    }
+
+    fn param_names(&self) -> &BTreeSet<String> {
+        self.param_names
+            .get_or_init(|| property_names(&self.tool.spec().input_schema))
     }
 }
 
@@ -306,7 +314,14 @@ impl Registry {
             })?;
             let _ = validator.set(Ok(compiled));
         }
-        self.tools.insert(name, Entry { tool, validator });
+        self.tools.insert(
+            name,
+            Entry {
+                tool,
+                validator,
+                param_names: OnceLock::new(),
+            },
+        );
         Ok(())
     }
 
@@ -429,8 +444,8 @@ impl Registry {
         let spec = tool.spec();
         let exposed = self.profile.exposed(canonical);
         // A profile that shows camelCase parameters: read them back as the tool's.
-        let camel = (self.profile.param_case(canonical) == ParamCase::Camel)
-            .then(|| property_names(&spec.input_schema));
+        let camel =
+            (self.profile.param_case(canonical) == ParamCase::Camel).then(|| entry.param_names());
         let arguments = match &camel {
             Some(names) => rename_args(arguments, names, true),
             None => arguments,
@@ -607,7 +622,7 @@ impl Registry {
         let mut env = match outcome {
             Ok(env) | Err(env) => env,
         };
-        if let Some(names) = &camel
+        if let Some(names) = camel
             && let Some(error) = env.error.as_mut()
             && error.code == ErrorCode::InvalidParams
         {

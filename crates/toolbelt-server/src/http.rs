@@ -38,7 +38,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::McpServer;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -682,13 +682,7 @@ async fn call_tool(
             }
         }
     };
-    // A client that goes away cancels its call.
-    let cancel = CancellationToken::new();
-    let _cancel_on_drop = cancel.clone().drop_guard();
-    let options = CallOptions {
-        cancel: Some(cancel),
-        ..CallOptions::default()
-    };
+    let (options, _cancel_on_drop) = cancelled_when_dropped();
     let envelope = state
         .registry
         .execute_call(ToolCall::new(name, arguments), options)
@@ -699,6 +693,18 @@ async fn call_tool(
         StatusCode::OK
     };
     (status, axum::Json(envelope)).into_response()
+}
+
+/// Call options whose cancellation fires when the guard drops: a client that goes
+/// away drops the handler's future, and with it the guard, cancelling its calls.
+fn cancelled_when_dropped() -> (CallOptions, DropGuard) {
+    let cancel = CancellationToken::new();
+    let guard = cancel.clone().drop_guard();
+    let options = CallOptions {
+        cancel: Some(cancel),
+        ..CallOptions::default()
+    };
+    (options, guard)
 }
 
 /// The request body, or the answer to a body that could not be read (over the
@@ -735,13 +741,7 @@ async fn call_batch(
         Ok(calls) => calls,
         Err(message) => return refuse(StatusCode::BAD_REQUEST, "INVALID_BATCH", &message),
     };
-    // A client that goes away cancels the batch.
-    let cancel = CancellationToken::new();
-    let _cancel_on_drop = cancel.clone().drop_guard();
-    let options = CallOptions {
-        cancel: Some(cancel),
-        ..CallOptions::default()
-    };
+    let (options, _cancel_on_drop) = cancelled_when_dropped();
     let envelopes = state
         .registry
         .execute_batch_with(calls, BatchMode::Sequential, &options)

@@ -304,33 +304,26 @@ struct Built {
     call_log: bool,
 }
 
-/// What `call` and `batch` run.
-enum Work {
-    One(ToolCall, CallOptions),
-    Batch(Vec<ToolCall>, BatchMode, CallOptions),
-}
-
-/// Runs `work` on a single-threaded runtime (it starts fastest; blocking file work
-/// and searches run on their own threads), with the files the agent has seen loaded
-/// and saved around it when a file tool takes part, and the calls logged.
+/// Runs `calls` (what `call` and `batch` do) on a single-threaded runtime (it starts
+/// fastest; blocking file work and searches run on their own threads), with the
+/// files the agent has seen loaded and saved around them when a file tool takes
+/// part, and the calls logged.
 fn run_calls(
     registry: &mut Registry,
     store: &StoreHandle,
     call_log: bool,
-    work: Work,
+    calls: Vec<ToolCall>,
+    mode: BatchMode,
+    opts: &CallOptions,
 ) -> Result<Vec<toolbelt_core::Envelope>> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let names: Vec<&str> = match &work {
-        Work::One(call, _) => vec![call.name.as_str()],
-        Work::Batch(calls, ..) => calls.iter().map(|c| c.name.as_str()).collect(),
-    };
     // Only file tools read or refresh what the agent has seen of files.
-    let uses_files = names.iter().any(|name| {
+    let uses_files = calls.iter().any(|call| {
         registry
-            .get(name)
+            .get(&call.name)
             .is_some_and(|t| t.spec().permissions.iter().any(|p| p.starts_with("fs:")))
     });
     if uses_files {
@@ -345,12 +338,7 @@ fn run_calls(
         let _entered = rt.enter();
         start_call_log(registry, store, call_log)
     };
-    let envs = match work {
-        Work::One(call, opts) => vec![rt.block_on(registry.execute_call(call, opts))],
-        Work::Batch(calls, mode, opts) => {
-            rt.block_on(registry.execute_batch_with(calls, mode, &opts))
-        }
-    };
+    let envs = rt.block_on(registry.execute_batch_with(calls, mode, opts));
     rt.block_on(flush_log(log.as_ref()));
     if uses_files {
         stamps::save_or_warn(registry.session());
@@ -534,7 +522,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 &mut registry,
                 &store,
                 call_log,
-                Work::One(ToolCall::new(tool, arguments), opts),
+                vec![ToolCall::new(tool, arguments)],
+                BatchMode::Sequential,
+                &opts,
             )?;
             let Some(env) = envs.into_iter().next() else {
                 bail!("the call gave no result");
@@ -569,12 +559,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 timeout: args.timeout_ms.map(Duration::from_millis),
                 ..CallOptions::default()
             };
-            let envs = run_calls(
-                &mut registry,
-                &store,
-                call_log,
-                Work::Batch(calls, args.mode(), opts),
-            )?;
+            let envs = run_calls(&mut registry, &store, call_log, calls, args.mode(), &opts)?;
             if args.json {
                 out(&format!("{}\n", serde_json::to_string_pretty(&envs)?))?;
             } else {

@@ -255,40 +255,17 @@ async fn a_corrupt_file_is_refused_and_left_untouched() {
 
     // A real store with damaged pages: cut in the middle and overwritten.
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("toolbelt.db");
-    {
-        let store = Store::open(&Location::Sqlite(path.clone())).await.unwrap();
-        for i in 0..300 {
-            sqlx::query("INSERT INTO goals (title, description, stage, created_at, updated_at) VALUES ($1, $2, 'life', 0, 0)")
-                .bind(format!("goal {i}"))
-                .bind("d".repeat(500))
-                .execute(store.pool())
-                .await
-                .unwrap();
-        }
-        // Fold the WAL into the file so that the damage below hits real pages.
-        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-            .execute(store.pool())
-            .await
-            .unwrap();
-        store.close().await;
-    }
-    for extra in ["toolbelt.db-wal", "toolbelt.db-shm"] {
-        let _ = std::fs::remove_file(dir.path().join(extra));
-    }
-    let mut bytes = std::fs::read(&path).unwrap();
-    assert!(bytes.len() > 16 * 4096, "{}", bytes.len());
-    for b in &mut bytes[8192..16384] {
-        *b = 0xA5;
-    }
-    std::fs::write(&path, &bytes).unwrap();
+    let (path, _) = store_file(dir.path(), 0).await;
+    assert!(std::fs::metadata(&path).unwrap().len() > 16 * 4096);
+    overwrite(&path, 8192..16384);
     let err = refused_untouched(dir.path(), &path).await;
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
 }
 
-/// A store with 300 goals and 3,000 logged calls, its WAL folded into the file, and
-/// the root page of `table` overwritten; returns the file.
-async fn store_with_a_damaged_table(dir: &Path, table: &str) -> std::path::PathBuf {
+/// A SQLite store file with 300 goals and `calls` logged calls, its WAL folded into
+/// the file (so that damage hits real pages); returns the file and the root page of
+/// every table.
+async fn store_file(dir: &Path, calls: i64) -> (std::path::PathBuf, Vec<(String, i64)>) {
     let path = dir.join("toolbelt.db");
     let store = Store::open(&Location::Sqlite(path.clone())).await.unwrap();
     for i in 0..300 {
@@ -299,22 +276,23 @@ async fn store_with_a_damaged_table(dir: &Path, table: &str) -> std::path::PathB
             .await
             .unwrap();
     }
-    for i in 0..3000 {
+    for i in 0..calls {
         sqlx::query("INSERT INTO calls (at_ms, tool, call_id, args, status, duration_ms, bytes_out, workspace) VALUES ($1, 'read_file', $2, '{}', 'ok', 1, 10, '/w')")
-            .bind(i64::from(i))
+            .bind(i)
             .bind(format!("c{i}"))
             .execute(store.pool())
             .await
             .unwrap();
     }
-    let root: i64 = sqlx::query(
-        "SELECT CAST(rootpage AS BIGINT) FROM sqlite_master WHERE type = 'table' AND name = $1",
+    let roots = sqlx::query(
+        "SELECT name, CAST(rootpage AS BIGINT) FROM sqlite_master WHERE type = 'table'",
     )
-    .bind(table)
-    .fetch_one(store.pool())
+    .fetch_all(store.pool())
     .await
     .unwrap()
-    .get(0);
+    .iter()
+    .map(|row| (row.get(0), row.get(1)))
+    .collect();
     sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
         .execute(store.pool())
         .await
@@ -323,12 +301,25 @@ async fn store_with_a_damaged_table(dir: &Path, table: &str) -> std::path::PathB
     for extra in ["toolbelt.db-wal", "toolbelt.db-shm"] {
         let _ = std::fs::remove_file(dir.join(extra));
     }
-    let mut bytes = std::fs::read(&path).unwrap();
-    let page = usize::try_from(root - 1).unwrap() * 4096;
-    for b in &mut bytes[page + 8..page + 4096] {
+    (path, roots)
+}
+
+/// Overwrites `bytes` of the file at `path`.
+fn overwrite(path: &Path, bytes: std::ops::Range<usize>) {
+    let mut content = std::fs::read(path).unwrap();
+    for b in &mut content[bytes] {
         *b = 0xA5;
     }
-    std::fs::write(&path, &bytes).unwrap();
+    std::fs::write(path, &content).unwrap();
+}
+
+/// A store with 300 goals and 3,000 logged calls whose root page of `table` is
+/// overwritten (its 8-byte header kept); returns the file.
+async fn store_with_a_damaged_table(dir: &Path, table: &str) -> std::path::PathBuf {
+    let (path, roots) = store_file(dir, 3000).await;
+    let root = roots.iter().find(|(name, _)| name == table).unwrap().1;
+    let page = usize::try_from(root - 1).unwrap() * 4096;
+    overwrite(&path, page + 8..page + 4096);
     path
 }
 

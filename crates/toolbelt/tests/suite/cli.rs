@@ -56,6 +56,11 @@ pub(super) fn toolbelt(root: &Path, args: &[&str]) -> Run {
     run(root, args, None)
 }
 
+/// Runs `toolbelt --root <root> <args>` in `root` with `input` on standard input.
+pub(super) fn toolbelt_with_input(root: &Path, args: &[&str], input: &str) -> Run {
+    run(root, args, Some(input))
+}
+
 /// Runs `toolbelt --root <root> <args>` in `root` with `stdin` as its input.
 /// Fails the test if the binary runs longer than [`RUN_TIMEOUT_MS`], dies from a
 /// signal or panics.

@@ -499,23 +499,13 @@ fn batch_runs_the_seed003_operations_in_order() {
     assert_eq!(logged.as_array().unwrap().len(), 5);
 
     // Human output, from standard input.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolbelt"))
-        .current_dir(dir.path())
-        .args(["batch", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin
-            .write_all(br#"[{"tool": "list_projects"}, {"tool": "get_project", "params": {"project_id": "project-1"}}]"#)
-            .unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let text = String::from_utf8(out.stdout).unwrap();
+    let run = super::cli::toolbelt_with_input(
+        dir.path(),
+        &["batch", "-"],
+        r#"[{"tool": "list_projects"}, {"tool": "get_project", "params": {"project_id": "project-1"}}]"#,
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    let text = run.stdout;
     assert!(text.starts_with("[1/2] ✓ list_projects"), "{text}");
     assert!(text.contains("[2/2] ✓ get_project"), "{text}");
     assert!(text.ends_with("2 calls, 0 failed\n"), "{text}");
