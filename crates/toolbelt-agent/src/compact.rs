@@ -1,0 +1,1 @@
+//! Keeping the history inside the context window (in progress).

@@ -1,0 +1,375 @@
+//! Model providers: one trait, one file per wire format.
+//!
+//! - [`openai`]: OpenAI-compatible Chat Completions (`POST {base_url}/chat/completions`,
+//!   streamed): OpenAI, vLLM, llama.cpp server, Ollama, DeepSeek, Kimi, Qwen, OpenRouter.
+//! - [`anthropic`]: Anthropic Messages (`POST {base_url}/v1/messages`, streamed).
+//!
+//! A provider streams the answer ([`StreamEvent`]s as they arrive) and returns it
+//! whole ([`ModelResponse`]); it retries 429, 5xx and dropped connections with
+//! backoff, honouring `Retry-After` ([`RetryPolicy`]), and never returns a stream
+//! that stopped mid-answer as an answer.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::BoxFuture;
+use toolbelt_core::export::Format;
+
+use crate::message::{Message, ModelCall, Usage};
+
+pub mod anthropic;
+mod http;
+pub mod openai;
+
+/// The wire formats toolbelt speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions.
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl ProviderKind {
+    /// `openai` or `anthropic`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Anthropic => "anthropic",
+        }
+    }
+
+    /// Parses `openai` or `anthropic`.
+    pub fn parse(s: &str) -> Option<ProviderKind> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "openai" => Some(ProviderKind::OpenAi),
+            "anthropic" => Some(ProviderKind::Anthropic),
+            _ => None,
+        }
+    }
+
+    /// The base URL used when none is configured (as in the official SDKs: OpenAI's
+    /// includes `/v1`, Anthropic's does not).
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "https://api.openai.com/v1",
+            ProviderKind::Anthropic => "https://api.anthropic.com",
+        }
+    }
+
+    /// The environment variable holding the API key by default.
+    pub fn default_key_env(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "OPENAI_API_KEY",
+            ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    /// The environment variable holding the base URL.
+    pub fn base_url_env(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "OPENAI_BASE_URL",
+            ProviderKind::Anthropic => "ANTHROPIC_BASE_URL",
+        }
+    }
+
+    /// The schema export this provider's `tools` take.
+    pub fn tool_format(self) -> Format {
+        match self {
+            ProviderKind::OpenAi => Format::OpenAi,
+            ProviderKind::Anthropic => Format::Anthropic,
+        }
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A secret (an API key). Its `Debug` and `Display` never show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret.
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    /// The secret itself, for the one place that sends it.
+    ///
+    /// # Security
+    /// Never log, print or store what this returns.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// How failed requests are retried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included.
+    pub max_attempts: u32,
+    /// The first wait; it doubles each time (with jitter) up to `max_delay`.
+    pub initial_delay: Duration,
+    /// The longest wait between attempts, also for a `Retry-After` that asks more
+    /// (past it the provider gives up and says so).
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: 5,
+            initial_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Everything a provider needs.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// The wire format.
+    pub kind: ProviderKind,
+    /// The base URL, as in the official SDKs (OpenAI's includes `/v1`).
+    pub base_url: String,
+    /// The API key (optional for local servers).
+    pub api_key: Option<Secret>,
+    /// The model name.
+    pub model: String,
+    /// The most tokens one answer may have (Anthropic requires it).
+    pub max_tokens: u32,
+    /// Retries.
+    pub retry: RetryPolicy,
+    /// The longest silence while waiting for the answer's next bytes.
+    pub idle_timeout: Duration,
+    /// The longest wait for a connection.
+    pub connect_timeout: Duration,
+}
+
+/// The default of [`ProviderConfig::max_tokens`].
+pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
+/// The default of [`ProviderConfig::idle_timeout`].
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default of [`ProviderConfig::connect_timeout`].
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl ProviderConfig {
+    /// A configuration with the defaults of `kind` for `model`.
+    pub fn new(kind: ProviderKind, model: impl Into<String>) -> ProviderConfig {
+        ProviderConfig {
+            kind,
+            base_url: kind.default_base_url().to_string(),
+            api_key: None,
+            model: model.into(),
+            max_tokens: DEFAULT_MAX_TOKENS,
+            retry: RetryPolicy::default(),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+        }
+    }
+}
+
+/// One model call.
+#[derive(Debug, Clone, Default)]
+pub struct ModelRequest {
+    /// The system prompt.
+    pub system: String,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// The tools, already exported in the provider's format
+    /// ([`ProviderKind::tool_format`]): a JSON array. `None` sends no `tools`
+    /// (the text protocol, or a summary request).
+    pub tools: Option<Arc<Value>>,
+    /// Overrides the configured `max_tokens` for this call.
+    pub max_tokens: Option<u32>,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The answer is complete (OpenAI `stop`, Anthropic `end_turn` / `stop_sequence`).
+    EndTurn,
+    /// The model asked for tools (`tool_calls`, `tool_use`).
+    ToolUse,
+    /// The output limit cut the answer (`length`, `max_tokens`).
+    MaxTokens,
+    /// Anything else the provider said (`content_filter`, `refusal`, ...).
+    Other(String),
+}
+
+/// A model's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelResponse {
+    /// The text.
+    pub content: String,
+    /// Reasoning the model showed (DeepSeek `reasoning_content`, Anthropic
+    /// `thinking`), for display only: it is not sent back.
+    pub reasoning: String,
+    /// The tool calls, in order.
+    pub tool_calls: Vec<ModelCall>,
+    /// Why it stopped.
+    pub stop_reason: StopReason,
+    /// What it cost, when the provider said.
+    pub usage: Usage,
+}
+
+/// What a provider reports while the answer streams in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// More text of the answer.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// More reasoning.
+    ReasoningDelta {
+        /// The new text.
+        text: String,
+    },
+    /// The model started a tool call.
+    ToolCallStarted {
+        /// Its position among the answer's calls.
+        index: usize,
+        /// The tool name.
+        name: String,
+    },
+    /// The request failed and will be sent again; what streamed so far is void.
+    Retrying {
+        /// The attempt that comes next (2 for the first retry).
+        attempt: u32,
+        /// How long the provider waits first, in milliseconds.
+        wait_ms: u64,
+        /// Why: `HTTP 429: rate limited`, `connection reset`, `the stream ended early`.
+        reason: String,
+    },
+}
+
+/// A receiver of [`StreamEvent`]s.
+pub type StreamSink<'a> = &'a (dyn Fn(StreamEvent) + Send + Sync);
+
+/// Why a model call failed, after the retries.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProviderError {
+    /// The provider answered with an error status.
+    #[error("{provider} answered HTTP {status}{}: {message}", attempts_note(*.attempts))]
+    Status {
+        /// `openai` or `anthropic`.
+        provider: ProviderKind,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's own error text (`error.message`), or the body.
+        message: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// The provider could not be reached, or the connection dropped.
+    #[error("cannot reach {provider} at {url}{}: {message}", attempts_note(*.attempts))]
+    Connection {
+        /// `openai` or `anthropic`.
+        provider: ProviderKind,
+        /// The URL requested (never with a key in it).
+        url: String,
+        /// What went wrong.
+        message: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// The answer's stream broke off or could not be read.
+    #[error("{provider}'s answer could not be read{}: {message}", attempts_note(*.attempts))]
+    Stream {
+        /// `openai` or `anthropic`.
+        provider: ProviderKind,
+        /// What went wrong.
+        message: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// The call was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// The configuration cannot work (a bad base URL).
+    #[error("{0}")]
+    Config(String),
+}
+
+fn attempts_note(attempts: u32) -> String {
+    if attempts > 1 {
+        format!(" (after {attempts} attempts)")
+    } else {
+        String::new()
+    }
+}
+
+impl ProviderError {
+    /// True when the provider refused the request because it is too long for the
+    /// model's context window (the agent then compacts its history and asks again).
+    pub fn is_context_overflow(&self) -> bool {
+        let ProviderError::Status {
+            status, message, ..
+        } = self
+        else {
+            return false;
+        };
+        let m = message.to_ascii_lowercase();
+        (*status == 400 || *status == 413)
+            && (m.contains("context length")
+                || m.contains("context_length")
+                || m.contains("context window")
+                || m.contains("maximum context")
+                || m.contains("prompt is too long")
+                || m.contains("too many tokens")
+                || m.contains("reduce the length"))
+    }
+}
+
+/// A model behind an API.
+pub trait Provider: Send + Sync + fmt::Debug {
+    /// Which wire format it speaks.
+    fn kind(&self) -> ProviderKind;
+
+    /// The model name.
+    fn model(&self) -> &str;
+
+    /// Sends `request`, reports the answer as it streams in through `events`, and
+    /// returns it whole.
+    ///
+    /// # Errors
+    /// [`ProviderError`] after the retries; [`ProviderError::Cancelled`] when
+    /// `cancel` fires (the request is dropped at once).
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        events: StreamSink<'a>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>>;
+}
+
+/// The provider `config` describes.
+///
+/// # Errors
+/// [`ProviderError::Config`] for a base URL that is not http(s).
+pub fn build_provider(config: ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError> {
+    Ok(match config.kind {
+        ProviderKind::OpenAi => Arc::new(openai::OpenAiProvider::new(config)?),
+        ProviderKind::Anthropic => Arc::new(anthropic::AnthropicProvider::new(config)?),
+    })
+}
