@@ -1,1 +1,294 @@
-//! Transcripts (in progress).
+//! Transcripts: every run is a JSONL file, `<dir>/<run_id>.jsonl`, one event a line
+//! (`run`, `message`, `envelope`, `usage`, `notice`, `compaction`, `reset`, `end`),
+//! each with its `time`. A run is resumed from its messages: the last `reset` (the
+//! whole history after a compaction) and the messages after it.
+//!
+//! # Security
+//! A transcript holds what the model and the tools said; it never holds the API key
+//! (the key lives in the provider only).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::agent::AgentError;
+use crate::message::{Message, Usage};
+
+/// An open transcript, appended to line by line (each line written whole, so a
+/// crash loses at most the line being written).
+#[derive(Debug)]
+pub struct Transcript {
+    path: PathBuf,
+    file: File,
+}
+
+impl Transcript {
+    /// Creates `<dir>/<run_id>.jsonl` (and `dir`).
+    ///
+    /// # Errors
+    /// The directory or the file cannot be created.
+    pub fn create(dir: &Path, run_id: &str) -> Result<Transcript, AgentError> {
+        let path = dir.join(format!("{run_id}.jsonl"));
+        fs::create_dir_all(dir).map_err(|e| err(&path, &e))?;
+        let file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| err(&path, &e))?;
+        Ok(Transcript { path, file })
+    }
+
+    /// Opens an existing transcript to append to it.
+    ///
+    /// # Errors
+    /// It cannot be opened.
+    pub fn append(path: &Path) -> Result<Transcript, AgentError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| err(path, &e))?;
+        Ok(Transcript {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one event, with the time added.
+    ///
+    /// # Errors
+    /// The write failed.
+    pub fn write(&mut self, event: &Value) -> io::Result<()> {
+        let mut line = match event {
+            Value::Object(map) => {
+                let mut out = Map::with_capacity(map.len() + 1);
+                out.insert(
+                    "time".into(),
+                    Value::String(chrono::Local::now().to_rfc3339()),
+                );
+                out.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
+                serde_json::to_string(&Value::Object(out))?
+            }
+            other => serde_json::to_string(other)?,
+        };
+        line.push('\n');
+        self.file.write_all(line.as_bytes())
+    }
+}
+
+fn err(path: &Path, e: &dyn std::fmt::Display) -> AgentError {
+    AgentError::Transcript {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+/// A transcript read back.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The run's id.
+    pub run_id: String,
+    /// The conversation to go on from.
+    pub messages: Vec<Message>,
+    /// Tokens used so far.
+    pub usage: Usage,
+}
+
+/// Reads the conversation of a transcript. Lines that cannot be read (a line cut by
+/// a crash) are skipped.
+///
+/// # Errors
+/// The file cannot be read, or holds no run.
+pub fn load(path: &Path) -> Result<Loaded, AgentError> {
+    let file = File::open(path).map_err(|e| err(path, &e))?;
+    let mut messages = Vec::new();
+    let mut usage = Usage::default();
+    let mut is_run = false;
+    for line in BufReader::new(file).lines() {
+        let line = line.map_err(|e| err(path, &e))?;
+        let Ok(event) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        match event.get("type").and_then(Value::as_str) {
+            Some("run") => is_run = true,
+            Some("message") => {
+                if let Some(m) = event
+                    .get("message")
+                    .and_then(|m| serde_json::from_value::<Message>(m.clone()).ok())
+                {
+                    messages.push(m);
+                }
+            }
+            Some("reset") => {
+                if let Some(ms) = event
+                    .get("messages")
+                    .and_then(|m| serde_json::from_value::<Vec<Message>>(m.clone()).ok())
+                {
+                    messages = ms;
+                }
+            }
+            Some("usage") => {
+                if let Some(u) = event
+                    .get("total")
+                    .and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok())
+                {
+                    usage = u;
+                }
+            }
+            _ => {}
+        }
+    }
+    if !is_run {
+        return Err(err(path, &"not a transcript of toolbelt agent"));
+    }
+    Ok(Loaded {
+        run_id: run_id_of(path),
+        messages,
+        usage,
+    })
+}
+
+fn run_id_of(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// One run, as `toolbelt agent --list` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunInfo {
+    /// Its id.
+    pub id: String,
+    /// Its transcript.
+    pub path: PathBuf,
+    /// When it started (RFC 3339).
+    pub started: String,
+    /// The model.
+    pub model: String,
+    /// The first prompt, on one line.
+    pub prompt: String,
+    /// Turns run.
+    pub turns: usize,
+    /// How the last turn ended.
+    pub outcome: Option<String>,
+    /// Tokens used.
+    pub usage: Usage,
+}
+
+/// The runs in `dir`, oldest first. Files that are not transcripts are skipped.
+///
+/// # Errors
+/// `dir` exists but cannot be read.
+pub fn list(dir: &Path) -> io::Result<Vec<RunInfo>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut runs = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+            continue;
+        }
+        if let Some(info) = info_of(&path) {
+            runs.push(info);
+        }
+    }
+    runs.sort_by(|a, b| a.started.cmp(&b.started).then(a.id.cmp(&b.id)));
+    Ok(runs)
+}
+
+fn info_of(path: &Path) -> Option<RunInfo> {
+    let file = File::open(path).ok()?;
+    let mut info = RunInfo {
+        id: run_id_of(path),
+        path: path.to_path_buf(),
+        started: String::new(),
+        model: String::new(),
+        prompt: String::new(),
+        turns: 0,
+        outcome: None,
+        usage: Usage::default(),
+    };
+    let mut is_run = false;
+    for line in BufReader::new(file).lines() {
+        let Ok(line) = line else { break };
+        let Ok(event) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let text = |key: &str| {
+            event
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        match event.get("type").and_then(Value::as_str) {
+            Some("run") => {
+                is_run = true;
+                info.started = text("time");
+                info.model = text("model");
+            }
+            Some("message") if info.prompt.is_empty() => {
+                if let Some(Message::User { content }) = event
+                    .get("message")
+                    .and_then(|m| serde_json::from_value::<Message>(m.clone()).ok())
+                {
+                    info.prompt = content.split_whitespace().collect::<Vec<_>>().join(" ");
+                }
+            }
+            Some("end") => {
+                info.turns += 1;
+                info.outcome = Some(text("outcome"));
+                if let Some(u) = event
+                    .get("usage")
+                    .and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok())
+                {
+                    info.usage = u;
+                }
+            }
+            _ => {}
+        }
+    }
+    is_run.then_some(info)
+}
+
+/// The transcript of the latest run in `dir`.
+///
+/// # Errors
+/// `dir` cannot be read.
+pub fn latest(dir: &Path) -> io::Result<Option<PathBuf>> {
+    Ok(list(dir)?.pop().map(|r| r.path))
+}
+
+/// The transcript of run `id` in `dir` (a unique prefix of the id will do).
+///
+/// # Errors
+/// No run, or several, match.
+pub fn find(dir: &Path, id: &str) -> Result<PathBuf, String> {
+    let runs = list(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    if let Some(run) = runs.iter().find(|r| r.id == id) {
+        return Ok(run.path.clone());
+    }
+    let matching: Vec<_> = runs.iter().filter(|r| r.id.starts_with(id)).collect();
+    match matching.as_slice() {
+        [one] => Ok(one.path.clone()),
+        [] => Err(format!(
+            "no run {id:?} in {} (toolbelt agent --list shows the runs)",
+            dir.display()
+        )),
+        many => Err(format!(
+            "{id:?} names {} runs: {}",
+            many.len(),
+            many.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
