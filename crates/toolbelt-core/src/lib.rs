@@ -73,8 +73,8 @@ pub use context::{
 };
 pub use envelope::{CallContext, Envelope, ErrorCode, ErrorInfo, Repair, Stats, Status};
 pub use registry::{
-    Approver, BatchMode, CallOptions, DEFAULT_MAX_CONCURRENCY, MAX_TOOL_NAME_LEN, Registry,
-    RegistryError, ToolCall,
+    Approval, ApprovalRequest, Approver, BatchMode, CallOptions, DEFAULT_MAX_CONCURRENCY,
+    MAX_TOOL_NAME_LEN, Registry, RegistryError, ToolCall,
 };
 pub use repair::repair_arguments;
 pub use schema::schema_for;

@@ -160,11 +160,36 @@ enum SchemaCheck {
     OnFirstCall,
 }
 
+/// A call put to a person because a rule marked it `ask`.
+#[derive(Debug, Clone, Copy)]
+pub struct ApprovalRequest<'a> {
+    /// The tool, as the caller named it.
+    pub tool: &'a str,
+    /// What the rule looked at: the command of `bash`, the path of a file tool.
+    pub subject: Option<&'a str>,
+    /// The call's arguments (after repair and validation), to show what it does
+    /// (the diff of an edit).
+    pub arguments: &'a Value,
+    /// The rule that asks, as written (`bash(git push:*)`), when one does.
+    pub rule: Option<&'a str>,
+}
+
+/// A person's answer to an [`ApprovalRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Run the call.
+    Approve,
+    /// Don't; the reason, if the person gave one, goes back to the model.
+    Decline {
+        /// Why, in the person's words.
+        reason: Option<String>,
+    },
+}
+
 /// Asks a person whether a call that a rule marked `ask` may run.
 pub trait Approver: Send + Sync {
-    /// True to run the call.
-    fn approve<'a>(&'a self, tool: &'a str, subject: Option<&'a str>)
-    -> crate::BoxFuture<'a, bool>;
+    /// The person's answer.
+    fn approve<'a>(&'a self, request: ApprovalRequest<'a>) -> crate::BoxFuture<'a, Approval>;
 }
 
 /// Holds the tools and executes calls: unknown-name suggestions, safe repair,
@@ -552,24 +577,36 @@ impl Registry {
                 return (env, canonical_owned, repairs);
             }
             Decision::Ask => {
-                let approved = match &self.approver {
-                    Some(a) => a.approve(exposed, subject.as_deref()).await,
-                    None => false,
+                let answer = match &self.approver {
+                    Some(a) => {
+                        a.approve(ApprovalRequest {
+                            tool: exposed,
+                            subject: subject.as_deref(),
+                            arguments: &args,
+                            rule: eval.rule.as_deref(),
+                        })
+                        .await
+                    }
+                    None => Approval::Decline { reason: None },
                 };
-                if !approved {
+                if let Approval::Decline { reason } = answer {
                     let what = subject
                         .as_deref()
                         .map(|s| format!(" on {s:?}"))
                         .unwrap_or_default();
-                    let hint = if self.approver.is_some() {
-                        "the user declined this call; do not retry it unchanged"
-                    } else {
-                        "this call needs approval, which is not available here; ask the user to add an allow rule"
+                    let hint = match (&self.approver, reason) {
+                        (Some(_), Some(reason)) => format!(
+                            "the user declined this call, saying: {reason}; do not retry it unchanged"
+                        ),
+                        (Some(_), None) => {
+                            "the user declined this call; do not retry it unchanged".to_string()
+                        }
+                        (None, _) => "this call needs approval, which is not available here; ask the user to add an allow rule".to_string(),
                     };
                     let env = Envelope::error(
                         ErrorCode::AccessDenied,
                         format!("{exposed}{what} needs approval under {rule} and was not approved"),
-                        Some(hint.into()),
+                        Some(hint),
                     );
                     return (env, canonical_owned, repairs);
                 }

@@ -12,8 +12,8 @@ use serde_json::json;
 use toolbelt_core::policy::Policy;
 use toolbelt_core::profile::Profile;
 use toolbelt_core::{
-    Approver, BoxFuture, Envelope, ErrorCode, ErrorInfo, Registry, Reply, Session, Status,
-    ToolContext, ToolResult, ToolSpec, TypedTool,
+    Approval, ApprovalRequest, Approver, BoxFuture, Envelope, ErrorCode, ErrorInfo, Registry,
+    Reply, Session, Status, ToolContext, ToolResult, ToolSpec, TypedTool,
 };
 
 const TEST_TIMEOUT_MS: u64 = 10_000;
@@ -50,14 +50,15 @@ impl TypedTool for ReadNote {
 
 /// Answers every approval request the same way and records what it was asked.
 struct FixedApprover {
-    answer: bool,
+    /// `None` approves; `Some(reason)` declines.
+    answer: Option<Option<String>>,
     asked: Mutex<Vec<(String, Option<String>)>>,
 }
 
 impl FixedApprover {
     fn new(answer: bool) -> Arc<FixedApprover> {
         Arc::new(FixedApprover {
-            answer,
+            answer: (!answer).then_some(None),
             asked: Mutex::new(Vec::new()),
         })
     }
@@ -68,12 +69,17 @@ impl FixedApprover {
 }
 
 impl Approver for FixedApprover {
-    fn approve<'a>(&'a self, tool: &'a str, subject: Option<&'a str>) -> BoxFuture<'a, bool> {
-        self.asked
-            .lock()
-            .unwrap()
-            .push((tool.to_string(), subject.map(str::to_string)));
-        Box::pin(std::future::ready(self.answer))
+    fn approve<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
+        self.asked.lock().unwrap().push((
+            request.tool.to_string(),
+            request.subject.map(str::to_string),
+        ));
+        Box::pin(std::future::ready(match &self.answer {
+            None => Approval::Approve,
+            Some(reason) => Approval::Decline {
+                reason: reason.clone(),
+            },
+        }))
     }
 }
 
@@ -215,6 +221,23 @@ async fn an_ask_rule_refuses_when_declined() {
         denied(
             r#"read_note on "private/diary.md" needs approval under the rule `read_note(private/*)` and was not approved"#,
             "the user declined this call; do not retry it unchanged"
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_declined_call_carries_the_persons_reason_to_the_model() {
+    let policy = Policy::from_rules(&[], &["read_note(private/*)"], &[]).unwrap();
+    let (mut registry, _dir) = registry(policy);
+    registry.set_approver(Some(Arc::new(FixedApprover {
+        answer: Some(Some("read the public notes instead".into())),
+        asked: Mutex::new(Vec::new()),
+    })));
+    let env = read(&registry, "private/diary.md").await;
+    assert_eq!(
+        env.error.unwrap().hint.as_deref(),
+        Some(
+            "the user declined this call, saying: read the public notes instead; do not retry it unchanged"
         )
     );
 }
