@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod agent;
+mod agent_tui;
 mod cli;
 mod mcp;
 mod sandbox;
