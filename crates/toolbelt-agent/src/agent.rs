@@ -520,8 +520,11 @@ impl Agent {
         // What each call becomes: run by the registry, or answered without running.
         enum Plan {
             Run(usize),
+            /// The same as run `usize`, under its own call id.
+            Same(usize, String),
             Answer(CallResult),
         }
+        let mut step_keys: BTreeMap<String, usize> = BTreeMap::new();
         let mut plans = Vec::with_capacity(calls.len());
         let mut to_run: Vec<ToolCall> = Vec::new();
         let mut run_meta: Vec<(String, String, usize)> = Vec::new(); // (id, tool, streak)
@@ -557,7 +560,7 @@ impl Agent {
                 self.registry.resolve(&tool).unwrap_or(&tool),
                 canonical_json(&call.arguments)
             );
-            let streak = state.repeats.see(key);
+            let streak = state.repeats.see(key.clone());
             state.tool_calls += 1;
             self.emit(AgentEvent::ToolCall {
                 call_id: id.clone(),
@@ -594,6 +597,12 @@ impl Agent {
                 }));
                 continue;
             }
+            // The same call twice in one step runs once; both get its result.
+            if let Some(&first) = step_keys.get(&key) {
+                plans.push(Plan::Same(first, id));
+                continue;
+            }
+            step_keys.insert(key, to_run.len());
             plans.push(Plan::Run(to_run.len()));
             run_meta.push((id.clone(), tool, streak));
             to_run.push(call.with_id(id).into_call());
@@ -615,7 +624,7 @@ impl Agent {
                 )
                 .await
         };
-        let mut ran: Vec<Option<CallResult>> = Vec::with_capacity(envelopes.len());
+        let mut ran: Vec<CallResult> = Vec::with_capacity(envelopes.len());
         for (env, (id, tool, streak)) in envelopes.into_iter().zip(run_meta) {
             let mut text = env.text.clone();
             let mut observation = to_observation(&env);
@@ -641,19 +650,34 @@ impl Agent {
                 time_ms: env.stats.time_ms,
             });
             self.record(&json!({"type": "envelope", "call_id": id, "envelope": env.to_value()}));
-            ran.push(Some(CallResult {
+            ran.push(CallResult {
                 call_id: id,
                 tool,
                 text,
                 observation,
                 is_error: env.status == Status::Error,
-            }));
+            });
         }
         let results = plans
             .into_iter()
             .filter_map(|p| match p {
                 Plan::Answer(r) => Some(r),
-                Plan::Run(i) => ran.get_mut(i).and_then(Option::take),
+                Plan::Run(i) => ran.get(i).cloned(),
+                Plan::Same(i, call_id) => ran.get(i).map(|r| {
+                    let mut same = r.clone();
+                    self.emit(AgentEvent::ToolResult {
+                        call_id: call_id.clone(),
+                        tool: same.tool.clone(),
+                        status: if same.is_error { "error" } else { "success" }.into(),
+                        error_code: None,
+                        summary: format!("the same call as {} in this step", same.call_id),
+                        text: same.text.clone(),
+                        data: Value::Null,
+                        time_ms: 0,
+                    });
+                    same.call_id = call_id;
+                    same
+                }),
             })
             .collect();
         (results, stop)
@@ -958,7 +982,7 @@ impl Agent {
 }
 
 /// What one call gave, in both protocols' shapes.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct CallResult {
     call_id: String,
     tool: String,
