@@ -15,7 +15,9 @@ use toolbelt_core::{BatchMode, CallOptions, Registry, Status, ToolCall};
 use crate::compact;
 use crate::events::{AgentEvent, EventTx};
 use crate::message::{Message, ToolOutput, Usage};
-use crate::provider::{ModelRequest, ModelResponse, Provider, ProviderError, StopReason, StreamEvent};
+use crate::provider::{
+    ModelRequest, ModelResponse, Provider, ProviderError, StopReason, StreamEvent,
+};
 use crate::summary::{call_summary, result_summary};
 use crate::transcript::{self, Transcript};
 
@@ -155,8 +157,6 @@ pub enum AgentError {
     },
 }
 
-
-
 /// The history is compacted when a call would fill this share of the budget...
 const COMPACT_AT: f64 = 0.85;
 /// ... down to this share.
@@ -167,7 +167,8 @@ const KEEP_RECENT_MESSAGES: usize = 6;
 const SUMMARY_MAX_TOKENS: u32 = 2_048;
 
 /// Asks the model to go on after an answer cut by the output limit.
-const CONTINUE_AFTER_CUT: &str = "(Your last answer was cut off by the output limit. Continue exactly where it stopped.)";
+const CONTINUE_AFTER_CUT: &str =
+    "(Your last answer was cut off by the output limit. Continue exactly where it stopped.)";
 
 /// Replies without an action and without a final answer that the text protocol
 /// sends back before it takes such a reply as the final answer.
@@ -219,7 +220,10 @@ impl Agent {
         let (system, tools) = match options.protocol {
             Protocol::Native => {
                 let tools = export(&specs, provider.kind().tool_format());
-                (system_prompt(&registry, &options, None), Some(Arc::new(tools)))
+                (
+                    system_prompt(&registry, &options, None),
+                    Some(Arc::new(tools)),
+                )
             }
             Protocol::Text => (
                 system_prompt(&registry, &options, Some(&text_prompt(&specs))),
@@ -422,7 +426,9 @@ impl Agent {
         });
         if tool_calls.is_empty() {
             if stop_reason == StopReason::MaxTokens {
-                self.notice("the answer was cut off by the output limit; asking the model to go on".into());
+                self.notice(
+                    "the answer was cut off by the output limit; asking the model to go on".into(),
+                );
                 self.push(Message::user(CONTINUE_AFTER_CUT));
                 return None;
             }
@@ -469,7 +475,9 @@ impl Agent {
                 return Some((Outcome::FinalAnswer, answer));
             }
             if response.stop_reason == StopReason::MaxTokens {
-                self.notice("the answer was cut off by the output limit; asking the model to go on".into());
+                self.notice(
+                    "the answer was cut off by the output limit; asking the model to go on".into(),
+                );
                 self.push(Message::user(CONTINUE_AFTER_CUT));
                 return None;
             }
@@ -477,7 +485,10 @@ impl Agent {
                 return Some((Outcome::FinalAnswer, content.trim().to_string()));
             }
             state.nudges += 1;
-            self.notice("the reply had no Action and no Final Answer; reminding the model of the format".into());
+            self.notice(
+                "the reply had no Action and no Final Answer; reminding the model of the format"
+                    .into(),
+            );
             self.push(Message::user(
                 "Observation (error): your reply had neither an `Action: tool_name[{...}]` line nor a final answer. \
                  Call a tool with one Action line, or give your answer as `Final Answer: ...`.",
@@ -769,7 +780,9 @@ impl Agent {
         let turn_start = self
             .messages
             .iter()
-            .rposition(|m| matches!(m, Message::User { content } if !content.starts_with("Observation")))
+            .rposition(
+                |m| matches!(m, Message::User { content } if !content.starts_with("Observation")),
+            )
             .unwrap_or(0);
         self.compact_to_keeping(target, turn_start, cancel, force)
             .await;
@@ -816,7 +829,11 @@ impl Agent {
         let keep_chars = keep_chars.saturating_sub(self.fixed_chars.min(keep_chars / 2));
         let task = self.messages.get(turn_start).cloned();
         let before_summary = self.estimate_tokens();
-        if let Some(cut) = compact::cut_point(&self.messages, keep_chars, self.messages.len().saturating_sub(1)) {
+        if let Some(cut) = compact::cut_point(
+            &self.messages,
+            keep_chars,
+            self.messages.len().saturating_sub(1),
+        ) {
             let old = self.messages[..cut].to_vec();
             let todo = compact::latest_todo_text(&old, |name| {
                 matches!(
@@ -825,7 +842,9 @@ impl Agent {
                 )
             });
             let summary = self.summarise(&old, cancel).await;
-            let mut head = String::from("[The earlier conversation was condensed to fit the context window.]\n\n");
+            let mut head = String::from(
+                "[The earlier conversation was condensed to fit the context window.]\n\n",
+            );
             let kind = match &summary {
                 Some(text) => {
                     head.push_str("Summary of it:\n");
@@ -873,7 +892,9 @@ impl Agent {
             // Remove message 1 and any tool results that would start the rest.
             self.messages.remove(1);
             dropped += 1;
-            while self.messages.len() > 2 && matches!(self.messages.get(1), Some(Message::Tool { .. })) {
+            while self.messages.len() > 2
+                && matches!(self.messages.get(1), Some(Message::Tool { .. }))
+            {
                 self.messages.remove(1);
                 dropped += 1;
             }
@@ -1027,7 +1048,8 @@ fn canonical_json(v: &Value) -> String {
     fn sort(v: &Value) -> Value {
         match v {
             Value::Object(map) => {
-                let sorted: BTreeMap<&String, Value> = map.iter().map(|(k, v)| (k, sort(v))).collect();
+                let sorted: BTreeMap<&String, Value> =
+                    map.iter().map(|(k, v)| (k, sort(v))).collect();
                 Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
             }
             Value::Array(items) => Value::Array(items.iter().map(sort).collect()),
@@ -1069,9 +1091,7 @@ fn system_prompt(registry: &Registry, options: &AgentOptions, tools: Option<&str
     for (name, text) in &options.instructions {
         let text = text.trim();
         if !text.is_empty() {
-            out.push_str(&format!(
-                "\n\n# Project instructions ({name})\n\n{text}"
-            ));
+            out.push_str(&format!("\n\n# Project instructions ({name})\n\n{text}"));
         }
     }
     if let Some(tools) = tools {

@@ -165,7 +165,11 @@ fn clip(text: &str) -> String {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{} [... {} more characters]", &text[..end], text.len() - end)
+    format!(
+        "{} [... {} more characters]",
+        &text[..end],
+        text.len() - end
+    )
 }
 
 /// The instructions of a summary request.
@@ -224,7 +228,10 @@ mod tests {
         }
         for keep in 0..2_000 {
             if let Some(cut) = cut_point(&messages, keep, messages.len()) {
-                assert!(!matches!(messages[cut], Message::Tool { .. }), "keep {keep}");
+                assert!(
+                    !matches!(messages[cut], Message::Tool { .. }),
+                    "keep {keep}"
+                );
                 assert!(cut > 0);
             }
         }

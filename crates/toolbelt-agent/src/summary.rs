@@ -9,8 +9,19 @@ const MAX_SUMMARY_CHARS: usize = 100;
 
 /// Arguments that say what a call is about, most telling first.
 const KEY_ARGUMENTS: &[&str] = &[
-    "command", "cmd", "pattern", "query", "url", "path", "file_path", "output_id", "shell_id",
-    "title", "name", "content", "prompt",
+    "command",
+    "cmd",
+    "pattern",
+    "query",
+    "url",
+    "path",
+    "file_path",
+    "output_id",
+    "shell_id",
+    "title",
+    "name",
+    "content",
+    "prompt",
 ];
 
 /// A call in one line, by its key argument: `grep "fn main" in src`, `bash cargo
@@ -95,7 +106,11 @@ pub fn result_summary(env: &Envelope) -> String {
         parts.push("truncated".into());
     }
     if parts.is_empty() {
-        let first = env.text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let first = env
+            .text
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
         return clip(&one_line(first));
     }
     parts.join(", ")
@@ -130,13 +145,24 @@ mod tests {
             call_summary("think", &json!({"thought": "the test\nfails"})),
             "Think: \"the test fails\""
         );
-        assert_eq!(call_summary("bash", &json!({"command": "cargo test"})), "bash cargo test");
-        assert_eq!(call_summary("Read", &json!({"file_path": "a.rs"})), "Read a.rs");
+        assert_eq!(
+            call_summary("bash", &json!({"command": "cargo test"})),
+            "bash cargo test"
+        );
+        assert_eq!(
+            call_summary("Read", &json!({"file_path": "a.rs"})),
+            "Read a.rs"
+        );
         assert_eq!(
             call_summary("set_todo_list", &json!({"todos": [{}, {}]})),
             "set_todo_list (2 todos)"
         );
-        assert!(call_summary("bash", &json!({"command": "x".repeat(500)})).chars().count() <= 100);
+        assert!(
+            call_summary("bash", &json!({"command": "x".repeat(500)}))
+                .chars()
+                .count()
+                <= 100
+        );
     }
 
     #[test]

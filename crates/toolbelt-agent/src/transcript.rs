@@ -288,7 +288,10 @@ pub fn find(dir: &Path, id: &str) -> Result<PathBuf, String> {
         many => Err(format!(
             "{id:?} names {} runs: {}",
             many.len(),
-            many.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(|r| r.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }
