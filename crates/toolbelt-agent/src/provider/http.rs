@@ -1,1 +1,875 @@
-//! HTTP plumbing shared by the providers (in progress).
+//! HTTP plumbing shared by the providers: one client per provider, the retry loop,
+//! error bodies and server-sent events.
+//!
+//! A wire format contributes only what differs: the request body, and a [`Decoder`]
+//! that turns the answer's events (or a plain JSON answer) into a [`ModelResponse`]
+//! ([`Wire`]). Everything else lives here, so a third provider is one file:
+//!
+//! - [`Http::new`] builds the client (rustls with the `ring` provider and the
+//!   webpki roots, like the rest of the workspace), the endpoint URL and the headers,
+//!   the API key marked sensitive;
+//! - [`Http::run`] sends the request, retries 429, 5xx, dropped connections and
+//!   streams that broke off before their end ([`RetryPolicy`]: exponential backoff
+//!   with jitter, `Retry-After` / `retry-after-ms` honoured up to `max_delay`), reads
+//!   the answer with an idle timeout between chunks, and drops everything at once
+//!   when the call is cancelled.
+//!
+//! # Security
+//! The key travels only in a header marked sensitive. It is never logged, and every
+//! message that leaves this module has it replaced by `***` should a server echo it.
+//! URLs in errors carry neither user info nor a query.
+
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
+
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::StreamExt;
+use reqwest::Url;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    ModelResponse, ProviderConfig, ProviderError, ProviderKind, RetryPolicy, Secret, StopReason,
+    StreamEvent, StreamSink,
+};
+use crate::message::ModelCall;
+
+/// The most bytes of an error body read.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+/// The most characters of an error body quoted in a message.
+const MAX_ERROR_MESSAGE_CHARS: usize = 500;
+/// The most bytes of a plain (non-streamed) JSON answer.
+const MAX_JSON_BODY_BYTES: usize = 64 * 1024 * 1024;
+/// The user agent sent.
+const USER_AGENT_VALUE: &str = concat!("toolbelt/", env!("CARGO_PKG_VERSION"));
+
+/// Why one attempt failed; [`Http::run`] decides whether to try again.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Failure {
+    /// An error status, or an error event that stands for one.
+    Status {
+        /// The HTTP status (for an error event: the status its type stands for).
+        status: u16,
+        /// The provider's own message.
+        message: String,
+        /// How long the provider asked to wait before the next attempt.
+        retry_after: Option<Duration>,
+        /// The provider's `x-should-retry` header, when it sent one.
+        should_retry: Option<bool>,
+    },
+    /// The request could not be sent, or no answer came.
+    Connection(String),
+    /// The answer broke off before its end event: what streamed is void.
+    Incomplete(String),
+    /// The answer cannot be read (not the format it should be): not retried.
+    Malformed(String),
+}
+
+impl Failure {
+    /// A status failure without retry hints.
+    pub(crate) fn status(status: u16, message: impl Into<String>) -> Failure {
+        Failure::Status {
+            status,
+            message: message.into(),
+            retry_after: None,
+            should_retry: None,
+        }
+    }
+
+    fn retryable(&self) -> bool {
+        match self {
+            Failure::Status {
+                status,
+                should_retry,
+                ..
+            } => should_retry.unwrap_or_else(|| retryable_status(*status)),
+            Failure::Connection(_) | Failure::Incomplete(_) => true,
+            Failure::Malformed(_) => false,
+        }
+    }
+
+    /// The `reason` of a [`StreamEvent::Retrying`].
+    fn reason(&self) -> String {
+        match self {
+            Failure::Status {
+                status, message, ..
+            } => format!("HTTP {status}: {}", clip(message, 200)),
+            Failure::Connection(m) => format!("connection error: {m}"),
+            Failure::Incomplete(m) => {
+                format!("the stream ended early ({m}); what streamed so far is void")
+            }
+            Failure::Malformed(m) => m.clone(),
+        }
+    }
+}
+
+/// True for the statuses worth another attempt: 429 and 5xx (but 501 Not
+/// Implemented and 505 HTTP Version Not Supported, which will not change).
+pub(crate) fn retryable_status(status: u16) -> bool {
+    status == 429 || ((500..=599).contains(&status) && status != 501 && status != 505)
+}
+
+/// Whether reading goes on after an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// More events follow.
+    Continue,
+    /// That was the stream's end event.
+    Done,
+}
+
+/// Turns one answer's events into a [`ModelResponse`].
+pub(crate) trait Decoder: Send {
+    /// One server-sent event (`event` is empty when the server named none).
+    ///
+    /// # Errors
+    /// An error event, or an event that is not what the format says.
+    fn event(&mut self, event: &str, data: &str, sink: StreamSink<'_>) -> Result<Flow, Failure>;
+
+    /// The answer, once the stream ended (after its end event, or not).
+    ///
+    /// # Errors
+    /// [`Failure::Incomplete`] when the stream ended before the answer did.
+    fn finish(self) -> Result<ModelResponse, Failure>;
+}
+
+/// What a wire format contributes to a call.
+pub(crate) trait Wire: Sync {
+    /// The decoder of one attempt's answer.
+    type Decoder: Decoder;
+
+    /// A fresh decoder (one per attempt: a retried answer starts over).
+    fn decoder(&self) -> Self::Decoder;
+
+    /// A plain JSON answer, from a server that ignored `stream: true`. Reports
+    /// its parts through `sink` as if they had streamed.
+    ///
+    /// # Errors
+    /// The body is not an answer.
+    fn parse_json(&self, body: &Value, sink: StreamSink<'_>) -> Result<ModelResponse, Failure>;
+}
+
+/// Parses and checks a configured base URL: `http` or `https`, with a host. A
+/// trailing slash is dropped.
+///
+/// # Errors
+/// [`ProviderError::Config`], naming the URL without its user info or query.
+pub(crate) fn parse_base_url(kind: ProviderKind, base_url: &str) -> Result<Url, ProviderError> {
+    let trimmed = base_url.trim();
+    let url = Url::parse(trimmed).map_err(|e| {
+        ProviderError::Config(format!(
+            "{kind} base URL {:?} cannot be parsed: {e}",
+            clip(&redact_url_text(trimmed), 200)
+        ))
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return Err(ProviderError::Config(format!(
+            "{kind} base URL {} must be an http:// or https:// URL with a host",
+            display_url(&url)
+        )));
+    }
+    Ok(url)
+}
+
+/// `base` with `path` appended (`base`'s trailing slash dropped first), query and
+/// fragment kept off.
+pub(crate) fn join_url(base: &Url, path: &str) -> Url {
+    let mut url = base.clone();
+    let joined = format!("{}{path}", base.path().trim_end_matches('/'));
+    url.set_path(&joined);
+    url.set_fragment(None);
+    url
+}
+
+/// `url` as errors and logs show it: no user info, no query, no fragment.
+pub(crate) fn display_url(url: &Url) -> String {
+    let mut shown = url.clone();
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    shown.set_fragment(None);
+    shown.to_string()
+}
+
+/// A URL that did not parse, without what looks like user info or a query.
+fn redact_url_text(text: &str) -> String {
+    let text = text.split(['?', '#']).next().unwrap_or_default();
+    match (text.find("://"), text.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            format!("{}***@{}", &text[..scheme_end + 3], &text[at + 1..])
+        }
+        _ => text.to_string(),
+    }
+}
+
+/// One provider's HTTP side: the client, the endpoint, the headers, the policy.
+#[derive(Debug)]
+pub(crate) struct Http {
+    kind: ProviderKind,
+    client: reqwest::Client,
+    url: Url,
+    shown_url: String,
+    headers: HeaderMap,
+    secret: Option<Secret>,
+    retry: RetryPolicy,
+    idle_timeout: Duration,
+}
+
+impl Http {
+    /// A client for `url`, sending `headers` plus, when `config` has a key,
+    /// `auth_header: auth_prefix + key` (marked sensitive).
+    ///
+    /// # Errors
+    /// [`ProviderError::Config`] when TLS cannot be set up or the key cannot be a
+    /// header value.
+    ///
+    /// # Security
+    /// The key goes only into that header; no message names it.
+    pub(crate) fn new(
+        config: &ProviderConfig,
+        url: Url,
+        mut headers: HeaderMap,
+        auth_header: HeaderName,
+        auth_prefix: &str,
+    ) -> Result<Http, ProviderError> {
+        let kind = config.kind;
+        if let Some(key) = &config.api_key {
+            let mut value = HeaderValue::from_str(&format!("{auth_prefix}{}", key.expose()))
+                .map_err(|_| {
+                    ProviderError::Config(format!(
+                        "the {kind} API key contains characters an HTTP header cannot carry"
+                    ))
+                })?;
+            value.set_sensitive(true);
+            headers.insert(auth_header, value);
+        }
+        headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let crypto = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let mut tls = rustls::ClientConfig::builder_with_provider(crypto)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| ProviderError::Config(format!("TLS: {e}")))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|e| {
+                ProviderError::Config(format!("the {kind} HTTP client cannot be built: {e}"))
+            })?;
+        Ok(Http {
+            kind,
+            client,
+            shown_url: display_url(&url),
+            url,
+            headers,
+            secret: config.api_key.clone(),
+            retry: config.retry.clone(),
+            idle_timeout: config.idle_timeout,
+        })
+    }
+
+    /// Sends `body` (as JSON) until an answer comes, the retries run out, or
+    /// `cancel` fires, and decodes the answer with `wire`.
+    ///
+    /// # Errors
+    /// [`ProviderError`] after the retries; [`ProviderError::Cancelled`] at once
+    /// when `cancel` fires (also during a backoff wait).
+    pub(crate) async fn run<W: Wire>(
+        &self,
+        wire: &W,
+        body: &Value,
+        sink: StreamSink<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ProviderError> {
+        let body = serde_json::to_vec(body)
+            .map_err(|e| ProviderError::Config(format!("the request cannot be encoded: {e}")))?;
+        let max_attempts = self.retry.max_attempts.max(1);
+        let mut attempt: u32 = 1;
+        loop {
+            if cancel.is_cancelled() {
+                return Err(ProviderError::Cancelled);
+            }
+            tracing::debug!(provider = %self.kind, url = %self.shown_url, attempt, "model request");
+            let outcome = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ProviderError::Cancelled),
+                outcome = self.attempt(wire, &body, sink) => outcome,
+            };
+            let failure = match outcome {
+                Ok(response) => return Ok(response),
+                Err(failure) => self.redact_failure(failure),
+            };
+            if !failure.retryable() || attempt >= max_attempts {
+                return Err(self.error(failure, attempt));
+            }
+            let wait = match &failure {
+                Failure::Status {
+                    retry_after: Some(asked),
+                    status,
+                    message,
+                    ..
+                } => {
+                    if *asked > self.retry.max_delay {
+                        return Err(ProviderError::Status {
+                            provider: self.kind,
+                            status: *status,
+                            message: format!(
+                                "{message} (the provider asked to wait {} before trying \
+                                 again, longer than the {} this client waits)",
+                                human(*asked),
+                                human(self.retry.max_delay),
+                            ),
+                            attempts: attempt,
+                        });
+                    }
+                    *asked
+                }
+                _ => backoff(&self.retry, attempt),
+            };
+            let reason = failure.reason();
+            let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+            tracing::warn!(
+                provider = %self.kind,
+                attempt = attempt + 1,
+                wait_ms,
+                reason = %reason,
+                "retrying model request"
+            );
+            sink(StreamEvent::Retrying {
+                attempt: attempt + 1,
+                wait_ms,
+                reason,
+            });
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ProviderError::Cancelled),
+                () = tokio::time::sleep(wait) => {}
+            }
+            attempt += 1;
+        }
+    }
+
+    /// One attempt: send, check the status, read the answer.
+    async fn attempt<W: Wire>(
+        &self,
+        wire: &W,
+        body: &[u8],
+        sink: StreamSink<'_>,
+    ) -> Result<ModelResponse, Failure> {
+        let send = self
+            .client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .body(body.to_vec())
+            .send();
+        let response = match tokio::time::timeout(self.idle_timeout, send).await {
+            Err(_) => {
+                return Err(Failure::Connection(format!(
+                    "no answer within {}",
+                    human(self.idle_timeout)
+                )));
+            }
+            Ok(Err(e)) => return Err(Failure::Connection(describe(e))),
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status().as_u16();
+        if !response.status().is_success() {
+            let retry_after = retry_after(response.headers());
+            let should_retry = response
+                .headers()
+                .get("x-should-retry")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| match v.trim() {
+                    "true" => Some(true),
+                    "false" => Some(false),
+                    _ => None,
+                });
+            let (bytes, _) = self.read_capped(response, MAX_ERROR_BODY_BYTES).await;
+            return Err(Failure::Status {
+                status,
+                message: error_message(&String::from_utf8_lossy(&bytes)),
+                retry_after,
+                should_retry,
+            });
+        }
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if content_type.contains("json") && !content_type.contains("event-stream") {
+            return self.read_json(wire, response, sink).await;
+        }
+        self.read_events(wire, response, sink).await
+    }
+
+    /// Reads a server-sent event stream, each chunk within the idle timeout.
+    async fn read_events<W: Wire>(
+        &self,
+        wire: &W,
+        response: reqwest::Response,
+        sink: StreamSink<'_>,
+    ) -> Result<ModelResponse, Failure> {
+        let mut decoder = wire.decoder();
+        let mut events = response.bytes_stream().eventsource();
+        loop {
+            let next = tokio::time::timeout(self.idle_timeout, events.next())
+                .await
+                .map_err(|_| {
+                    Failure::Incomplete(format!("nothing arrived for {}", human(self.idle_timeout)))
+                })?;
+            match next {
+                None => return decoder.finish(),
+                Some(Err(EventStreamError::Transport(e))) => {
+                    return Err(Failure::Incomplete(describe(e)));
+                }
+                Some(Err(e)) => return Err(Failure::Malformed(format!("bad event stream: {e}"))),
+                Some(Ok(event)) => {
+                    if decoder.event(&event.event, &event.data, sink)? == Flow::Done {
+                        return decoder.finish();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads a plain JSON answer.
+    async fn read_json<W: Wire>(
+        &self,
+        wire: &W,
+        response: reqwest::Response,
+        sink: StreamSink<'_>,
+    ) -> Result<ModelResponse, Failure> {
+        let (bytes, error) = self.read_capped(response, MAX_JSON_BODY_BYTES).await;
+        if let Some(error) = error {
+            return Err(error);
+        }
+        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            Failure::Malformed(format!(
+                "the answer is not JSON ({e}): {}",
+                clip(
+                    String::from_utf8_lossy(&bytes).trim(),
+                    MAX_ERROR_MESSAGE_CHARS
+                )
+            ))
+        })?;
+        if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+            return Err(error_event(error, 500));
+        }
+        wire.parse_json(&value, sink)
+    }
+
+    /// Up to `limit` bytes of a body, each chunk within the idle timeout, and the
+    /// failure that stopped reading early, if one did.
+    async fn read_capped(
+        &self,
+        response: reqwest::Response,
+        limit: usize,
+    ) -> (Vec<u8>, Option<Failure>) {
+        let mut bytes = Vec::new();
+        let mut stream = response.bytes_stream();
+        loop {
+            match tokio::time::timeout(self.idle_timeout, stream.next()).await {
+                Err(_) => {
+                    let idle = human(self.idle_timeout);
+                    return (
+                        bytes,
+                        Some(Failure::Incomplete(format!("nothing arrived for {idle}"))),
+                    );
+                }
+                Ok(None) => return (bytes, None),
+                Ok(Some(Err(e))) => return (bytes, Some(Failure::Incomplete(describe(e)))),
+                Ok(Some(Ok(chunk))) => {
+                    let room = limit.saturating_sub(bytes.len());
+                    bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                    if bytes.len() >= limit {
+                        return (
+                            bytes,
+                            Some(Failure::Malformed(format!(
+                                "the answer is longer than {limit} bytes"
+                            ))),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// `failure` with the key, should a server have echoed it, replaced by `***`.
+    fn redact_failure(&self, failure: Failure) -> Failure {
+        let Some(secret) = &self.secret else {
+            return failure;
+        };
+        let key = secret.expose();
+        if key.is_empty() {
+            return failure;
+        }
+        let redact = |m: String| m.replace(key, "***");
+        match failure {
+            Failure::Status {
+                status,
+                message,
+                retry_after,
+                should_retry,
+            } => Failure::Status {
+                status,
+                message: redact(message),
+                retry_after,
+                should_retry,
+            },
+            Failure::Connection(m) => Failure::Connection(redact(m)),
+            Failure::Incomplete(m) => Failure::Incomplete(redact(m)),
+            Failure::Malformed(m) => Failure::Malformed(redact(m)),
+        }
+    }
+
+    /// The error `failure` becomes after `attempts` attempts.
+    fn error(&self, failure: Failure, attempts: u32) -> ProviderError {
+        let provider = self.kind;
+        match failure {
+            Failure::Status {
+                status, message, ..
+            } => ProviderError::Status {
+                provider,
+                status,
+                message,
+                attempts,
+            },
+            Failure::Connection(message) => ProviderError::Connection {
+                provider,
+                url: self.shown_url.clone(),
+                message,
+                attempts,
+            },
+            Failure::Incomplete(message) => ProviderError::Stream {
+                provider,
+                message: format!("the stream ended before the answer did: {message}"),
+                attempts,
+            },
+            Failure::Malformed(message) => ProviderError::Stream {
+                provider,
+                message,
+                attempts,
+            },
+        }
+    }
+}
+
+/// The wait before attempt `attempt + 1`: `initial_delay` doubled per attempt,
+/// capped at `max_delay`, less up to a quarter at random (so clients that failed
+/// together do not come back together).
+fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
+    let doubling = 2u32.saturating_pow(attempt.saturating_sub(1).min(20));
+    let base = policy
+        .initial_delay
+        .saturating_mul(doubling)
+        .min(policy.max_delay);
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    // A fraction in [0, 1) from the top 53 bits.
+    #[allow(clippy::cast_precision_loss)]
+    let unit = (random >> 11) as f64 / (1u64 << 53) as f64;
+    base.mul_f64(1.0 - 0.25 * unit)
+}
+
+/// A wait as people read it: `120 s`, `1.5 s`, `50 ms`.
+fn human(wait: Duration) -> String {
+    if wait < Duration::from_secs(1) {
+        format!("{} ms", wait.as_millis())
+    } else {
+        format!("{} s", (wait.as_secs_f64() * 10.0).round() / 10.0)
+    }
+}
+
+/// The wait a response asks for: `retry-after-ms` (milliseconds), or `Retry-After`
+/// (seconds, or an HTTP date).
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let value = text("retry-after")?;
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let wait = date.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    Some(wait.to_std().unwrap_or(Duration::ZERO))
+}
+
+/// The provider's own message in an error body: `error.message` (OpenAI,
+/// Anthropic), `error` as a string (Ollama), `message` or `detail`; else the body,
+/// trimmed and clipped.
+pub(crate) fn error_message(body: &str) -> String {
+    if let Ok(value) = serde_json::from_str::<Value>(body) {
+        let found = value
+            .pointer("/error/message")
+            .or_else(|| value.get("error"))
+            .or_else(|| value.get("message"))
+            .or_else(|| value.get("detail"))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|m| !m.is_empty());
+        if let Some(message) = found {
+            return clip(message, MAX_ERROR_MESSAGE_CHARS * 4);
+        }
+    }
+    let body = body.trim();
+    if body.is_empty() {
+        "(empty body)".to_string()
+    } else {
+        clip(body, MAX_ERROR_MESSAGE_CHARS)
+    }
+}
+
+/// The failure an error object in an answer stands for (`{"message", "type",
+/// "code"}`): its status is a numeric `code`, else what its `type` means
+/// (Anthropic's error types, OpenAI's `rate_limit_exceeded`...), else `default`.
+pub(crate) fn error_event(error: &Value, default: u16) -> Failure {
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| error.as_str().map(str::to_string))
+        .unwrap_or_else(|| clip(&error.to_string(), MAX_ERROR_MESSAGE_CHARS));
+    let code = error.get("code").and_then(|c| {
+        c.as_u64()
+            .or_else(|| c.as_str().and_then(|s| s.parse::<u64>().ok()))
+    });
+    let by_code = code
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| (400..=599).contains(c));
+    let kind = error
+        .get("type")
+        .and_then(Value::as_str)
+        .or_else(|| error.get("code").and_then(Value::as_str))
+        .unwrap_or_default();
+    let by_type = match kind {
+        "invalid_request_error" => Some(400),
+        "authentication_error" => Some(401),
+        "billing_error" => Some(402),
+        "permission_error" => Some(403),
+        "not_found_error" => Some(404),
+        "request_too_large" => Some(413),
+        "rate_limit_error" | "rate_limit_exceeded" | "insufficient_quota" => Some(429),
+        "api_error" | "server_error" => Some(500),
+        "timeout_error" => Some(504),
+        "overloaded_error" => Some(529),
+        _ => None,
+    };
+    Failure::status(by_code.or(by_type).unwrap_or(default), message)
+}
+
+/// Parses one event's JSON data.
+///
+/// # Errors
+/// [`Failure::Malformed`] naming the text.
+pub(crate) fn parse_data(data: &str) -> Result<Value, Failure> {
+    serde_json::from_str(data).map_err(|e| {
+        Failure::Malformed(format!(
+            "an event of the answer is not JSON ({e}): {}",
+            clip(data, 200)
+        ))
+    })
+}
+
+/// `text`'s first `max` characters, with `…` when cut.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// A reqwest error without its URL, with its causes.
+fn describe(error: reqwest::Error) -> String {
+    let error = error.without_url();
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// A tool call being put together from an answer's fragments.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PartialCall {
+    /// The provider's id (may come late, or never).
+    pub id: String,
+    /// The tool name.
+    pub name: String,
+    /// The arguments' JSON text so far.
+    pub arguments: String,
+    /// True once [`StreamEvent::ToolCallStarted`] was reported.
+    pub announced: bool,
+}
+
+impl PartialCall {
+    /// Reports the call's start once its name is known.
+    pub(crate) fn announce(&mut self, index: usize, sink: StreamSink<'_>) {
+        if !self.announced && !self.name.is_empty() {
+            self.announced = true;
+            sink(StreamEvent::ToolCallStarted {
+                index,
+                name: self.name.clone(),
+            });
+        }
+    }
+
+    /// The finished call: `call_<index>` when the provider gave no id, `{}` for
+    /// arguments it left empty.
+    pub(crate) fn finish(self, index: usize) -> ModelCall {
+        let arguments = if self.arguments.trim().is_empty() {
+            "{}".to_string()
+        } else {
+            self.arguments
+        };
+        ModelCall {
+            id: if self.id.is_empty() {
+                format!("call_{index}")
+            } else {
+                self.id
+            },
+            name: self.name,
+            arguments,
+        }
+    }
+}
+
+/// The stop reason of an answer that named none: tool use when it has calls.
+pub(crate) fn implied_stop(calls: &[ModelCall]) -> StopReason {
+    if calls.is_empty() {
+        StopReason::EndTurn
+    } else {
+        StopReason::ToolUse
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn error_message_takes_the_providers_own_text() {
+        assert_eq!(
+            error_message(r#"{"error":{"message":"bad model","type":"invalid_request_error"}}"#),
+            "bad model"
+        );
+        assert_eq!(
+            error_message(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            "Overloaded"
+        );
+        assert_eq!(
+            error_message(r#"{"error":"model not found"}"#),
+            "model not found"
+        );
+        assert_eq!(
+            error_message("  <html>bad gateway</html>\n"),
+            "<html>bad gateway</html>"
+        );
+        assert_eq!(error_message(""), "(empty body)");
+        assert_eq!(error_message(&"x".repeat(2000)).chars().count(), 501);
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_dates_and_milliseconds() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", HeaderValue::from_static("1500"));
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(1500)));
+        let mut h = HeaderMap::new();
+        h.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+        let later = (chrono::Utc::now() + chrono::Duration::seconds(30)).to_rfc2822();
+        h.insert("retry-after", HeaderValue::from_str(&later).unwrap());
+        let wait = retry_after(&h).unwrap();
+        assert!(wait > Duration::from_secs(25) && wait <= Duration::from_secs(30));
+        h.insert("retry-after", HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn backoff_doubles_within_the_cap() {
+        let policy = RetryPolicy {
+            max_attempts: 9,
+            initial_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(350),
+        };
+        for (attempt, full) in [(1, 100), (2, 200), (3, 350), (8, 350)] {
+            let wait = backoff(&policy, attempt);
+            let full = Duration::from_millis(full);
+            assert!(
+                wait <= full && wait >= full.mul_f64(0.75),
+                "{attempt}: {wait:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn base_urls_are_checked_and_joined() {
+        let url = parse_base_url(ProviderKind::OpenAi, "http://127.0.0.1:8080/v1/").unwrap();
+        assert_eq!(
+            join_url(&url, "/chat/completions").as_str(),
+            "http://127.0.0.1:8080/v1/chat/completions"
+        );
+        for bad in [
+            "ftp://x/v1",
+            "not a url",
+            "file:///etc/passwd",
+            "unix:/tmp/s",
+        ] {
+            assert!(matches!(
+                parse_base_url(ProviderKind::OpenAi, bad),
+                Err(ProviderError::Config(_))
+            ));
+        }
+        let err = parse_base_url(ProviderKind::OpenAi, "ftp://user:hunter2@x/?key=k1").unwrap_err();
+        let text = err.to_string();
+        assert!(!text.contains("hunter2") && !text.contains("k1"), "{text}");
+        let err = parse_base_url(ProviderKind::OpenAi, "http://user:hunter2@[::1/?key=k1")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("hunter2") && !err.contains("k1"), "{err}");
+    }
+
+    #[test]
+    fn error_events_map_types_to_statuses() {
+        let e = serde_json::json!({"type": "overloaded_error", "message": "Overloaded"});
+        assert_eq!(error_event(&e, 500), Failure::status(529, "Overloaded"));
+        let e = serde_json::json!({"message": "upstream", "code": 502});
+        assert_eq!(error_event(&e, 500), Failure::status(502, "upstream"));
+        let e = serde_json::json!({"message": "odd"});
+        assert_eq!(error_event(&e, 500), Failure::status(500, "odd"));
+    }
+}
