@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Runs the MCP client tests against a built toolbelt binary: creates the virtual
+# Runs the Python tests against a built toolbelt binary: creates the virtual
 # environment (setup.sh), then pytest. Builds nothing.
-#   tests/python/run.sh /path/to/toolbelt [pytest arguments...]
+#   test_mcp.py        the MCP client tests (`toolbelt mcp`, `toolbelt serve`)
+#   test_providers.py  the official openai / anthropic SDKs against the scripted
+#                      provider, the example beside the binary: ../examples/scripted_provider
+#   tests/python/run.sh /path/to/toolbelt [pytest arguments...]   (e.g. -k providers)
 # Environment: TOOLBELT_PY_VENV (see setup.sh); TOOLBELT_BIN instead of the first argument.
 set -euo pipefail
 
@@ -16,4 +19,4 @@ bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 
 venv="$("$here/setup.sh")"
 cd "$here"
-TOOLBELT_BIN="$bin" exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" test_mcp.py
+TOOLBELT_BIN="$bin" exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" test_mcp.py test_providers.py

@@ -1,1 +1,0 @@
-//! A scripted model provider on 127.0.0.1 (in progress).
