@@ -136,3 +136,29 @@ pub enum AgentEvent {
 
 /// Where a run's events go.
 pub type EventTx = tokio::sync::mpsc::UnboundedSender<AgentEvent>;
+
+/// Forwards what tools say for the person (Think's "💭 Thinking: ...") into a run's
+/// events as [`AgentEvent::ToolEvent`]: give it to
+/// [`Registry::set_events`](toolbelt_core::Registry::set_events) before the registry
+/// is shared.
+#[derive(Debug, Clone)]
+pub struct ToolEventForwarder {
+    events: EventTx,
+}
+
+impl ToolEventForwarder {
+    /// Forwards into `events`.
+    pub fn new(events: EventTx) -> ToolEventForwarder {
+        ToolEventForwarder { events }
+    }
+}
+
+impl toolbelt_core::EventSink for ToolEventForwarder {
+    fn emit(&self, tool: &str, call_id: &str, message: &str) {
+        let _ = self.events.send(AgentEvent::ToolEvent {
+            call_id: call_id.to_string(),
+            tool: tool.to_string(),
+            message: message.to_string(),
+        });
+    }
+}

@@ -23,7 +23,7 @@ pub mod testing;
 pub mod transcript;
 
 pub use agent::{Agent, AgentError, AgentOptions, Outcome, Protocol, RunOutcome};
-pub use events::{AgentEvent, EventTx};
+pub use events::{AgentEvent, EventTx, ToolEventForwarder};
 pub use message::{Message, ModelCall, ToolOutput, Usage};
 pub use provider::{
     ModelRequest, ModelResponse, Provider, ProviderConfig, ProviderError, ProviderKind,
