@@ -39,6 +39,17 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 /// deny = ["read_file(./secrets/**)"]
 /// ask = ["bash(git push:*)"]
 /// allow = []
+///
+/// [agent]
+/// provider = "openai"           # openai (any Chat Completions server) or anthropic
+/// model = "gpt-4.1"
+/// base_url = "http://localhost:11434/v1"   # default: the provider's own
+/// api_key_env = "OPENROUTER_API_KEY"       # default: OPENAI_API_KEY / ANTHROPIC_API_KEY
+/// max_steps = 100               # model calls one prompt may take
+/// max_repeats = 8               # the same call this many times in a row ends the run
+/// protocol = "native"           # native function calling or text (Action: tool[{...}])
+/// context_window = 128000       # tokens
+/// max_tokens = 8192             # tokens of one answer
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -67,6 +78,33 @@ pub struct FileConfig {
     /// The store.
     #[serde(default)]
     pub store: StoreConfig,
+    /// `toolbelt agent`.
+    #[serde(default)]
+    pub agent: AgentConfig,
+}
+
+/// `[agent]`: the model `toolbelt agent` talks to and how the loop runs.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// `openai` (any Chat Completions server) or `anthropic`.
+    pub provider: Option<String>,
+    /// The model name.
+    pub model: Option<String>,
+    /// The API's base URL (OpenAI's includes `/v1`).
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (the key itself is never in the file).
+    pub api_key_env: Option<String>,
+    /// Model calls one prompt may take.
+    pub max_steps: Option<usize>,
+    /// The same call this many times in a row ends the run.
+    pub max_repeats: Option<usize>,
+    /// `native` or `text`.
+    pub protocol: Option<String>,
+    /// The model's context window, in tokens.
+    pub context_window: Option<u64>,
+    /// Tokens of one answer.
+    pub max_tokens: Option<u32>,
 }
 
 /// `[store]`.

@@ -1,5 +1,6 @@
 //! `toolbelt`: list the tools, export their schemas for any model API, call them.
 
+mod agent;
 mod batch;
 mod config;
 mod log;
@@ -169,6 +170,19 @@ enum Command {
     /// their status, error code, duration, bytes returned and arguments (secrets
     /// redacted).
     Log(log::LogArgs),
+    /// Work on a task with a model and the tools: interactively, or with -p to its
+    /// final answer.
+    ///
+    /// The model is any OpenAI-compatible Chat Completions server or Anthropic's
+    /// Messages API ([agent] in toolbelt.toml, or the flags). The key comes from
+    /// OPENAI_API_KEY / ANTHROPIC_API_KEY (or [agent] api_key_env) and is never
+    /// written anywhere. Runs are kept in <state-dir>/agent/runs (--list, --continue,
+    /// --resume). Calls an `ask` permission rule covers need approval: the
+    /// interactive screen asks, -p declines them unless --yes.
+    ///
+    /// Exit status with -p: 0 for a final answer, 1 when the run ended otherwise
+    /// (an error, the step limit, a repeated call, Ctrl-C), 2 for bad usage.
+    Agent(agent::AgentArgs),
     /// Check this machine and the configuration: roots, config file, tools, and what
     /// the shell sandbox can enforce here.
     ///
@@ -302,6 +316,8 @@ struct Built {
     store: StoreHandle,
     /// Whether calls are recorded in the call log.
     call_log: bool,
+    /// `[agent]` of the config file.
+    agent: config::AgentConfig,
 }
 
 /// Runs `calls` (what `call` and `batch` do) on a single-threaded runtime (it starts
@@ -434,6 +450,7 @@ fn build_registry(g: &Global) -> Result<Built> {
         registry,
         store,
         call_log,
+        agent: file.agent,
     })
 }
 
@@ -445,6 +462,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         mut registry,
         store,
         call_log,
+        agent,
     } = build_registry(&cli.global)?;
     match cli.command {
         Command::Tools { json, category } => {
@@ -586,6 +604,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             })
         }
         Command::Mcp => serve_mcp(registry, &store, call_log, &cli.global),
+        Command::Agent(args) => agent::run(args, registry, &store, call_log, &agent),
         Command::Log(args) => {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -740,6 +759,7 @@ fn serve_mcp(
                 mut registry,
                 store,
                 call_log,
+                ..
             } = build_registry(&global).map_err(|e| format!("{e:#}"))?;
             let writer = start_call_log(&mut registry, &store, call_log);
             if let Ok(mut all) = logs.lock() {

@@ -1,1 +1,285 @@
-//! (in progress)
+//! `toolbelt agent`'s interactive screen in a real terminal: tmux runs the binary
+//! against the scripted model provider on 127.0.0.1, keys are typed with
+//! `send-keys` and the screen is read with `capture-pane`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+use toolbelt_agent::ProviderKind;
+use toolbelt_agent::testing::{Reply, Script, ScriptedServer};
+
+/// The longest wait for something to appear on the screen.
+const SCREEN_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often the screen is read while waiting.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
+/// Variables that would change what the binary does, removed from the terminal's
+/// environment.
+const CLEARED_ENV: [&str; 16] = [
+    "TOOLBELT_ROOT",
+    "TOOLBELT_DATABASE_URL",
+    "TOOLBELT_CALL_LOG",
+    "TOOLBELT_PROFILE",
+    "TOOLBELT_CONFIG",
+    "TOOLBELT_STATE_DIR",
+    "TOOLBELT_SANDBOX",
+    "TOOLBELT_NETWORK",
+    "TOOLBELT_AGENT_PROVIDER",
+    "TOOLBELT_AGENT_MODEL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "NO_COLOR",
+    "RUST_LOG",
+];
+
+/// The tmux command, installed when missing and possible; `None` when not.
+fn tmux() -> Option<PathBuf> {
+    let works = || {
+        Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !works() {
+        let root = Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+        let apt = |args: &[&str]| {
+            let mut cmd = if root {
+                Command::new("apt-get")
+            } else {
+                let mut c = Command::new("sudo");
+                c.args(["-n", "apt-get"]);
+                c
+            };
+            cmd.args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !apt(&["install", "-y", "-q", "tmux"]) {
+            let _ = apt(&["update", "-q"]) && apt(&["install", "-y", "-q", "tmux"]);
+        }
+    }
+    works().then(|| PathBuf::from("tmux"))
+}
+
+/// A tmux server of its own (its socket in a temporary directory), killed at the
+/// end of the test.
+struct Terminal {
+    tmux: PathBuf,
+    socket: PathBuf,
+}
+
+impl Terminal {
+    /// Starts `command` (run by `sh -c`) in a detached 120x40 window.
+    fn start(tmux: PathBuf, dir: &Path, command: &str) -> Terminal {
+        let socket = dir.join("tmux.sock");
+        let term = Terminal { tmux, socket };
+        let mut cmd = term.tmux();
+        cmd.args(["-f", "/dev/null", "new-session", "-d", "-s", "agent"])
+            .args(["-x", "120", "-y", "40"])
+            .arg(command);
+        for var in CLEARED_ENV {
+            cmd.env_remove(var);
+        }
+        let out = cmd.env("TERM", "xterm-256color").output().unwrap();
+        assert!(out.status.success(), "tmux: {}", text(&out.stderr));
+        term
+    }
+
+    fn tmux(&self) -> Command {
+        let mut cmd = Command::new(&self.tmux);
+        cmd.arg("-S").arg(&self.socket);
+        cmd
+    }
+
+    /// Types `keys` (tmux key names: `Enter`, `C-c`, or literal text).
+    fn keys(&self, keys: &[&str]) {
+        let out: Output = self
+            .tmux()
+            .args(["send-keys", "-t", "agent"])
+            .args(keys)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "send-keys: {}", text(&out.stderr));
+    }
+
+    /// The screen and its scrollback.
+    fn screen(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-J", "-S", "-200", "-t", "agent"])
+            .output()
+            .unwrap();
+        text(&out.stdout)
+    }
+
+    /// Waits until every one of `wanted` is on the screen; returns the screen.
+    fn wait_for(&self, wanted: &[&str]) -> String {
+        let deadline = Instant::now() + SCREEN_TIMEOUT;
+        loop {
+            let screen = self.screen();
+            if wanted.iter().all(|w| screen.contains(w)) {
+                return screen;
+            }
+            if Instant::now() >= deadline {
+                panic!("waited {SCREEN_TIMEOUT:?} for {wanted:?}; the screen:\n{screen}");
+            }
+            thread::sleep(POLL_INTERVAL);
+        }
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.tmux().arg("kill-server").output();
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A workspace whose config makes `echo` commands wait for approval, and the
+/// command line that runs the agent in it against `server`; the line prints
+/// `EXITED <status>` when the binary ends.
+fn workspace(server: &ScriptedServer) -> (TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("work");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(
+        root.join("toolbelt.toml"),
+        "[permissions]\nask = [\"bash(echo:*)\"]\n",
+    )
+    .unwrap();
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let command = format!(
+        "cd {root} && {bin} --root {root} agent --model scripted-model --base-url {url}; \
+         echo EXITED $?; sleep 600",
+        root = quote(&root.display().to_string()),
+        bin = quote(env!("CARGO_BIN_EXE_toolbelt")),
+        url = quote(&server.base_url()),
+    );
+    (dir, command)
+}
+
+/// The text of every message of a recorded request, for searching.
+fn messages(body: &serde_json::Value) -> String {
+    body.get("messages")
+        .map(serde_json::Value::to_string)
+        .unwrap_or_default()
+}
+
+#[test]
+fn approved_call_runs_and_the_answer_streams() {
+    let Some(tmux) = tmux() else {
+        eprintln!("skipping: tmux is not installed and cannot be installed here");
+        return;
+    };
+    let server = ScriptedServer::start(Script::new(
+        ProviderKind::OpenAi,
+        vec![
+            Reply::call("bash", r#"{"command":"echo hi"}"#),
+            Reply::text("done: hi"),
+        ],
+    ))
+    .unwrap();
+    let (dir, command) = workspace(&server);
+    let term = Terminal::start(tmux, dir.path(), &command);
+    term.wait_for(&["/help for commands", "› "]);
+
+    term.keys(&["-l", "say hi through the shell"]);
+    term.keys(&["Enter"]);
+    let screen = term.wait_for(&[
+        "bash needs your approval (rule bash(echo:*))",
+        "$ echo hi",
+        "Allow? [y]es / [n]o / [a]lways for this session",
+    ]);
+    assert!(!screen.contains("done: hi"), "{screen}");
+
+    term.keys(&["y"]);
+    let screen = term.wait_for(&["● bash echo hi", "done: hi", "1 tool call"]);
+    assert!(screen.contains("for this session yes"), "{screen}");
+
+    term.keys(&["-l", "/exit"]);
+    term.keys(&["Enter"]);
+    term.wait_for(&["EXITED 0"]);
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let second = messages(&requests[1].body);
+    assert!(second.contains("say hi through the shell"), "{second}");
+    let result = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap_or_else(|| panic!("no tool result in {second}"));
+    let output = result["content"].as_str().unwrap_or_default();
+    assert!(output.contains("hi"), "{output}");
+    assert!(!output.contains("ERROR"), "{output}");
+    let runs = std::fs::read_dir(dir.path().join("work/.toolbelt/agent/runs"))
+        .unwrap()
+        .count();
+    assert_eq!(runs, 1);
+}
+
+#[test]
+fn a_no_carries_its_reason_and_ctrl_c_keeps_the_conversation() {
+    let Some(tmux) = tmux() else {
+        eprintln!("skipping: tmux is not installed and cannot be installed here");
+        return;
+    };
+    let server = ScriptedServer::start(Script::new(
+        ProviderKind::OpenAi,
+        vec![
+            Reply::call("bash", r#"{"command":"echo hi"}"#),
+            Reply::text("fine, not that way"),
+            Reply::call("bash", r#"{"command":"sleep 120"}"#),
+            Reply::text("still here"),
+        ],
+    ))
+    .unwrap();
+    let (dir, command) = workspace(&server);
+    let term = Terminal::start(tmux, dir.path(), &command);
+    term.wait_for(&["/help for commands"]);
+
+    // A no, with a reason for the model.
+    term.keys(&["-l", "first task"]);
+    term.keys(&["Enter"]);
+    term.wait_for(&["Allow? [y]es / [n]o / [a]lways for this session"]);
+    term.keys(&["n"]);
+    term.wait_for(&["Why not?"]);
+    term.keys(&["-l", "use printf instead"]);
+    term.keys(&["Enter"]);
+    term.wait_for(&["fine, not that way"]);
+    let second = messages(&server.requests()[1].body);
+    assert!(second.contains("use printf instead"), "{second}");
+
+    // Ctrl-C stops a running command and returns to the prompt.
+    term.keys(&["-l", "second task"]);
+    term.keys(&["Enter"]);
+    term.wait_for(&["bash sleep 120"]);
+    term.keys(&["C-c"]);
+    term.wait_for(&["interrupted", "CANCELLED", "⏹ cancelled"]);
+
+    // The conversation goes on.
+    term.keys(&["-l", "third task"]);
+    term.keys(&["Enter"]);
+    term.wait_for(&["still here"]);
+    let fourth = messages(&server.requests()[3].body);
+    for earlier in ["first task", "second task", "third task"] {
+        assert!(fourth.contains(earlier), "{earlier} missing in {fourth}");
+    }
+
+    // Ctrl-C on an empty line leaves.
+    term.keys(&["C-c"]);
+    term.wait_for(&["EXITED 0"]);
+}

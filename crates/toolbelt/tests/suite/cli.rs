@@ -90,7 +90,7 @@ fn run(root: &Path, args: &[&str], stdin: Option<&str>) -> Run {
 
 /// `toolbelt --root <root> <args>` in `root`, stderr piped, without the caller's
 /// `TOOLBELT_*` variables.
-fn command(root: &Path, args: &[&str]) -> Command {
+pub(super) fn command(root: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolbelt"));
     command
         .arg("--root")
@@ -106,7 +106,7 @@ fn command(root: &Path, args: &[&str]) -> Command {
 
 /// Collects the output of `child` (stdout only when piped) and waits for it to
 /// exit, killing it and failing the test after [`RUN_TIMEOUT_MS`].
-fn finish(mut child: Child, args: &[&str]) -> Run {
+pub(super) fn finish(mut child: Child, args: &[&str]) -> Run {
     fn collect(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<String> {
         thread::spawn(move || {
             let mut s = String::new();

@@ -1,0 +1,488 @@
+//! How a run looks in a terminal: tool lines (`● grep "fn main" — 12 matches`),
+//! Think's `💭 Thinking: ...`, the todo list (☐ ◐ ☒), coloured diffs, the token
+//! footer and what an approval shows. Pure functions from events to lines, so that
+//! the interactive screen and the `-p` progress on standard error look alike.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crossterm::style::Stylize;
+use serde_json::Value;
+use toolbelt_agent::{AgentEvent, Usage};
+use toolbelt_core::Registry;
+
+use super::approve::Ask;
+
+/// Lines of a diff shown under an edit before the rest is left out.
+pub const MAX_DIFF_LINES: usize = 40;
+/// Lines of a file's new content shown in an approval.
+const MAX_PREVIEW_LINES: usize = 30;
+
+/// Whether lines are coloured (a terminal without `NO_COLOR`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Paint {
+    /// Emit colours and styles.
+    pub color: bool,
+}
+
+impl Paint {
+    /// Colours for a terminal on `stream` unless `NO_COLOR` is set.
+    pub fn for_terminal(is_terminal: bool) -> Paint {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Paint {
+            color: is_terminal && !no_color,
+        }
+    }
+
+    pub fn green(self, s: &str) -> String {
+        self.styled(s, |s| s.green().to_string())
+    }
+
+    pub fn red(self, s: &str) -> String {
+        self.styled(s, |s| s.red().to_string())
+    }
+
+    pub fn yellow(self, s: &str) -> String {
+        self.styled(s, |s| s.yellow().to_string())
+    }
+
+    pub fn cyan(self, s: &str) -> String {
+        self.styled(s, |s| s.cyan().to_string())
+    }
+
+    pub fn dim(self, s: &str) -> String {
+        self.styled(s, |s| s.dim().to_string())
+    }
+
+    pub fn bold(self, s: &str) -> String {
+        self.styled(s, |s| s.bold().to_string())
+    }
+
+    pub fn struck(self, s: &str) -> String {
+        self.styled(s, |s| s.crossed_out().dim().to_string())
+    }
+
+    fn styled(self, s: &str, f: impl Fn(&str) -> String) -> String {
+        if self.color && !s.is_empty() {
+            f(s)
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+/// One finished call: `● grep "fn main" — 12 matches`, the dot green for success,
+/// yellow for partial, red for an error.
+pub fn tool_line(p: Paint, call: &str, status: &str, result: &str) -> String {
+    let dot = match status {
+        "error" => p.red("●"),
+        "partial" => p.yellow("●"),
+        _ => p.green("●"),
+    };
+    if result.is_empty() {
+        format!("{dot} {}", p.bold(call))
+    } else {
+        format!("{dot} {} {}", p.bold(call), p.dim(&format!("— {result}")))
+    }
+}
+
+/// Think's event as seed 000 shows it: `💭 Thinking: ...` (the tool already says
+/// it that way; a bare thought gets the prefix).
+pub fn thought_line(p: Paint, message: &str) -> String {
+    let message = message.trim();
+    let text = if message.starts_with('💭') {
+        message.to_string()
+    } else {
+        format!("💭 Thinking: {message}")
+    };
+    p.dim(&text)
+}
+
+/// The todo list of a todo tool's result (`data.todos`), as seed 000 renders it:
+/// `☐ pending`, `◐ in progress` (bold), `☒ done` (struck through). `None` when the
+/// data holds no list.
+pub fn todo_lines(p: Paint, data: &Value) -> Option<Vec<String>> {
+    let todos = data.get("todos")?.as_array()?;
+    let mut out = Vec::with_capacity(todos.len());
+    for todo in todos {
+        let title = todo
+            .get("title")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let status = todo
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        out.push(match status {
+            "Done" => format!("  ☒ {}", p.struck(title)),
+            "In Progress" => format!("  ◐ {}", p.bold(title)),
+            _ => format!("  ☐ {title}"),
+        });
+    }
+    Some(out)
+}
+
+/// The diff an edit's result carries (`data.diff`), coloured: additions green,
+/// removals red, hunk headers cyan; at most `max` lines, then how many were left
+/// out.
+pub fn diff_lines(p: Paint, diff: &str, max: usize) -> Vec<String> {
+    let lines: Vec<&str> = diff.lines().collect();
+    let mut out: Vec<String> = lines
+        .iter()
+        .take(max)
+        .map(|line| {
+            let painted = if line.starts_with("+++") || line.starts_with("---") {
+                p.bold(line)
+            } else if line.starts_with('+') {
+                p.green(line)
+            } else if line.starts_with('-') {
+                p.red(line)
+            } else if line.starts_with("@@") {
+                p.cyan(line)
+            } else {
+                p.dim(line)
+            };
+            format!("    {painted}")
+        })
+        .collect();
+    if lines.len() > max {
+        out.push(p.dim(&format!("    … {} more lines", lines.len() - max)));
+    }
+    out
+}
+
+/// The diff in a result's data, if any.
+pub fn data_diff(data: &Value) -> Option<&str> {
+    data.get("diff")
+        .and_then(Value::as_str)
+        .filter(|d| !d.trim().is_empty())
+}
+
+/// Tokens of a run: `1,234 in (56 cached) · 78 out`.
+pub fn tokens(usage: &Usage) -> String {
+    let mut out = format!("{} in", thousands(usage.input_tokens));
+    if usage.cached_tokens > 0 {
+        out.push_str(&format!(" ({} cached)", thousands(usage.cached_tokens)));
+    }
+    out.push_str(&format!(" · {} out", thousands(usage.output_tokens)));
+    out
+}
+
+/// The line after a run: `3 steps · 2 tool calls · tokens 1,234 in · 78 out`.
+pub fn footer(steps: usize, tool_calls: usize, usage: &Usage) -> String {
+    format!(
+        "{} · {} · tokens {}",
+        plural(steps, "step"),
+        plural(tool_calls, "tool call"),
+        tokens(usage)
+    )
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// What an approval shows of a call: the command of `bash`, the change of an edit
+/// (old text red, new text green), the new content of a written file, the patch;
+/// anything else as its arguments.
+pub fn approval_lines(p: Paint, ask: &Ask) -> Vec<String> {
+    let args = &ask.arguments;
+    let text = |key: &str| args.get(key).and_then(Value::as_str);
+    let path = text("path").or_else(|| text("file_path")).unwrap_or("");
+    let mut out = Vec::new();
+    let change = |old: &str, new: &str, out: &mut Vec<String>| {
+        for line in old.lines() {
+            out.push(format!("    {}", p.red(&format!("-{line}"))));
+        }
+        for line in new.lines() {
+            out.push(format!("    {}", p.green(&format!("+{line}"))));
+        }
+    };
+    match ask.canonical.as_str() {
+        "bash" => {
+            let command = text("command").or(ask.subject.as_deref()).unwrap_or("");
+            for line in command.lines() {
+                out.push(format!("    {}", p.bold(&format!("$ {line}"))));
+            }
+        }
+        "edit_file" => {
+            out.push(format!("    {}", p.bold(path)));
+            change(
+                text("old_string").unwrap_or(""),
+                text("new_string").unwrap_or(""),
+                &mut out,
+            );
+        }
+        "multi_edit" => {
+            out.push(format!("    {}", p.bold(path)));
+            for edit in args
+                .get("edits")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let field = |k: &str| edit.get(k).and_then(Value::as_str).unwrap_or("");
+                change(field("old_string"), field("new_string"), &mut out);
+            }
+        }
+        "write_file" => {
+            out.push(format!("    {}", p.bold(path)));
+            let content = text("content").unwrap_or("");
+            let lines: Vec<&str> = content.lines().collect();
+            for line in lines.iter().take(MAX_PREVIEW_LINES) {
+                out.push(format!("    {}", p.green(&format!("+{line}"))));
+            }
+            if lines.len() > MAX_PREVIEW_LINES {
+                out.push(p.dim(&format!(
+                    "    … {} more lines",
+                    lines.len() - MAX_PREVIEW_LINES
+                )));
+            }
+        }
+        "apply_patch" => {
+            out.extend(diff_lines(p, text("patch").unwrap_or(""), MAX_DIFF_LINES));
+        }
+        _ => {
+            if let Some(subject) = &ask.subject {
+                out.push(format!("    {}", p.bold(subject)));
+            }
+            let json = serde_json::to_string(args).unwrap_or_default();
+            out.push(format!("    {}", p.dim(&clip(&json, 400))));
+        }
+    }
+    out
+}
+
+/// Tools whose events repeat what their result shows (the todo list is drawn
+/// from the result's data).
+const QUIET_EVENT_TOOLS: &[&str] = &["set_todo_list", "update_todos"];
+
+/// Turns a run's tool events into lines, the same for the interactive screen and
+/// the `-p` progress: one line per call when it ends, Think's thought, the todo
+/// list, an edit's diff, retries, compactions and notices.
+#[derive(Debug)]
+pub struct EventLines {
+    paint: Paint,
+    registry: Arc<Registry>,
+    /// The one-line summary of each running call, by call id.
+    calls: HashMap<String, String>,
+    /// Show diffs under edits.
+    diffs: bool,
+}
+
+impl EventLines {
+    /// Lines painted with `paint`; `registry` tells canonical tool names.
+    pub fn new(paint: Paint, registry: Arc<Registry>, diffs: bool) -> EventLines {
+        EventLines {
+            paint,
+            registry,
+            calls: HashMap::new(),
+            diffs,
+        }
+    }
+
+    /// The canonical name of `tool` (as exposed or canonical).
+    pub fn canonical(&self, tool: &str) -> String {
+        self.registry.resolve(tool).unwrap_or(tool).to_string()
+    }
+
+    /// The summary of a call still running, if any.
+    pub fn still_running(&self) -> Option<&str> {
+        self.calls.values().next().map(String::as_str)
+    }
+
+    /// The lines `event` adds (none for the events shown otherwise: text, steps,
+    /// usage, the run's end).
+    pub fn event(&mut self, event: &AgentEvent) -> Vec<String> {
+        let p = self.paint;
+        match event {
+            AgentEvent::ToolCall {
+                call_id, summary, ..
+            } => {
+                self.calls.insert(call_id.clone(), summary.clone());
+                Vec::new()
+            }
+            AgentEvent::ToolEvent { tool, message, .. } => {
+                let canonical = self.canonical(tool);
+                if canonical == "think" || message.starts_with('💭') {
+                    vec![thought_line(p, message)]
+                } else {
+                    Vec::new()
+                }
+            }
+            AgentEvent::ToolResult {
+                call_id,
+                tool,
+                status,
+                summary,
+                data,
+                ..
+            } => {
+                let call = self.calls.remove(call_id).unwrap_or_else(|| tool.clone());
+                let canonical = self.canonical(tool);
+                // Think's thought was its line already.
+                if canonical == "think" && status != "error" {
+                    return Vec::new();
+                }
+                let mut out = vec![tool_line(p, &call, status, summary)];
+                if let Some(todos) = todo_lines(p, data) {
+                    out.extend(todos);
+                } else if self.diffs
+                    && let Some(diff) = data_diff(data)
+                {
+                    out.extend(diff_lines(p, diff, MAX_DIFF_LINES));
+                }
+                out
+            }
+            AgentEvent::Retrying {
+                attempt,
+                wait_ms,
+                reason,
+            } => vec![p.yellow(&format!(
+                "↻ retrying (attempt {attempt}) in {:.1}s: {reason}",
+                *wait_ms as f64 / 1000.0
+            ))],
+            AgentEvent::Compacted {
+                kind,
+                tokens_before,
+                tokens_after,
+            } => vec![p.dim(&format!(
+                "⋯ history compacted ({kind}): about {} → {} tokens",
+                thousands(*tokens_before),
+                thousands(*tokens_after)
+            ))],
+            AgentEvent::Notice { message } => vec![p.yellow(&format!("! {message}"))],
+            _ => Vec::new(),
+        }
+    }
+
+    /// True when `tool`'s events are shown as something else.
+    pub fn quiet_events(&self, tool: &str) -> bool {
+        QUIET_EVENT_TOOLS.contains(&self.canonical(tool).as_str())
+    }
+}
+
+/// `text` cut to `max` characters with an ellipsis.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+
+    const PLAIN: Paint = Paint { color: false };
+
+    #[test]
+    fn tool_lines_fold_the_result_to_its_summary() {
+        assert_eq!(
+            tool_line(PLAIN, "grep \"fn main\"", "success", "12 matches"),
+            "● grep \"fn main\" — 12 matches"
+        );
+        assert_eq!(tool_line(PLAIN, "bash ls", "error", ""), "● bash ls");
+        assert_eq!(
+            thought_line(PLAIN, "💭 Thinking: first the tests"),
+            "💭 Thinking: first the tests"
+        );
+        assert_eq!(
+            thought_line(PLAIN, "first the tests"),
+            "💭 Thinking: first the tests"
+        );
+    }
+
+    #[test]
+    fn todo_list_as_seed_000_shows_it() {
+        let data = json!({"todos": [
+            {"id": 1, "title": "Read the code", "status": "Done"},
+            {"id": 2, "title": "Fix the bug", "status": "In Progress"},
+            {"id": 3, "title": "Run the tests", "status": "Pending"},
+        ]});
+        assert_eq!(
+            todo_lines(PLAIN, &data).unwrap(),
+            vec!["  ☒ Read the code", "  ◐ Fix the bug", "  ☐ Run the tests"]
+        );
+        assert_eq!(todo_lines(PLAIN, &json!({"path": "x"})), None);
+        let painted = todo_lines(Paint { color: true }, &data).unwrap();
+        assert!(painted[0].contains("\u{1b}["), "{painted:?}");
+    }
+
+    #[test]
+    fn diffs_are_cut_and_coloured() {
+        let diff = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n";
+        assert_eq!(
+            diff_lines(PLAIN, diff, 4),
+            vec![
+                "    --- a/x",
+                "    +++ b/x",
+                "    @@ -1 +1 @@",
+                "    -old",
+                "    … 1 more lines"
+            ]
+        );
+        let painted = diff_lines(Paint { color: true }, "+new", 10);
+        assert_eq!(painted, vec![format!("    {}", "+new".green())]);
+    }
+
+    #[test]
+    fn footer_counts_tokens() {
+        let usage = Usage {
+            input_tokens: 12_345,
+            output_tokens: 78,
+            cached_tokens: 1_000,
+            cache_write_tokens: 0,
+        };
+        assert_eq!(
+            footer(3, 1, &usage),
+            "3 steps · 1 tool call · tokens 12,345 in (1,000 cached) · 78 out"
+        );
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000_000), "1,000,000");
+    }
+
+    #[test]
+    fn approvals_show_the_command_or_the_change() {
+        let ask = Ask {
+            tool: "bash".into(),
+            canonical: "bash".into(),
+            subject: Some("git push".into()),
+            arguments: json!({"command": "git push"}),
+            rule: Some("bash(git push:*)".into()),
+        };
+        assert_eq!(approval_lines(PLAIN, &ask), vec!["    $ git push"]);
+        let ask = Ask {
+            tool: "Edit".into(),
+            canonical: "edit_file".into(),
+            subject: Some("src/a.rs".into()),
+            arguments: json!({"path": "src/a.rs", "old_string": "a\nb", "new_string": "c"}),
+            rule: None,
+        };
+        assert_eq!(
+            approval_lines(PLAIN, &ask),
+            vec!["    src/a.rs", "    -a", "    -b", "    +c"]
+        );
+    }
+}
