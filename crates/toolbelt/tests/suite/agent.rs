@@ -204,14 +204,15 @@ fn multi_step_task_fixes_the_file(kind: ProviderKind) {
     let server = ScriptedServer::start(Script::new(
         kind,
         vec![
-            Reply::call("list_dir", r#"{"path": "."}"#),
-            Reply::call("read_file", r#"{"path": "calc.py"}"#),
+            // Written a few bytes at a time: events and arguments split across reads.
+            Reply::call("list_dir", r#"{"path": "."}"#).chunked(7),
+            Reply::call("read_file", r#"{"path": "calc.py"}"#).chunked(3),
             Reply::call(
                 "edit_file",
                 r#"{"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}"#,
             ),
             Reply::call("bash", r#"{"command": "python3 test_calc.py"}"#),
-            Reply::text(answer),
+            Reply::text(answer).chunked(5),
         ],
     ))
     .unwrap();
