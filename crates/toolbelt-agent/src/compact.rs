@@ -229,7 +229,7 @@ mod tests {
         for keep in 0..2_000 {
             if let Some(cut) = cut_point(&messages, keep, messages.len()) {
                 assert!(
-                    !matches!(messages[cut], Message::Tool { .. }),
+                    !matches!(messages.get(cut), Some(Message::Tool { .. })),
                     "keep {keep}"
                 );
                 assert!(cut > 0);
