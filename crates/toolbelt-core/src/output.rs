@@ -1244,8 +1244,8 @@ fn hard_cut(mut text: String, max_bytes: usize) -> String {
     text
 }
 
-/// `1234567` as `1,234,567`.
-fn group(n: u64) -> String {
+/// `1234567` as `1,234,567`: how counts are shown to models and people.
+pub fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

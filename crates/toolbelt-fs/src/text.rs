@@ -735,15 +735,7 @@ pub fn lines(text: &str) -> impl Iterator<Item = &str> {
 
 /// `12345` as `12,345`.
 pub fn group(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    toolbelt_core::output::group(n as u64)
 }
 
 /// A byte count in decimal units: `812 B`, `12.3 KB`, `50 KB`, `1.2 MB`, `3.4 GB`.

@@ -10,6 +10,7 @@ use crossterm::style::Stylize;
 use serde_json::Value;
 use toolbelt_agent::{AgentEvent, Usage};
 use toolbelt_core::Registry;
+use toolbelt_core::output::group;
 
 use super::approve::Ask;
 
@@ -160,11 +161,11 @@ pub fn data_diff(data: &Value) -> Option<&str> {
 
 /// Tokens of a run: `1,234 in (56 cached) · 78 out`.
 pub fn tokens(usage: &Usage) -> String {
-    let mut out = format!("{} in", thousands(usage.input_tokens));
+    let mut out = format!("{} in", group(usage.input_tokens));
     if usage.cached_tokens > 0 {
-        out.push_str(&format!(" ({} cached)", thousands(usage.cached_tokens)));
+        out.push_str(&format!(" ({} cached)", group(usage.cached_tokens)));
     }
-    out.push_str(&format!(" · {} out", thousands(usage.output_tokens)));
+    out.push_str(&format!(" · {} out", group(usage.output_tokens)));
     out
 }
 
@@ -184,18 +185,6 @@ fn plural(n: usize, what: &str) -> String {
     } else {
         format!("{n} {what}s")
     }
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// What an approval shows of a call: the command of `bash`, the change of an edit
@@ -364,8 +353,8 @@ impl EventLines {
                 tokens_after,
             } => vec![p.dim(&format!(
                 "⋯ history compacted ({kind}): about {} → {} tokens",
-                thousands(*tokens_before),
-                thousands(*tokens_after)
+                group(*tokens_before),
+                group(*tokens_after)
             ))],
             AgentEvent::Notice { message } => vec![p.yellow(&format!("! {message}"))],
             _ => Vec::new(),
@@ -459,8 +448,8 @@ mod tests {
             footer(3, 1, &usage),
             "3 steps · 1 tool call · tokens 12,345 in (1,000 cached) · 78 out"
         );
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_000_000), "1,000,000");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1_000_000), "1,000,000");
     }
 
     #[test]

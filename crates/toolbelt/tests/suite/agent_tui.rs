@@ -15,26 +15,6 @@ use toolbelt_agent::testing::{Reply, Script, ScriptedServer};
 const SCREEN_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often the screen is read while waiting.
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
-/// Variables that would change what the binary does, removed from the terminal's
-/// environment.
-const CLEARED_ENV: [&str; 16] = [
-    "TOOLBELT_ROOT",
-    "TOOLBELT_DATABASE_URL",
-    "TOOLBELT_CALL_LOG",
-    "TOOLBELT_PROFILE",
-    "TOOLBELT_CONFIG",
-    "TOOLBELT_STATE_DIR",
-    "TOOLBELT_SANDBOX",
-    "TOOLBELT_NETWORK",
-    "TOOLBELT_AGENT_PROVIDER",
-    "TOOLBELT_AGENT_MODEL",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "NO_COLOR",
-    "RUST_LOG",
-];
 
 /// The tmux command, installed when missing and possible; `None` when not.
 fn tmux() -> Option<PathBuf> {
@@ -86,7 +66,7 @@ impl Terminal {
         cmd.args(["-f", "/dev/null", "new-session", "-d", "-s", "agent"])
             .args(["-x", "120", "-y", "40"])
             .arg(command);
-        for var in CLEARED_ENV {
+        for var in super::cli::TOOLBELT_ENV.iter().chain(&["NO_COLOR"]) {
             cmd.env_remove(var);
         }
         let out = cmd.env("TERM", "xterm-256color").output().unwrap();

@@ -19,7 +19,7 @@ const RUN_TIMEOUT_MS: u64 = 30_000;
 const POLL_INTERVAL_MS: u64 = 5;
 /// Variables the binary reads, removed from every child so that the caller's
 /// environment cannot change what a test sees.
-const TOOLBELT_ENV: [&str; 9] = [
+pub(super) const TOOLBELT_ENV: [&str; 15] = [
     "TOOLBELT_ROOT",
     "TOOLBELT_DATABASE_URL",
     "TOOLBELT_CALL_LOG",
@@ -28,6 +28,12 @@ const TOOLBELT_ENV: [&str; 9] = [
     "TOOLBELT_STATE_DIR",
     "TOOLBELT_SANDBOX",
     "TOOLBELT_NETWORK",
+    "TOOLBELT_AGENT_PROVIDER",
+    "TOOLBELT_AGENT_MODEL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
     "RUST_LOG",
 ];
 /// The only top-level keys of an envelope.
