@@ -26,8 +26,8 @@ use toolbelt_core::BoxFuture;
 use toolbelt_core::calls::parse_loose_json;
 
 use super::http::{
-    Decoder, Failure, Flow, Http, PartialCall, Wire, error_event, implied_stop, join_url,
-    parse_base_url, parse_data,
+    Decoder, Failure, Flow, Http, PartialCall, RequestBody, Wire, error_event, implied_stop,
+    join_url, parse_base_url, parse_data,
 };
 use super::{
     ModelRequest, ModelResponse, Provider, ProviderConfig, ProviderError, ProviderKind, StopReason,
@@ -84,7 +84,7 @@ impl AnthropicProvider {
     }
 
     /// The request body for `request`.
-    fn body(&self, request: &ModelRequest) -> Value {
+    fn body<'a>(&self, request: &'a ModelRequest) -> RequestBody<'a> {
         let mut body = Map::new();
         body.insert("model".into(), self.config.model.clone().into());
         body.insert(
@@ -95,11 +95,11 @@ impl AnthropicProvider {
             body.insert("system".into(), request.system.clone().into());
         }
         body.insert("messages".into(), wire_messages(&request.messages).into());
-        if let Some(tools) = &request.tools {
-            body.insert("tools".into(), Value::clone(tools));
-        }
         body.insert("stream".into(), true.into());
-        Value::Object(body)
+        RequestBody {
+            fields: Value::Object(body),
+            tools: request.tools.as_deref(),
+        }
     }
 }
 

@@ -284,7 +284,7 @@ impl Http {
     pub(crate) async fn run<W: Wire>(
         &self,
         wire: &W,
-        body: &Value,
+        body: &impl serde::Serialize,
         sink: StreamSink<'_>,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ProviderError> {
@@ -766,6 +766,18 @@ pub(crate) fn implied_stop(calls: &[ModelCall]) -> StopReason {
     } else {
         StopReason::ToolUse
     }
+}
+
+/// A request body: its fields, and the tools, serialized where they are rather than
+/// copied into the body (they are the largest part of every request).
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct RequestBody<'a> {
+    /// Every field but `tools` (a JSON object).
+    #[serde(flatten)]
+    pub(crate) fields: Value,
+    /// The tools, already in the provider's format.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tools: Option<&'a Value>,
 }
 
 #[cfg(test)]

@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
 
 use super::http::{
-    Decoder, Failure, Flow, Http, PartialCall, Wire, error_event, implied_stop, join_url,
-    parse_base_url, parse_data,
+    Decoder, Failure, Flow, Http, PartialCall, RequestBody, Wire, error_event, implied_stop,
+    join_url, parse_base_url, parse_data,
 };
 use super::{
     ModelRequest, ModelResponse, Provider, ProviderConfig, ProviderError, ProviderKind, StopReason,
@@ -53,18 +53,17 @@ impl OpenAiProvider {
     }
 
     /// The request body for `request`.
-    fn body(&self, request: &ModelRequest) -> Value {
-        let mut body = json!({
-            "model": self.config.model,
-            "messages": wire_messages(&request.system, &request.messages),
-            "stream": true,
-            "stream_options": {"include_usage": true},
-            "max_tokens": request.max_tokens.unwrap_or(self.config.max_tokens),
-        });
-        if let (Some(tools), Some(map)) = (&request.tools, body.as_object_mut()) {
-            map.insert("tools".into(), Value::clone(tools));
+    fn body<'a>(&self, request: &'a ModelRequest) -> RequestBody<'a> {
+        RequestBody {
+            fields: json!({
+                "model": self.config.model,
+                "messages": wire_messages(&request.system, &request.messages),
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "max_tokens": request.max_tokens.unwrap_or(self.config.max_tokens),
+            }),
+            tools: request.tools.as_deref(),
         }
-        body
     }
 }
 
