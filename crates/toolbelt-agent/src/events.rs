@@ -138,18 +138,20 @@ pub enum AgentEvent {
 pub type EventTx = tokio::sync::mpsc::UnboundedSender<AgentEvent>;
 
 /// Forwards what tools say for the person (Think's "💭 Thinking: ...") into a run's
-/// events as [`AgentEvent::ToolEvent`]: give it to
-/// [`Registry::set_events`](toolbelt_core::Registry::set_events) before the registry
-/// is shared.
+/// events as [`AgentEvent::ToolEvent`], under the tool's name as the model sees it:
+/// give it to [`Registry::set_events`](toolbelt_core::Registry::set_events) before the
+/// registry is shared.
 #[derive(Debug, Clone)]
 pub struct ToolEventForwarder {
     events: EventTx,
+    profile: toolbelt_core::profile::Profile,
 }
 
 impl ToolEventForwarder {
-    /// Forwards into `events`.
-    pub fn new(events: EventTx) -> ToolEventForwarder {
-        ToolEventForwarder { events }
+    /// Forwards into `events`, naming tools as `profile` exposes them (the
+    /// registry's [`profile`](toolbelt_core::Registry::profile)).
+    pub fn new(events: EventTx, profile: toolbelt_core::profile::Profile) -> ToolEventForwarder {
+        ToolEventForwarder { events, profile }
     }
 }
 
@@ -157,7 +159,7 @@ impl toolbelt_core::EventSink for ToolEventForwarder {
     fn emit(&self, tool: &str, call_id: &str, message: &str) {
         let _ = self.events.send(AgentEvent::ToolEvent {
             call_id: call_id.to_string(),
-            tool: tool.to_string(),
+            tool: self.profile.exposed(tool).to_string(),
             message: message.to_string(),
         });
     }

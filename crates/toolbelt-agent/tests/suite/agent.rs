@@ -26,7 +26,10 @@ fn agent_for(
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let mut registry = Registry::new(Session::new(root.path()));
     toolbelt_tools::register_builtins(&mut registry).unwrap();
-    registry.set_events(Some(Arc::new(ToolEventForwarder::new(tx.clone()))));
+    registry.set_events(Some(Arc::new(ToolEventForwarder::new(
+        tx.clone(),
+        registry.profile().clone(),
+    ))));
     let mut config = ProviderConfig::new(kind, "scripted-model");
     config.base_url = server.base_url();
     config.retry = RetryPolicy {

@@ -168,7 +168,10 @@ pub fn run(
     let provider = build_provider(settings.provider).map_err(|e| anyhow::anyhow!("{e}"))?;
 
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
-    registry.set_events(Some(Arc::new(ToolEventForwarder::new(events_tx.clone()))));
+    registry.set_events(Some(Arc::new(ToolEventForwarder::new(
+        events_tx.clone(),
+        registry.profile().clone(),
+    ))));
     let interactive = prompt.is_none();
     let (ui_tx, ui_rx) = std::sync::mpsc::channel();
     if interactive && !args.yes {
