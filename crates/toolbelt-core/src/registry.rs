@@ -529,6 +529,8 @@ impl Registry {
         let mut violations = validator.violations(&args);
         if violations.is_empty() {
             violations = tool.validate(&args);
+        } else {
+            violations = name_unknown_parameters(exposed, &spec.input_schema, &args, violations);
         }
         if let Some(names) = &camel {
             violations = violations
@@ -796,6 +798,8 @@ fn quote_list(items: &[String]) -> String {
 
 /// A similarity at which a name is offered as "did you mean".
 const STRONG_MATCH: f64 = 0.8;
+/// The same for a parameter name.
+const PARAMETER_MATCH: f64 = 0.75;
 /// How many tool names an unknown-tool hint lists.
 const MAX_NAMES_IN_HINT: usize = 40;
 
@@ -820,6 +824,70 @@ fn closest_names(name: &str, names: &[String], n: usize) -> Vec<(f64, String)> {
         .take(n)
         .map(|(s, c)| (s, c.clone()))
         .collect()
+}
+
+/// The validator's "Additional properties are not allowed ('x' was unexpected)" for
+/// the arguments, as one violation per unknown parameter naming the closest real
+/// one: `case_insensitive: not a parameter of grep; did you mean `case_sensitive`
+/// (false)?`.
+fn name_unknown_parameters(
+    tool: &str,
+    schema: &Value,
+    args: &Value,
+    violations: Vec<crate::Violation>,
+) -> Vec<crate::Violation> {
+    let (Some(props), Some(map)) = (
+        schema.get("properties").and_then(Value::as_object),
+        args.as_object(),
+    ) else {
+        return violations;
+    };
+    let unknown: Vec<(&String, &Value)> = map
+        .iter()
+        .filter(|(k, _)| !props.contains_key(*k))
+        .collect();
+    if unknown.is_empty() {
+        return violations;
+    }
+    let names: Vec<String> = props.keys().cloned().collect();
+    let mut out: Vec<crate::Violation> = violations
+        .into_iter()
+        .filter(|v| !(v.path.is_empty() && v.message.contains("unexpected")))
+        .collect();
+    for (key, value) in unknown {
+        let suggestion = if let Some(opposite) = names.iter().find(|n| negates(key, n)) {
+            match value {
+                Value::Bool(b) => format!("did you mean `{opposite}` ({})?", !b),
+                _ => format!("did you mean `{opposite}`, with the opposite meaning?"),
+            }
+        } else {
+            match closest_names(key, &names, 1).first() {
+                Some((score, name)) if *score >= PARAMETER_MATCH => {
+                    format!("did you mean `{name}`?")
+                }
+                _ => format!("its parameters are: {}", names.join(", ")),
+            }
+        };
+        out.push(crate::Violation::new(
+            key.clone(),
+            format!("not a parameter of {tool}; {suggestion}"),
+        ));
+    }
+    out
+}
+
+/// True when `name` is `known` with a negating prefix on one of its words
+/// (`case_insensitive` for `case_sensitive`, `no_follow` for `follow`).
+fn negates(name: &str, known: &str) -> bool {
+    const NEGATIONS: [&str; 5] = ["in", "un", "non", "no_", "not_"];
+    name.char_indices()
+        .filter(|(i, _)| *i == 0 || name[..*i].ends_with('_'))
+        .any(|(i, _)| {
+            NEGATIONS.iter().any(|p| {
+                name[i..].starts_with(p)
+                    && format!("{}{}", &name[..i], &name[i + p.len()..]) == known
+            })
+        })
 }
 
 fn normalize(s: &str) -> String {

@@ -1,9 +1,12 @@
 //! Safe repair of what models often send wrong, guided by the tool's input schema.
 //!
 //! Only changes that cannot alter meaning are made: stringified JSON arguments are
-//! parsed, `{"arguments": {...}}` wrappers unwrapped, and scalars coerced where the
-//! schema asks for another type and the text is an exact rendering of it (`"5"` for
-//! an integer, `"true"` for a boolean, `7` for a string). Every change is recorded.
+//! parsed, `{"arguments": {...}}` wrappers unwrapped, parameters sent under a name
+//! other agents' tools use for them renamed (`file_path` for `path`, `cmd` for
+//! `command`, `old_str` for `old_string`) when the schema has no such parameter, and
+//! scalars coerced where the schema asks for another type and the text is an exact
+//! rendering of it (`"5"` for an integer, `"true"` for a boolean, `7` for a string).
+//! Every change is recorded.
 
 use serde_json::{Map, Number, Value};
 
@@ -11,6 +14,22 @@ use crate::envelope::Repair;
 
 /// Keys models wrap real arguments in.
 const WRAPPER_KEYS: [&str; 4] = ["arguments", "args", "parameters", "input"];
+
+/// Parameter names the tools of other agents use (Claude Code, Codex, kimi-cli,
+/// the MCP reference servers), and ours for the same thing. Compared without case
+/// and underscores (`filePath`, `file_path`); applied only when the schema declares
+/// the target and not the alias, and the target was not sent too.
+const PARAMETER_ALIASES: [(&str, &str); 9] = [
+    ("filepath", "path"),
+    ("filename", "path"),
+    ("directory", "path"),
+    ("dirpath", "path"),
+    ("cmd", "command"),
+    ("oldstr", "old_string"),
+    ("newstr", "new_string"),
+    ("oldtext", "old_string"),
+    ("newtext", "new_string"),
+];
 
 /// The outcome of [`repair_arguments`].
 #[derive(Debug, Clone, PartialEq)]
@@ -229,6 +248,7 @@ fn coerce(
                 .and_then(Value::as_array)
                 .map(|r| r.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
+            rename_aliases(map, props, &path, repairs);
             map.retain(|k, v| {
                 let drop = v.is_null()
                     && !required.contains(&k.as_str())
@@ -260,6 +280,46 @@ fn coerce(
             }
         }
         _ => {}
+    }
+}
+
+/// Renames the keys of `map` that are [`PARAMETER_ALIASES`] of a parameter in
+/// `props`.
+fn rename_aliases(
+    map: &mut Map<String, Value>,
+    props: &Map<String, Value>,
+    path: &str,
+    repairs: &mut Vec<Repair>,
+) {
+    let renames: Vec<(String, &str)> = map
+        .keys()
+        .filter(|k| !props.contains_key(*k))
+        .filter_map(|k| {
+            let folded: String = k
+                .chars()
+                .filter(|c| *c != '_' && *c != '-')
+                .flat_map(char::to_lowercase)
+                .collect();
+            PARAMETER_ALIASES
+                .iter()
+                .find(|(alias, _)| *alias == folded)
+                .map(|(_, target)| (k.clone(), *target))
+        })
+        .filter(|(_, target)| props.contains_key(*target) && !map.contains_key(*target))
+        .collect();
+    for (alias, target) in renames {
+        // Two aliases of one parameter (`file_path` and `filename`): the first wins,
+        // the other stays for validation to report.
+        if map.contains_key(target) {
+            continue;
+        }
+        if let Some(v) = map.remove(&alias) {
+            repairs.push(rep(
+                &join(path, target),
+                &format!("`{alias}` -> `{target}` (the parameter's name here)"),
+            ));
+            map.insert(target.to_string(), v);
+        }
     }
 }
 

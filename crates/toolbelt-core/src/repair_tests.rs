@@ -112,3 +112,65 @@ fn local_refs_are_followed() {
     );
     assert_eq!(r.value, json!({"rows": [{"n": 2}], "opt": {"w": 1.5}}));
 }
+
+#[test]
+fn other_agents_parameter_names_are_renamed_when_unambiguous() {
+    let s = json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "old_string": {"type": "string"},
+            "new_string": {"type": "string"},
+            "limit": {"type": "integer"}
+        }
+    });
+    let r = repair_arguments(
+        &s,
+        json!({"file_path": "a.rs", "old_str": "x", "newText": "y", "limit": "3"}),
+    );
+    assert_eq!(
+        r.value,
+        json!({"path": "a.rs", "old_string": "x", "new_string": "y", "limit": 3})
+    );
+    let actions: Vec<(&str, &str)> = r
+        .repairs
+        .iter()
+        .map(|r| (r.path.as_str(), r.action.as_str()))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("path", "`file_path` -> `path` (the parameter's name here)"),
+            (
+                "new_string",
+                "`newText` -> `new_string` (the parameter's name here)"
+            ),
+            (
+                "old_string",
+                "`old_str` -> `old_string` (the parameter's name here)"
+            ),
+            ("limit", "string \"3\" -> integer 3"),
+        ]
+    );
+}
+
+#[test]
+fn aliases_never_override_what_was_sent_or_what_the_schema_declares() {
+    // Both names sent: nothing renamed, validation reports the extra one.
+    let s = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+    let r = repair_arguments(&s, json!({"path": "a", "file_path": "b"}));
+    assert_eq!(r.value, json!({"path": "a", "file_path": "b"}));
+    assert!(r.repairs.is_empty());
+    // Two aliases of one parameter: one is taken, the other left for validation.
+    let r = repair_arguments(&s, json!({"file_path": "a", "filename": "b"}));
+    assert_eq!(r.value.as_object().unwrap().len(), 2);
+    assert_eq!(r.repairs.len(), 1);
+    // A schema that declares the alias itself keeps it.
+    let s = json!({"type": "object", "properties": {"path": {"type": "string"}, "cmd": {"type": "string"}}});
+    let r = repair_arguments(&s, json!({"cmd": "ls"}));
+    assert_eq!(r.value, json!({"cmd": "ls"}));
+    // No target declared: nothing to rename to.
+    let s = json!({"type": "object", "properties": {"pattern": {"type": "string"}}});
+    let r = repair_arguments(&s, json!({"file_path": "a"}));
+    assert_eq!(r.value, json!({"file_path": "a"}));
+}

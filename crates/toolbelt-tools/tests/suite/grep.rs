@@ -596,3 +596,32 @@ async fn a_long_search_reports_progress_and_stops_when_cancelled() {
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn an_unknown_parameter_names_the_closest_real_one() {
+    let (_dir, registry) = project();
+    let env = call(
+        &registry,
+        "grep",
+        json!({"pattern": "parse_config", "case_insensitive": true}),
+    )
+    .await;
+    let message = error_message(&env, ErrorCode::InvalidParams);
+    assert!(
+        message.contains(
+            "case_insensitive: not a parameter of grep; did you mean `case_sensitive` (false)?"
+        ),
+        "{message}"
+    );
+    let env = call(
+        &registry,
+        "grep",
+        json!({"pattern": "parse_config", "head_limt": 3}),
+    )
+    .await;
+    let message = error_message(&env, ErrorCode::InvalidParams);
+    assert!(
+        message.contains("head_limt: not a parameter of grep; did you mean `head_limit`?"),
+        "{message}"
+    );
+}

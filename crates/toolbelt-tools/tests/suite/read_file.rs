@@ -344,3 +344,24 @@ async fn a_root_replaced_between_calls_is_opened_again() {
     let env = call(&registry, "read_file", json!({"path": "a.txt"})).await;
     assert_eq!(env.status, Status::Error, "{env:?}");
 }
+
+#[tokio::test]
+async fn file_path_as_other_agents_send_it_is_repaired_and_recorded() {
+    let dir = TempDir::new().unwrap();
+    fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let env = read(dir.path(), json!({"file_path": "a.txt"})).await;
+    assert_eq!(success_data(&env)["path"], "a.txt");
+    let repairs: Vec<(String, String)> = env
+        .context
+        .repairs
+        .iter()
+        .map(|r| (r.path.clone(), r.action.clone()))
+        .collect();
+    assert_eq!(
+        repairs,
+        [(
+            "path".to_string(),
+            "`file_path` -> `path` (the parameter's name here)".to_string()
+        )]
+    );
+}

@@ -100,7 +100,7 @@ async fn every_bad_argument_is_reported_with_its_path() {
     let message = error_message(&env, ErrorCode::InvalidParams).to_string();
     let mut paths = violation_paths(&env);
     paths.sort();
-    assert_eq!(paths, ["", "thought", "type"], "{message}");
+    assert_eq!(paths, ["mood", "thought", "type"], "{message}");
     for needle in ["thought", "type", "\"guess\"", "mood"] {
         assert!(message.contains(needle), "{needle} not in {message}");
     }
