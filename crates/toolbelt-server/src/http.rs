@@ -7,12 +7,18 @@
 //!   result envelope. Tool errors are envelopes with status 200; an unknown tool
 //!   answers 404 and a body that is not JSON 400, both with an envelope.
 //! - `GET /v1/openapi.json`: an OpenAPI 3.1 description of these routes.
+//! - `GET /v1/calls`, `/v1/calls/stream`, `/v1/todos`, `/v1/planner/...`,
+//!   `/v1/tools/{name}/schemas`: what the web page reads (see [`crate::web`]).
 //! - `/mcp`: MCP streamable HTTP (POST, GET for the server stream, DELETE).
+//! - `GET /`, `/assets/...`, `POST /login`, `POST /logout`: the web page.
 //!
-//! Every route but `/healthz` needs `Authorization: Bearer <token>`; the token is
-//! compared in constant time and refused in the query string. `Host` and `Origin`
-//! are checked against DNS rebinding, bodies are capped, header reads time out,
-//! and connections and MCP sessions are capped.
+//! Every route but `/healthz` and the page's own needs `Authorization: Bearer
+//! <token>` or the page's session cookie; the token is compared in constant time,
+//! refused in the query string, and wrong tokens are rate-limited. `Host` and
+//! `Origin` are checked against DNS rebinding on every route, bodies are capped,
+//! header reads time out, and connections and MCP sessions are capped. Every
+//! response carries a strict Content-Security-Policy, `X-Content-Type-Options`
+//! and `Referrer-Policy`.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -41,8 +47,10 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::McpServer;
+use crate::web::{self, Web, api::ApiState};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use toolbelt_core::{BatchMode, CallOptions, Envelope, ErrorCode, Registry, ToolCall};
+use toolbelt_store::StoreHandle;
 
 /// The address `toolbelt serve` binds by default.
 pub const DEFAULT_BIND: &str = "127.0.0.1:8750";
@@ -86,6 +94,12 @@ pub struct ServeConfig {
     pub max_sessions: usize,
     /// Time a client has to send a request's headers before the connection is closed.
     pub header_read_timeout: Duration,
+    /// The store the web page reads (call log, todos, planner); without it those
+    /// endpoints answer 503.
+    pub store: Option<StoreHandle>,
+    /// A one-time login code for the web page ([`crate::web::new_login_code`]),
+    /// good for one login within [`crate::web::LOGIN_CODE_TTL_SECS`].
+    pub login_code: Option<String>,
 }
 
 impl ServeConfig {
@@ -109,6 +123,8 @@ impl ServeConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_sessions: DEFAULT_MAX_SESSIONS,
             header_read_timeout: Duration::from_secs(DEFAULT_HEADER_READ_TIMEOUT_SECS),
+            store: None,
+            login_code: None,
         }
     }
 }
@@ -124,6 +140,14 @@ impl std::fmt::Debug for ServeConfig {
             .field("max_connections", &self.max_connections)
             .field("max_sessions", &self.max_sessions)
             .field("header_read_timeout", &self.header_read_timeout)
+            .field(
+                "store",
+                &self.store.as_ref().map(|s| s.location().describe()),
+            )
+            .field(
+                "login_code",
+                &self.login_code.as_ref().map(|_| "<redacted>"),
+            )
             .finish()
     }
 }
@@ -179,10 +203,16 @@ pub async fn serve(
 pub async fn serve_listener(
     listener: TcpListener,
     registry: Arc<Registry>,
-    config: ServeConfig,
+    mut config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServerError> {
     check_config(&config)?;
+    if config.bind.port() == 0
+        && let Ok(addr) = listener.local_addr()
+    {
+        // The session cookie is named after the port actually listened on.
+        config.bind.set_port(addr.port());
+    }
     let cancel = CancellationToken::new();
     let app = build_router(registry, &config, cancel.clone());
     let connections = Arc::new(Semaphore::new(config.max_connections));
@@ -309,6 +339,8 @@ struct Guard {
     max_body_bytes: usize,
     max_sessions: usize,
     sessions: Option<Arc<McpSessions>>,
+    /// The page's sessions and the wrong-token limiter.
+    web: Arc<Web>,
 }
 
 /// Counts the live MCP sessions.
@@ -324,17 +356,30 @@ fn build_router(
         registry: Arc::clone(&registry),
         max_body_bytes: config.max_body_bytes,
     });
+    let token_digest = config.token.as_deref().map(|t| digest(t.trim()));
+    let web = Arc::new(Web::new(
+        token_digest,
+        config.bind.port(),
+        config.login_code.as_deref(),
+    ));
+    let page_api = web::api::routes(Arc::new(ApiState {
+        registry: Arc::clone(&registry),
+        store: config.store.clone(),
+        cancel: cancel.clone(),
+    }));
     let api = Router::new()
         .route("/healthz", get(healthz))
         .route("/v1/tools", get(list_tools))
         .route("/v1/tools/{name}", post(call_tool))
         .route("/v1/batch", post(call_batch))
         .route("/v1/openapi.json", get(openapi))
-        .fallback(not_found)
-        .with_state(state);
+        .with_state(state)
+        .merge(page_api)
+        .merge(web::routes(Arc::clone(&web)))
+        .fallback(not_found);
     let (app, sessions) = mount_mcp(api, &registry, config, cancel);
     let guard = Arc::new(Guard {
-        token_digest: config.token.as_deref().map(|t| digest(t.trim())),
+        token_digest,
         bind: config.bind,
         allowed_origins: config
             .allowed_origins
@@ -344,6 +389,7 @@ fn build_router(
         max_body_bytes: config.max_body_bytes,
         max_sessions: config.max_sessions,
         sessions,
+        web,
     });
     app.layer(DefaultBodyLimit::max(config.max_body_bytes))
         .layer(middleware::from_fn_with_state(guard, security))
@@ -375,15 +421,25 @@ fn mount_mcp(
 
 // ---------------------------------------------------------------- security
 
-/// Host, Origin, token, body size and session checks, in that order.
+/// The checks of [`checks`], and the security headers on every answer.
 async fn security(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    let mut response = checks(&guard, request, next).await;
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    web::add_security_headers(headers);
+    response
+}
+
+/// Host, Origin, token (or the page's session), body size and session checks, in
+/// that order.
+async fn checks(guard: &Guard, request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_string();
-    if let Err(reason) = check_host(&guard, &request) {
+    if let Err(reason) = check_host(guard, &request) {
         tracing::info!(target: "toolbelt::serve", %method, %path, reason, "refused: Host");
         return refuse(StatusCode::FORBIDDEN, "FORBIDDEN_HOST", reason);
     }
-    let origin = match check_origin(&guard, request.headers()) {
+    let origin = match check_origin(guard, request.headers()) {
         Ok(origin) => origin,
         Err(reason) => {
             tracing::info!(target: "toolbelt::serve", %method, %path, "refused: Origin");
@@ -393,7 +449,8 @@ async fn security(State(guard): State<Arc<Guard>>, request: Request, next: Next)
     if method == Method::OPTIONS && origin.is_some() {
         return with_cors(preflight(), origin.as_ref());
     }
-    if let Some(expected) = guard.token_digest.as_ref().filter(|_| path != "/healthz") {
+    let needs_token = path != "/healthz" && !web::is_public(&path);
+    if let Some(expected) = guard.token_digest.as_ref().filter(|_| needs_token) {
         if let Some(name) = token_in_query(request.uri().query()) {
             tracing::info!(target: "toolbelt::serve", %method, %path, "refused: token in the query string");
             return unauthorized(
@@ -404,7 +461,15 @@ async fn security(State(guard): State<Arc<Guard>>, request: Request, next: Next)
                 ),
             );
         }
-        match bearer(request.headers()) {
+        let bearer = bearer(request.headers());
+        if bearer.is_some()
+            && let Some(wait) = guard.web.locked_for()
+        {
+            return too_many_attempts(wait);
+        }
+        match bearer {
+            None if guard.web.has_session(request.headers())
+                && web::same_origin_request(&method, request.headers()) => {}
             None => {
                 return unauthorized(
                     "",
@@ -413,6 +478,7 @@ async fn security(State(guard): State<Arc<Guard>>, request: Request, next: Next)
                 );
             }
             Some(token) if !constant_time_eq(&digest(token), expected) => {
+                guard.web.failed();
                 tracing::info!(target: "toolbelt::serve", %method, %path, "refused: wrong token");
                 return unauthorized("invalid_token", "the bearer token is wrong");
             }
@@ -449,14 +515,22 @@ async fn security(State(guard): State<Arc<Guard>>, request: Request, next: Next)
         }
     }
     tracing::debug!(target: "toolbelt::serve", %method, %path, "request");
-    let mut response = next.run(request).await;
-    let headers = response.headers_mut();
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
+    let response = next.run(request).await;
     with_cors(response, origin.as_ref())
+}
+
+/// The answer to a token while the wrong-token limiter is closed.
+fn too_many_attempts(wait: Duration) -> Response {
+    let secs = wait.as_secs().max(1);
+    let mut response = refuse(
+        StatusCode::TOO_MANY_REQUESTS,
+        "TOO_MANY_ATTEMPTS",
+        &format!("too many wrong tokens; try again in {secs} seconds"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
 }
 
 /// The request's `Host` (or, for HTTP/2, its `:authority`) must name this machine
@@ -560,7 +634,7 @@ fn digest(token: &str) -> [u8; 32] {
 
 /// Compares two digests in time independent of where they differ. Comparing
 /// digests rather than the tokens also hides the token's length.
-fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
     let diff = a
         .iter()
         .zip(b.iter())
@@ -582,7 +656,7 @@ fn error_body(code: &str, message: &str) -> Value {
     json!({ "error": { "code": code, "message": message } })
 }
 
-fn refuse(status: StatusCode, code: &str, message: &str) -> Response {
+pub(crate) fn refuse(status: StatusCode, code: &str, message: &str) -> Response {
     (status, axum::Json(error_body(code, message))).into_response()
 }
 
@@ -833,6 +907,7 @@ fn openapi_document(registry: &Registry) -> Value {
                 "401": unauthorized }
         } }),
     );
+    web::api::openapi_paths(&mut paths, &unauthorized);
     let mut tools = BTreeMap::new();
     for spec in registry.definitions() {
         tools.insert(spec.name.clone(), spec);

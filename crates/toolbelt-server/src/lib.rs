@@ -1,10 +1,12 @@
 //! toolbelt's tools served to other programs: MCP over stdio and streamable HTTP
 //! (through the official Rust SDK, `rmcp`, as an adapter over the registry), and a
-//! small JSON API. Nothing below this crate knows about MCP.
+//! small JSON API, and the web page for people ([`web`]). Nothing below this crate
+//! knows about MCP.
 
 pub mod http;
 pub mod mcp;
 mod stdio;
+pub mod web;
 
 pub use http::{ServeConfig, load_or_create_token, router, serve};
 pub use mcp::{McpServer, ServerError, serve_stdio};

@@ -1,0 +1,409 @@
+"""The web page of `toolbelt serve` in a real browser: Debian's headless Chromium driven
+by Selenium (chromium + chromium-driver; .ci/run installs them).
+
+Logs in with the token, sees the catalogue, fills the forms of `think` and `write_file`
+(the file appears in the root), sees both calls in the call log (and one more arriving
+live), sees a project made through the API in the planner with its stats, the todo
+list as seed 000 renders it, keyboard tabs, dark mode and 200% zoom; no errors in the
+browser console. Screenshots go to $TOOLBELT_ARTIFACTS/web (default: a temporary
+directory, printed). The page must load in under 300 ms from a cold server
+(navigation timing); the figures are printed.
+
+The binary under test comes from the environment: TOOLBELT_BIN=/path/to/toolbelt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SERVER_START_TIMEOUT_S = 30.0
+WAIT_S = 15.0
+# The page, from navigation start to the load event, on a server that has just started.
+MAX_LOAD_MS = 300.0
+CHROMIUM_CANDIDATES = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+DRIVER_CANDIDATES = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]
+
+
+def find(candidates: list[str], name: str) -> str | None:
+    for path in candidates:
+        if os.access(path, os.X_OK):
+            return path
+    return shutil.which(name)
+
+
+CHROMIUM = find(CHROMIUM_CANDIDATES, "chromium")
+CHROMEDRIVER = find(DRIVER_CANDIDATES, "chromedriver")
+
+if CHROMIUM is None or CHROMEDRIVER is None:
+    message = (
+        "\n\n!!! test_web.py SKIPPED: no Chromium here "
+        f"(chromium: {CHROMIUM}, chromedriver: {CHROMEDRIVER}); "
+        "install Debian's chromium and chromium-driver (.ci/run does) !!!\n"
+    )
+    print(message, file=sys.stderr)
+    pytest.skip(message, allow_module_level=True)
+
+from selenium import webdriver  # noqa: E402 (only once the browser is known to be there)
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def toolbelt_bin() -> str:
+    path = os.environ.get("TOOLBELT_BIN", "")
+    if not path or not os.access(path, os.X_OK):
+        raise pytest.UsageError(f"set TOOLBELT_BIN to an executable toolbelt binary (got {path!r})")
+    return path
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    base = os.environ.get("TOOLBELT_ARTIFACTS") or str(Path(tempfile.gettempdir()) / "toolbelt-artifacts")
+    path = Path(base) / "web"
+    path.mkdir(parents=True, exist_ok=True)
+    print(f"\nscreenshots of the web page: {path}", file=sys.stderr)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, base: str, token: str, root: Path, log: Path, proc: subprocess.Popen[bytes]) -> None:
+        self.base = base
+        self.token = token
+        self.root = root
+        self.log = log
+        self.proc = proc
+
+    def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Calls a tool through the JSON API with the bearer token."""
+        request = urllib.request.Request(
+            f"{self.base}/v1/tools/{tool}",
+            data=json.dumps(args).encode(),
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            envelope = json.load(response)
+        assert envelope["status"] == "success", envelope
+        return envelope
+
+
+def start_server(toolbelt_bin: str, tmp: Path, *extra: str) -> Server:
+    port = free_port()
+    token = secrets.token_hex(24)
+    root = tmp / "root"
+    root.mkdir()
+    state = tmp / "state"
+    state.mkdir()
+    log_path = tmp / "serve.log"
+    log = log_path.open("wb")
+    proc = subprocess.Popen(
+        [toolbelt_bin, "serve", "--bind", f"127.0.0.1:{port}", f"--token={token}",
+         "--root", str(root), "--state-dir", str(state), *extra],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
+    )
+    log.close()
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError(f"toolbelt serve exited ({proc.returncode}): {log_path.read_text()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise AssertionError("toolbelt serve did not start listening") from None
+            time.sleep(0.02)
+    return Server(f"http://127.0.0.1:{port}", token, root, log_path, proc)
+
+
+def stop_server(server: Server) -> None:
+    server.proc.terminate()
+    try:
+        server.proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.proc.kill()
+        server.proc.wait()
+    assert server.proc.returncode == 0, f"toolbelt serve exited with {server.proc.returncode} on SIGTERM"
+    assert server.token not in server.log.read_text(), "the token is never logged"
+
+
+@pytest.fixture
+def server(toolbelt_bin: str, tmp_path: Path) -> Iterator[Server]:
+    s = start_server(toolbelt_bin, tmp_path)
+    try:
+        yield s
+    finally:
+        stop_server(s)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[webdriver.Chrome]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--window-size=1280,900",
+                 f"--user-data-dir={tmp_path / 'chromium-profile'}"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    # The system's driver: nothing is downloaded.
+    os.environ["SE_OFFLINE"] = "true"
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait(driver: webdriver.Chrome, condition: Any, what: str) -> Any:
+    return WebDriverWait(driver, WAIT_S).until(condition, message=f"waiting for {what}")
+
+
+def navigation_ms(driver: webdriver.Chrome) -> dict[str, float]:
+    """Navigation timing of the current page, in ms from navigation start."""
+    wait(driver, lambda d: d.execute_script(
+        "var n = performance.getEntriesByType('navigation')[0]; return n && n.loadEventEnd > 0;"), "the load event")
+    timing = driver.execute_script(
+        "var n = performance.getEntriesByType('navigation')[0];"
+        "return {response: n.responseEnd, dom: n.domContentLoadedEventEnd, load: n.loadEventEnd};")
+    return {k: round(float(v), 1) for k, v in timing.items()}
+
+
+def console_errors(driver: webdriver.Chrome) -> list[dict[str, Any]]:
+    return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def shot(driver: webdriver.Chrome, artifacts: Path, name: str) -> None:
+    driver.save_screenshot(str(artifacts / f"{name}.png"))
+
+
+def log_in(driver: webdriver.Chrome, server: Server) -> None:
+    field = wait(driver, ec.visibility_of_element_located((By.ID, "token")), "the token field")
+    field.send_keys(server.token)
+    driver.find_element(By.ID, "login").click()
+    wait(driver, ec.presence_of_element_located((By.CSS_SELECTOR, "#catalogue button[data-tool='think']")),
+         "the catalogue")
+
+
+def open_tool(driver: webdriver.Chrome, name: str) -> None:
+    driver.find_element(By.CSS_SELECTOR, f"#catalogue button[data-tool='{name}']").click()
+    wait(driver, ec.text_to_be_present_in_element((By.ID, "tool-heading"), name), f"the form of {name}")
+
+
+def field(driver: webdriver.Chrome, name: str) -> Any:
+    return driver.find_element(By.CSS_SELECTOR, f"#tool-form [name='{name}']")
+
+
+def run_and_wait(driver: webdriver.Chrome) -> str:
+    driver.find_element(By.ID, "run").click()
+    badge = wait(driver, ec.visibility_of_element_located((By.CSS_SELECTOR, "#result h3 .badge")), "the envelope")
+    return badge.text
+
+
+def test_the_page_in_a_browser(server: Server, browser: webdriver.Chrome, artifacts: Path) -> None:
+    d = browser
+    # A cold server: its first page.
+    d.get(f"{server.base}/")
+    login_timing = navigation_ms(d)
+    shot(d, artifacts, "01-login")
+    assert d.find_element(By.ID, "token").get_attribute("type") == "password"
+
+    # A wrong token first: refused, with a message.
+    d.find_element(By.ID, "token").send_keys("not-the-token")
+    d.find_element(By.ID, "login").click()
+    error = wait(d, ec.visibility_of_element_located((By.ID, "login-error")), "the refusal")
+    assert "wrong" in error.text
+    # The 401 page itself is what the browser logs as a failed resource; clear it.
+    wrong_login_log = d.get_log("browser")
+
+    log_in(d, server)
+    app_timing = navigation_ms(d)
+    cookies = d.get_cookies()
+    assert len(cookies) == 1, cookies
+    assert cookies[0]["httpOnly"] is True and cookies[0]["sameSite"] == "Strict", cookies
+    assert d.execute_script("return document.cookie") == "", "the session cookie is out of the scripts' reach"
+
+    # The catalogue, by category.
+    categories = [h.text.lower() for h in d.find_elements(By.CSS_SELECTOR, "#catalogue h3")]
+    assert len(categories) >= 3, categories
+    shot(d, artifacts, "02-catalogue")
+
+    # think, through its form.
+    open_tool(d, "think")
+    thought = field(d, "thought")
+    assert thought.get_attribute("aria-required") == "true"
+    thought.send_keys("The browser fills this form.")
+    assert run_and_wait(d) == "success"
+    assert "The browser fills this form." in d.find_element(By.CSS_SELECTOR, "#result .tree").text or \
+        d.find_element(By.CSS_SELECTOR, "#result .envelope-text").text
+    wait(d, lambda drv: "think" in drv.find_element(By.ID, "schema-text").text, "the schema")
+    formats = [o.text for o in d.find_elements(By.CSS_SELECTOR, "#schema-format option")]
+    assert formats == ["openai", "openai-strict", "openai-responses", "anthropic", "gemini", "mcp", "text"]
+    shot(d, artifacts, "03-think")
+
+    # write_file: a file appears in the root.
+    open_tool(d, "write_file")
+    field(d, "path").send_keys("from-the-browser.txt")
+    field(d, "content").send_keys("written from the web page\n")
+    assert run_and_wait(d) == "success"
+    assert (server.root / "from-the-browser.txt").read_text() == "written from the web page\n"
+    shot(d, artifacts, "04-write-file")
+
+    # A list of nested objects with a choice: set_todo_list's form.
+    open_tool(d, "set_todo_list")
+    d.find_element(By.XPATH, "//form[@id='tool-form']//button[text()='Add item']").click()
+    field(d, "title").send_keys("fill a nested form")
+    status = field(d, "status")
+    status.find_element(By.XPATH, ".//option[starts-with(normalize-space(.), 'In Progress')]").click()
+    assert run_and_wait(d) == "success"
+    assert "**fill a nested form** [In Progress]" in d.find_element(By.CSS_SELECTOR, "#result .envelope-text").text
+    open_tool(d, "write_file")
+    field(d, "path").send_keys("from-the-browser.txt")
+    field(d, "content").send_keys("written from the web page\n")
+
+    # The raw JSON mode carries what the form held.
+    d.find_element(By.ID, "raw-mode").click()
+    raw = json.loads(d.find_element(By.ID, "raw-args").get_attribute("value"))
+    assert raw == {"path": "from-the-browser.txt", "content": "written from the web page\n"}
+
+    # The call log: both calls, then one more arriving live.
+    d.find_element(By.ID, "tab-calls").click()
+    wait(d, lambda drv: len(drv.find_elements(By.CSS_SELECTOR, "#calls tr")) >= 3, "the calls")
+    tools = [td.text for td in d.find_elements(By.CSS_SELECTOR, "#calls tr td:nth-child(2)")]
+    assert tools[:3] == ["set_todo_list", "write_file", "think"], tools
+    wait(d, ec.text_to_be_present_in_element((By.ID, "live"), "live"), "the live stream")
+    server.call("think", {"thought": "arrives live"})
+    wait(d, lambda drv: drv.find_elements(By.CSS_SELECTOR, "#calls tr td:nth-child(2)")[0].text == "think"
+         and "arrives live" in drv.find_element(By.CSS_SELECTOR, "#calls tr").text, "the live call")
+    relative = d.find_element(By.CSS_SELECTOR, "#calls tr time")
+    assert relative.get_attribute("title"), "the absolute time on hover"
+    # Filters: only write_file.
+    d.find_element(By.ID, "f-tool").send_keys("write_file")
+    d.find_element(By.CSS_SELECTOR, "#call-filters button[type='submit']").click()
+    wait(d, lambda drv: [td.text for td in drv.find_elements(By.CSS_SELECTOR, "#calls tr td:nth-child(2)")]
+         == ["write_file"], "the filtered log")
+    shot(d, artifacts, "05-call-log")
+
+    # Todos, as seed 000 renders them.
+    server.call("set_todo_list", {"todos": [
+        {"title": "read the page", "status": "Done"},
+        {"title": "check the planner", "status": "In Progress"},
+        {"title": "log out", "status": "Pending"},
+    ]})
+    d.find_element(By.ID, "tab-todos").click()
+    wait(d, ec.presence_of_element_located((By.CSS_SELECTOR, "#todos li s")), "the todos")
+    assert d.find_element(By.CSS_SELECTOR, "#todos li s").text == "read the page"
+    assert d.find_element(By.CSS_SELECTOR, "#todos li strong").text == "check the planner"
+    shot(d, artifacts, "06-todos")
+
+    # The planner: a project made through the API, with its stats.
+    project = server.call("create_project", {"name": "Browser garden", "description": "made over the API"})
+    project_id = project["data"]["id"]
+    server.call("create_task", {"title": "water", "project_id": project_id, "due_date": "2001-01-01"})
+    done = server.call("create_task", {"title": "plant", "project_id": project_id})
+    server.call("complete_task", {"task_id": done["data"]["id"]})
+    server.call("create_goal", {"title": "Grow food", "stage": "yearly"})
+    server.call("write_review", {"content": "A good day in the garden", "type": "daily", "mood": 7,
+                                 "tags": ["garden"]})
+    d.find_element(By.ID, "tab-planner").click()
+    card = wait(d, ec.presence_of_element_located((By.CSS_SELECTOR, f"#projects [data-project='{project_id}']")),
+                "the project")
+    text = card.text
+    assert "Browser garden" in text and "50% complete" in text and "1 overdue" in text, text
+    assert "2 tasks" in text and "1 done" in text, text
+    wait(d, ec.presence_of_element_located((By.CSS_SELECTOR, "#mood svg circle")), "the mood chart")
+    assert "garden" in d.find_element(By.ID, "tags").text
+    assert "Grow food" in d.find_element(By.ID, "goals").text
+    assert "water" in d.find_element(By.ID, "tasks").text
+    shot(d, artifacts, "07-planner")
+
+    # The keyboard moves between tabs.
+    d.find_element(By.ID, "tab-planner").send_keys(Keys.ARROW_LEFT)
+    wait(d, lambda drv: drv.find_element(By.ID, "tab-todos").get_attribute("aria-selected") == "true", "ArrowLeft")
+    assert d.switch_to.active_element.get_attribute("id") == "tab-todos"
+
+    # Dark, and 200% zoom (a viewport half as wide in CSS pixels): nothing overflows.
+    d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    d.find_element(By.ID, "tab-tools").click()
+    open_tool(d, "think")
+    shot(d, artifacts, "08-dark")
+    background = d.execute_script("return getComputedStyle(document.body).backgroundColor")
+    assert background != "rgb(255, 255, 255)", background
+    d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                      {"width": 640, "height": 900, "deviceScaleFactor": 2, "mobile": False})
+    for tab in ["tools", "calls", "todos", "planner"]:
+        d.find_element(By.ID, f"tab-{tab}").click()
+        overflow = d.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 1, f"{tab} at 200%: {overflow}px wider than the window"
+    shot(d, artifacts, "09-zoom-200")
+    d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+    errors = console_errors(d)
+    assert errors == [], errors
+    unexpected = [e for e in wrong_login_log if e["level"] == "SEVERE" and "401" not in e["message"]]
+    assert unexpected == [], unexpected
+
+    # Logout: back to the login page; the API refuses the old session.
+    d.find_element(By.ID, "logout").click()
+    wait(d, ec.visibility_of_element_located((By.ID, "token")), "the login page after logout")
+    assert d.get_cookies() == []
+
+    print(f"\nnavigation timing, cold server: login page {login_timing} ms; "
+          f"page after login {app_timing} ms (limit {MAX_LOAD_MS} ms to the load event)", file=sys.stderr)
+    assert login_timing["load"] < MAX_LOAD_MS, login_timing
+    assert app_timing["load"] < MAX_LOAD_MS, app_timing
+
+
+def test_the_one_time_login_url_of_serve_open(toolbelt_bin: str, tmp_path: Path,
+                                               browser: webdriver.Chrome, artifacts: Path) -> None:
+    server = start_server(toolbelt_bin, tmp_path, "--open")
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        url = None
+        while url is None and time.monotonic() < deadline:
+            found = re.search(r"log in \(once, within 10 minutes\): (\S+)", server.log.read_text())
+            url = found.group(1) if found else None
+            time.sleep(0.02)
+        assert url is not None, server.log.read_text()
+        assert url.startswith(f"{server.base}/#once="), url
+        browser.get(url)
+        wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, "#catalogue button[data-tool='think']")),
+             "the page, logged in by the link")
+        assert "#once=" not in browser.current_url, "the code is taken off the address"
+        shot(browser, artifacts, "10-open-link")
+        # Used up: a second browser profile gets the login page with a message.
+        browser.delete_all_cookies()
+        browser.get("about:blank")
+        browser.get(url)
+        error = wait(browser, ec.visibility_of_element_located((By.ID, "login-error")), "the refusal")
+        assert "used already" in error.text
+    finally:
+        stop_server(server)
