@@ -2,10 +2,12 @@
 # Runs the Python tests against a built toolbelt binary: creates the virtual
 # environment (setup.sh), then pytest. Builds nothing.
 #   test_mcp.py        the MCP client tests (`toolbelt mcp`, `toolbelt serve`)
+#   test_web.py        the web page of `toolbelt serve` in headless Chromium (Selenium)
 #   test_providers.py  the official openai / anthropic SDKs against the scripted
 #                      provider, the example beside the binary: ../examples/scripted_provider
 #   tests/python/run.sh /path/to/toolbelt [pytest arguments...]   (e.g. -k providers)
-# Environment: TOOLBELT_PY_VENV (see setup.sh); TOOLBELT_BIN instead of the first argument.
+# Environment: TOOLBELT_PY_VENV (see setup.sh); TOOLBELT_BIN instead of the first argument;
+# TOOLBELT_ARTIFACTS: where test_web.py keeps its screenshots (in web/).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -19,4 +21,4 @@ bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 
 venv="$("$here/setup.sh")"
 cd "$here"
-TOOLBELT_BIN="$bin" exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" test_mcp.py test_providers.py
+TOOLBELT_BIN="$bin" exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" test_mcp.py test_providers.py test_web.py

@@ -14,8 +14,14 @@
 //!   methods of [`Store`] ([`Store::create_project`], [`Store::list_tasks`]...).
 //! - Todo lists per workspace and name, with stable ids: [`read_todos`],
 //!   [`replace_todos`], [`update_todos`].
+//! - Cron jobs ([`create_cron_job`], [`list_cron_jobs`]...) and their firings,
+//!   claimed once per `(job, scheduled_for)` across processes ([`claim_firing`]).
+//! - The outbox of messages to channels: [`enqueue_message`], leases
+//!   ([`claim_message`]) and outcomes ([`record_sent`], [`record_retry`],
+//!   [`record_failed`]).
 //! - The call log: [`CallLogWriter`] (a [`toolbelt_core::CallLog`] writing in
-//!   batches off the call's path) and [`recent_calls`].
+//!   batches off the call's path) and [`recent_calls`]; for people, [`list_calls`]
+//!   (filtered, paged), [`calls_after`] (a live view) and [`all_todo_lists`].
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -29,10 +35,12 @@
 
 mod analysis;
 mod calls;
+mod cron;
 mod dates;
 mod error;
 mod handle;
 mod ids;
+mod outbox;
 mod planner;
 mod reviews;
 mod schema;
@@ -42,6 +50,7 @@ mod store;
 pub mod testing;
 mod themes;
 mod todos;
+mod views;
 
 pub use analysis::{
     AnalysisRequest, Direction, MoodPatterns, MoodTrend, PatternAnalysis, ReviewPoint,
@@ -52,10 +61,19 @@ pub use calls::{
     CALL_LOG_BATCH_MAX, CALL_LOG_QUEUE_CAPACITY, CALL_LOG_RETENTION_MS, CallEntry, CallFilter,
     CallLogWriter, recent_calls,
 };
+pub use cron::{
+    Claim, CronJob, CronJobStatus, FireMode, Firing, LastRun, MAX_CRON_NAME_CHARS, NewCronJob,
+    check_cron_name, claim_firing, create_cron_job, cron_firings, due_cron_jobs, find_cron_job,
+    list_cron_jobs, next_cron_due, prune_cron_firings, remove_cron_job,
+};
 pub use dates::{BadDate, DateOrTime, DayEdge, parse_date, parse_date_or_time, parse_instant};
 pub use error::{StoreError, StoreResult};
 pub use handle::{StoreHandle, store_error};
 pub use ids::{Kind, RecordId};
+pub use outbox::{
+    NewOutboxMessage, OutboxMessage, OutboxStatus, claim_message, due_messages, enqueue_message,
+    get_message, list_messages, next_message_due, record_failed, record_retry, record_sent,
+};
 pub use planner::{
     Completion, DEFAULT_LIST_LIMIT, DeletedProject, Goal, GoalFilter, GoalLink, GoalStage,
     GoalSummary, MAX_LIST_LIMIT, MAX_OVERDUE_LISTED, NewGoal, NewProject, NewTask, OverdueTask,
@@ -75,6 +93,10 @@ pub use store::{
 pub use todos::{
     AppliedTodoChanges, DEFAULT_TODO_LIST, MAX_TODO_LIST_NAME_CHARS, StoredTodo, TodoChanges,
     TodoInput, TodoListKey, TodoPatch, read_todos, replace_todos, update_todos,
+};
+pub use views::{
+    CallQuery, DEFAULT_CALLS_PAGE, MAX_CALLS_PAGE, MAX_TODO_LISTS, TodoListView, TodoView,
+    all_todo_lists, calls_after, last_call_id, list_calls,
 };
 
 /// Milliseconds since the Unix epoch, now.

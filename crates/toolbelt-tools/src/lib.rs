@@ -18,6 +18,10 @@
 //! - [`Grep`]: searches file contents (ripgrep's engine); [`Glob`]: finds files by name.
 //! - [`WebFetch`]: fetches a page behind an SSRF guard and returns its main content;
 //!   [`WebSearch`]: searches the web (DuckDuckGo without a key, Brave, SearXNG).
+//! - [`Message`]: sends to a configured channel (webhook, Telegram, Slack, Discord,
+//!   email, file) through the store's outbox; [`Cron`]: jobs that send messages on
+//!   a schedule, fired by the server. Both are registered by [`register_messaging`]
+//!   when at least one channel is configured.
 //! - [`Bash`]: runs a shell command; the whole process tree is stopped on timeout.
 //!   With `run_in_background` it starts a background shell instead, which
 //!   [`BashOutputTool`] (`bash_output`), [`WriteStdin`], [`KillShell`] and
@@ -54,11 +58,13 @@ mod list_projects;
 mod list_reviews;
 mod list_shells;
 mod list_tasks;
+mod message;
 mod multi_edit;
 mod planner;
 mod read_file;
 mod read_output;
 mod reviews;
+mod schedule;
 mod set_todo_list;
 mod store;
 mod think;
@@ -99,6 +105,7 @@ pub use list_projects::{ListProjects, ListProjectsOutput, ListProjectsParams};
 pub use list_reviews::{ListReviews, ListReviewsParams};
 pub use list_shells::{ListShells, ListShellsParams, ShellEntry, ShellList};
 pub use list_tasks::{ListTasks, ListTasksOutput, ListTasksParams};
+pub use message::message::{MESSAGE_WAIT_MS, Message, MessageOutput, MessageParams};
 pub use multi_edit::{
     MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams,
 };
@@ -110,6 +117,7 @@ pub use read_file::{
     ImageData, MAX_IMAGE_BYTES, MAX_READ_BYTES, ReadFile, ReadFileOutput, ReadFileParams, ReadKind,
 };
 pub use read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
+pub use schedule::cron::{Cron, CronAction, CronOutput, CronParams, JobData, LastRunData};
 pub use set_todo_list::{
     SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoInput, TodoListOutput, TodoStatus, render,
 };
@@ -207,4 +215,23 @@ pub fn register_builtins_with(
     registry.register_typed(KillShell::new(shells.clone()))?;
     registry.register_typed(ListShells::new(shells))?;
     Ok(())
+}
+
+/// Registers `message` and `cron` on `messaging`'s channels, outbox and scheduler —
+/// only when at least one channel is configured: every job sends a message, so
+/// without a channel neither tool could do anything, and a tool that can only fail
+/// costs the model tokens and turns. Returns whether they were registered.
+///
+/// # Errors
+/// A tool of the same name is already registered.
+pub fn register_messaging(
+    registry: &mut Registry,
+    messaging: &toolbelt_sched::Messaging,
+) -> Result<bool, RegistryError> {
+    if messaging.channels().is_empty() {
+        return Ok(false);
+    }
+    registry.register_typed(Message::new(messaging.clone()))?;
+    registry.register_typed(Cron::new(messaging.clone()))?;
+    Ok(true)
 }

@@ -50,6 +50,10 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 /// protocol = "native"           # native function calling or text (Action: tool[{...}])
 /// context_window = 128000       # tokens
 /// max_tokens = 8192             # tokens of one answer
+///
+/// [channels.team]               # where `message` and `cron` jobs send (see toolbelt_sched)
+/// kind = "slack"                # webhook, telegram, slack, discord, email, file
+/// url_env = "SLACK_WEBHOOK_URL" # secrets from the environment (or url = "...")
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -81,6 +85,9 @@ pub struct FileConfig {
     /// `toolbelt agent`.
     #[serde(default)]
     pub agent: AgentConfig,
+    /// `[channels.NAME]`: the channels of the `message` and `cron` tools.
+    #[serde(default)]
+    pub channels: std::collections::BTreeMap<String, toolbelt_sched::ChannelConfig>,
 }
 
 /// `[agent]`: the model `toolbelt agent` talks to and how the loop runs.

@@ -3,6 +3,7 @@
 mod agent;
 mod batch;
 mod config;
+mod cron;
 mod log;
 mod render;
 mod stamps;
@@ -137,7 +138,8 @@ enum Command {
     /// when every call succeeded (or was partial), 1 when any failed, 2 for a batch
     /// that cannot be read (then no call runs).
     Batch(batch::BatchArgs),
-    /// Serve the tools over HTTP: MCP streamable HTTP at /mcp, a JSON API at /v1.
+    /// Serve the tools over HTTP: MCP streamable HTTP at /mcp, a JSON API at /v1,
+    /// and a web page at / (log in with the token).
     ///
     /// Every request but GET /healthz needs `Authorization: Bearer <token>`. Without
     /// --token the token is generated on first start into <state-dir>/serve-token and
@@ -158,6 +160,10 @@ enum Command {
         /// https://app.example.com (repeatable; loopback origins are always allowed).
         #[arg(long = "allow-origin")]
         allowed_origins: Vec<String>,
+        /// Print a one-time login URL for the web page at / (good for one login,
+        /// for 10 minutes), besides the token.
+        #[arg(long)]
+        open: bool,
     },
     /// Serve the tools over MCP on standard input and output.
     ///
@@ -183,6 +189,9 @@ enum Command {
     /// Exit status with -p: 0 for a final answer, 1 when the run ended otherwise
     /// (an error, the step limit, a repeated call, Ctrl-C), 2 for bad usage.
     Agent(agent::AgentArgs),
+    /// Scheduled jobs: list, add, remove (as the `cron` tool), or run the scheduler
+    /// in the foreground.
+    Cron(cron::CronArgs),
     /// Check this machine and the configuration: roots, config file, tools, and what
     /// the shell sandbox can enforce here.
     ///
@@ -318,6 +327,8 @@ struct Built {
     call_log: bool,
     /// `[agent]` of the config file.
     agent: config::AgentConfig,
+    /// The channels, outbox and scheduler (`message`, `cron`, `toolbelt serve`).
+    messaging: toolbelt_sched::Messaging,
 }
 
 /// Runs `calls` (what `call` and `batch` do) on a single-threaded runtime (it starts
@@ -438,6 +449,7 @@ fn build_registry(g: &Global) -> Result<Built> {
     }
     let web = web_options(&file, g.allow_private_network)?;
     let store = StoreHandle::lazy(store);
+    let messaging = cron::messaging(&file.channels, registry.session().state_dir(), &store)?;
     toolbelt_tools::register_builtins_with(
         &mut registry,
         BuiltinOptions {
@@ -446,11 +458,13 @@ fn build_registry(g: &Global) -> Result<Built> {
             store: Some(store.clone()),
         },
     )?;
+    toolbelt_tools::register_messaging(&mut registry, &messaging)?;
     Ok(Built {
         registry,
         store,
         call_log,
         agent: file.agent,
+        messaging,
     })
 }
 
@@ -463,6 +477,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         store,
         call_log,
         agent,
+        messaging,
     } = build_registry(&cli.global)?;
     match cli.command {
         Command::Tools { json, category } => {
@@ -563,13 +578,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             token,
             no_token,
             allowed_origins,
+            open,
         } => {
             let token = if no_token {
                 Token::Nothing
             } else {
                 Token::Given(token)
             };
-            serve(registry, &store, call_log, bind, token, allowed_origins)
+            serve(
+                registry,
+                &store,
+                call_log,
+                bind,
+                token,
+                allowed_origins,
+                &messaging,
+                open,
+            )
         }
         Command::Batch(args) => {
             let calls = args.read_calls()?;
@@ -621,6 +646,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             })?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Cron(args) => cron::run(args, registry, &store, call_log, &messaging),
         Command::Doctor { .. } => unreachable!("answered above"),
     }
 }
@@ -634,6 +660,8 @@ enum Token {
 }
 
 /// `toolbelt serve`: listens until SIGINT or SIGTERM.
+// The subcommand's flags, one by one, as clap parsed them.
+#[allow(clippy::too_many_arguments)]
 fn serve(
     mut registry: Registry,
     store: &StoreHandle,
@@ -641,6 +669,8 @@ fn serve(
     bind: SocketAddr,
     token: Token,
     allowed_origins: Vec<String>,
+    messaging: &toolbelt_sched::Messaging,
+    open: bool,
 ) -> Result<ExitCode> {
     let (mut config, shown) = match token {
         Token::Nothing => {
@@ -680,6 +710,13 @@ fn serve(
         }
     };
     config.allowed_origins = allowed_origins;
+    // The web page reads the call log, todos and planner from the tools' store.
+    config.store = Some(store.clone());
+    if open && config.token.is_some() {
+        config.login_code =
+            Some(toolbelt_server::web::new_login_code().context("cannot make a login code")?);
+    }
+    let login_code = config.login_code.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -689,11 +726,26 @@ fn serve(
         let _entered = rt.enter();
         start_call_log(&mut registry, store, call_log)
     };
+    // Jobs fire and the outbox drains while the server runs.
+    let scheduler = {
+        let _entered = rt.enter();
+        cron::spawn(messaging)
+    };
     let served = rt.block_on(async move {
         let listener = toolbelt_server::http::bind(bind).await?;
         let addr = listener.local_addr().unwrap_or(bind);
-        eprintln!("toolbelt listening on http://{addr} (MCP at /mcp, JSON API at /v1)");
+        eprintln!(
+            "toolbelt listening on http://{addr} (web page at /, MCP at /mcp, JSON API at /v1)"
+        );
         eprintln!("token: {shown}");
+        if let Some(code) = &login_code {
+            eprintln!(
+                "log in (once, within 10 minutes): {}",
+                toolbelt_server::web::login_url(addr, code)
+            );
+        } else if open {
+            eprintln!("open http://{addr}/ (no token needed)");
+        }
         toolbelt_server::http::serve_listener(
             listener,
             Arc::new(registry),
@@ -702,6 +754,7 @@ fn serve(
         )
         .await
     });
+    scheduler.cancel();
     rt.block_on(flush_log(log.as_ref()));
     // Calls cut off by the shutdown may still be reading files on blocking threads.
     rt.shutdown_timeout(Duration::from_millis(100));

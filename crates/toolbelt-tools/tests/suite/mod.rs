@@ -11,6 +11,7 @@ mod glob;
 mod golden;
 mod grep;
 mod list_dir;
+mod messaging;
 mod multi_edit;
 mod planner;
 mod read_file;

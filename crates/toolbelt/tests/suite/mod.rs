@@ -5,6 +5,7 @@
 mod agent;
 mod agent_tui;
 mod cli;
+mod cron;
 mod mcp;
 mod sandbox;
 mod store;

@@ -1,0 +1,64 @@
+//! [`SchedError`]: what the scheduler, the channels and the outbox can refuse or fail with.
+
+use toolbelt_core::{ErrorCode, ToolError};
+use toolbelt_store::StoreError;
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchedError {
+    /// A schedule that cannot be read (bad cron expression, interval, time).
+    #[error("{message}")]
+    Schedule {
+        /// What is wrong with it.
+        message: String,
+        /// How to write it instead.
+        hint: String,
+    },
+    /// A time zone that is not an IANA name.
+    #[error("unknown time zone {zone:?}")]
+    TimeZone {
+        /// The name given.
+        zone: String,
+    },
+    /// A channel's configuration cannot be used.
+    #[error("channel {channel:?}: {message}")]
+    Config {
+        /// The channel's name.
+        channel: String,
+        /// What is wrong (never a secret).
+        message: String,
+    },
+    /// A request naming no configured channel, or not fitting the channel.
+    #[error("{0}")]
+    Request(String),
+    /// The store failed or refused.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl SchedError {
+    /// The error as a model reads it.
+    pub fn into_tool_error(self) -> ToolError {
+        match self {
+            SchedError::Schedule { message, hint } => {
+                ToolError::new(ErrorCode::InvalidParams, message).hint(hint)
+            }
+            e @ SchedError::TimeZone { .. } => ToolError::new(ErrorCode::InvalidParams, e.to_string())
+                .hint("use an IANA time zone name such as \"Europe/Berlin\", \"America/New_York\", \"Asia/Shanghai\" or \"UTC\""),
+            e @ SchedError::Config { .. } => ToolError::new(ErrorCode::DependencyMissing, e.to_string())
+                .hint("the channel is not usable as configured; tell the user, who can fix toolbelt.toml or the environment"),
+            SchedError::Request(m) => ToolError::new(ErrorCode::InvalidParams, m),
+            SchedError::Store(e) => toolbelt_store::store_error(e),
+        }
+    }
+}
+
+impl From<SchedError> for ToolError {
+    fn from(e: SchedError) -> ToolError {
+        e.into_tool_error()
+    }
+}
+
+/// Results of this crate.
+pub type SchedResult<T> = Result<T, SchedError>;

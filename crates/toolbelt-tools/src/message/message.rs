@@ -1,0 +1,283 @@
+//! `message`: sends a message to a configured channel (seed 001's MessageTool).
+
+use base64::Engine as _;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use toolbelt_core::{
+    Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
+    Violation,
+};
+use toolbelt_sched::{Attachment, MAX_MEDIA_BYTES, Messaging, NewMessage, Zone};
+use toolbelt_store::{OutboxMessage, OutboxStatus};
+
+use crate::files::{fs_error, workspace};
+
+/// How long a call waits for its message to be delivered, retries included,
+/// before leaving the rest to the outbox.
+pub const MESSAGE_WAIT_MS: i64 = 20_000;
+
+/// Arguments of `message`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MessageParams {
+    /// The text to send.
+    #[schemars(length(min = 1))]
+    pub content: String,
+    /// The configured channel to send to (see the list in the description).
+    #[schemars(length(min = 1))]
+    pub channel: String,
+    /// The chat in the channel (a Telegram chat id, an email address); needed when the channel has no default chat.
+    #[serde(default)]
+    pub chat_id: Option<String>,
+    /// Files in the workspace to attach, where the channel takes attachments.
+    #[serde(default)]
+    pub media: Option<Vec<String>>,
+    /// The message this one answers, in the channel's own ids (a Telegram message id, a Slack thread ts, an email Message-ID).
+    #[serde(default)]
+    pub reply_to: Option<String>,
+}
+
+/// Result of `message`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct MessageOutput {
+    /// The message's id, also its idempotency key.
+    pub id: String,
+    /// The channel.
+    pub channel: String,
+    /// The chat.
+    pub chat_id: Option<String>,
+    /// `sent`, or `pending` when the outbox is still retrying.
+    pub status: String,
+    /// Attempts made so far.
+    pub attempts: i64,
+    /// The last failure, when an attempt failed.
+    pub error: Option<String>,
+    /// The next attempt (RFC 3339), while pending.
+    pub next_attempt: Option<String>,
+}
+
+/// The `message` tool: registered when at least one channel is configured.
+#[derive(Debug, Clone)]
+pub struct Message {
+    messaging: Messaging,
+}
+
+impl Message {
+    /// The tool, sending through `messaging`.
+    pub fn new(messaging: Messaging) -> Message {
+        Message { messaging }
+    }
+}
+
+/// How long a call waits for a delivery: [`MESSAGE_WAIT_MS`], or less when the
+/// call's own timeout is shorter (a second is kept for the answer).
+pub(crate) fn delivery_wait(ctx: &ToolContext) -> i64 {
+    i64::try_from(ctx.session().timeout().as_millis())
+        .unwrap_or(MESSAGE_WAIT_MS)
+        .min(MESSAGE_WAIT_MS + 1_000)
+        .saturating_sub(1_000)
+        .max(0)
+}
+
+/// The configured channels as the descriptions list them.
+pub(crate) fn channel_list(messaging: &Messaging) -> String {
+    let channels = messaging.channels();
+    let mut out = String::from("\n\nConfigured channels:");
+    for name in channels.names() {
+        if let Some(c) = channels.get(name) {
+            let mut notes = vec![c.kind().as_str().to_string()];
+            if c.needs_chat_id() {
+                notes.push("needs chat_id".into());
+            }
+            if !c.takes_media() {
+                notes.push("no attachments".into());
+            }
+            out.push_str(&format!("\n- `{name}` ({})", notes.join(", ")));
+        }
+    }
+    out
+}
+
+fn output(m: &OutboxMessage) -> MessageOutput {
+    MessageOutput {
+        id: m.id.clone(),
+        channel: m.channel.clone(),
+        chat_id: m.chat_id.clone(),
+        status: m.status.as_str().replace("sending", "pending"),
+        attempts: m.attempts,
+        error: m.last_error.clone(),
+        next_attempt: (m.status == OutboxStatus::Pending)
+            .then(|| Zone::utc().format(m.next_attempt_at)),
+    }
+}
+
+/// A delivered, pending or failed message as the model reads it.
+pub(crate) fn delivery_reply(m: &OutboxMessage, what: &str) -> ToolResult<MessageOutput> {
+    let out = output(m);
+    match m.status {
+        OutboxStatus::Sent => {
+            let text = format!(
+                "{what} sent to {}{} (id {}, {} attempt{}).",
+                m.channel,
+                m.chat_id.as_deref().map(|c| format!(" chat {c}")).unwrap_or_default(),
+                m.id,
+                m.attempts,
+                if m.attempts == 1 { "" } else { "s" }
+            );
+            Ok(Reply::new(out, text))
+        }
+        OutboxStatus::Failed => Err(ToolError::new(
+            ErrorCode::HttpStatus,
+            format!(
+                "channel {} refused the {}: {}",
+                m.channel,
+                what.to_lowercase(),
+                m.last_error.as_deref().unwrap_or("no reason given")
+            ),
+        )
+        .hint("fix what the channel complains about (chat_id, content) and send again; do not resend unchanged")
+        .data(serde_json::to_value(&out).unwrap_or_default())),
+        OutboxStatus::Pending | OutboxStatus::Sending => {
+            let text = format!(
+                "{what} accepted (id {}) but not delivered yet: {}. The outbox keeps retrying{}; do not send it again.",
+                m.id,
+                m.last_error.as_deref().unwrap_or("the channel has not answered yet"),
+                out.next_attempt
+                    .as_deref()
+                    .map(|t| format!(" (next attempt {t})"))
+                    .unwrap_or_default()
+            );
+            Ok(Reply::new(out, text).partial(false))
+        }
+    }
+}
+
+fn read_media(ctx: &ToolContext, paths: &[String]) -> Result<Vec<Attachment>, ToolError> {
+    let ws = workspace(ctx)?;
+    let mut total = 0usize;
+    let mut out = Vec::new();
+    for path in paths {
+        let p = ws.resolve(path)?;
+        let bytes = ws.jail.read(&p, MAX_MEDIA_BYTES as u64).map_err(fs_error)?;
+        total += bytes.len();
+        if total > MAX_MEDIA_BYTES {
+            return Err(ToolError::new(
+                ErrorCode::TooLarge,
+                format!("the attachments pass {MAX_MEDIA_BYTES} bytes"),
+            )
+            .hint("attach fewer or smaller files, or send a link instead"));
+        }
+        let name = std::path::Path::new(path).file_name().map_or_else(
+            || "attachment".to_string(),
+            |n| n.to_string_lossy().to_string(),
+        );
+        out.push(Attachment {
+            content_type: content_type(&name).to_string(),
+            name,
+            data: base64::engine::general_purpose::STANDARD.encode(&bytes),
+        });
+    }
+    Ok(out)
+}
+
+fn content_type(name: &str) -> &'static str {
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("gif") => "image/gif",
+        Some("pdf") => "application/pdf",
+        Some("txt" | "log" | "md") => "text/plain",
+        Some("csv") => "text/csv",
+        Some("json") => "application/json",
+        _ => "application/octet-stream",
+    }
+}
+
+impl TypedTool for Message {
+    type Params = MessageParams;
+    type Output = MessageOutput;
+
+    fn spec(&self) -> ToolSpec {
+        let description = format!(
+            "{}{}",
+            include_str!("message.md").trim_end(),
+            channel_list(&self.messaging)
+        );
+        ToolSpec::describe("message", description)
+            .title("Send Message")
+            .category(Category::Message)
+            .permission("message:send")
+            .key_argument("channel")
+            .hints(Hints {
+                read_only: false,
+                destructive: false,
+                idempotent: false,
+                open_world: true,
+                concurrency_safe: true,
+            })
+            .example(
+                "Tell the team a build finished",
+                json!({"channel": "team", "content": "Nightly build passed: 412 tests, 0 failures."}),
+                json!({
+                    "id": "01970f3e-8c7a-7d52-b1a4-3f7e2c9d0a11",
+                    "channel": "team",
+                    "chat_id": null,
+                    "status": "sent",
+                    "attempts": 1,
+                    "error": null,
+                    "next_attempt": null
+                }),
+            )
+    }
+
+    fn validate(&self, p: &MessageParams) -> Vec<Violation> {
+        let mut out = Vec::new();
+        if p.content.trim().is_empty() {
+            out.push(Violation::new(
+                "content",
+                "content is empty: write the message",
+            ));
+        }
+        if let Some(media) = &p.media
+            && media.iter().any(|m| m.trim().is_empty())
+        {
+            out.push(Violation::new("media", "a media path is empty"));
+        }
+        out
+    }
+
+    async fn call(&self, ctx: &ToolContext, p: MessageParams) -> ToolResult<MessageOutput> {
+        let channels = self.messaging.channels();
+        let media_given = p.media.as_ref().is_some_and(|m| !m.is_empty());
+        channels
+            .check(&p.channel, p.chat_id.as_deref(), &p.content, media_given)
+            .map_err(|e| {
+                e.into_tool_error()
+                    .hint("pick one of the configured channels and the arguments it needs")
+            })?;
+        let media = match &p.media {
+            Some(paths) if !paths.is_empty() => read_media(ctx, paths)?,
+            _ => Vec::new(),
+        };
+        let outbox = self.messaging.outbox();
+        let id = outbox
+            .enqueue(NewMessage {
+                channel: p.channel,
+                chat_id: p.chat_id,
+                content: p.content,
+                reply_to: p.reply_to,
+                media,
+            })
+            .await?;
+        let wait = delivery_wait(ctx);
+        let sent = tokio::select! {
+            r = outbox.deliver(&id, wait) => r?,
+            () = ctx.cancel_token().cancelled() => {
+                return Err(ToolError::new(ErrorCode::Cancelled, format!("cancelled; message {id} stays in the outbox and will be delivered")));
+            }
+        };
+        delivery_reply(&sent, "Message")
+    }
+}
