@@ -20,6 +20,7 @@
 use std::collections::BTreeMap;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
@@ -84,7 +85,7 @@ impl AnthropicProvider {
     }
 
     /// The request body for `request`.
-    fn body<'a>(&self, request: &'a ModelRequest) -> RequestBody<'a> {
+    fn body<'a>(&self, request: &'a ModelRequest, tools: Option<&'a RawValue>) -> RequestBody<'a> {
         let mut body = Map::new();
         body.insert("model".into(), self.config.model.clone().into());
         body.insert(
@@ -98,7 +99,7 @@ impl AnthropicProvider {
         body.insert("stream".into(), true.into());
         RequestBody {
             fields: Value::Object(body),
-            tools: request.tools.as_deref(),
+            tools,
         }
     }
 }
@@ -119,7 +120,8 @@ impl Provider for AnthropicProvider {
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
-            let body = self.body(request);
+            let tools = self.http.serialized_tools(request.tools.as_ref())?;
+            let body = self.body(request, tools.as_deref());
             self.http.run(&AnthropicWire, &body, events, cancel).await
         })
     }

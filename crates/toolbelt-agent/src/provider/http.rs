@@ -20,6 +20,7 @@
 //! URLs in errors carry neither user info nor a query.
 
 use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
 use std::time::Duration;
 
 use eventsource_stream::{EventStreamError, Eventsource};
@@ -27,6 +28,7 @@ use futures::StreamExt;
 use reqwest::Url;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -214,6 +216,9 @@ pub(crate) struct Http {
     secret: Option<Secret>,
     retry: RetryPolicy,
     idle_timeout: Duration,
+    /// The tools of the last request and their JSON: a run sends the same tools
+    /// with every call, so they are serialized once.
+    tools: std::sync::Mutex<Option<(Arc<Value>, Arc<RawValue>)>>,
 }
 
 impl Http {
@@ -272,7 +277,36 @@ impl Http {
             secret: config.api_key.clone(),
             retry: config.retry.clone(),
             idle_timeout: config.idle_timeout,
+            tools: std::sync::Mutex::new(None),
         })
+    }
+
+    /// `tools` as JSON, serialized once per tool list (the same `Arc` again is
+    /// served from the last time).
+    ///
+    /// # Errors
+    /// [`ProviderError::Config`] when the tools cannot be encoded.
+    pub(crate) fn serialized_tools(
+        &self,
+        tools: Option<&Arc<Value>>,
+    ) -> Result<Option<Arc<RawValue>>, ProviderError> {
+        let Some(tools) = tools else {
+            return Ok(None);
+        };
+        let mut last = self
+            .tools
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((seen, raw)) = last.as_ref()
+            && Arc::ptr_eq(seen, tools)
+        {
+            return Ok(Some(Arc::clone(raw)));
+        }
+        let raw: Arc<RawValue> = serde_json::value::to_raw_value(&**tools)
+            .map_err(|e| ProviderError::Config(format!("the tools cannot be encoded: {e}")))?
+            .into();
+        *last = Some((Arc::clone(tools), Arc::clone(&raw)));
+        Ok(Some(raw))
     }
 
     /// Sends `body` (as JSON) until an answer comes, the retries run out, or
@@ -775,9 +809,10 @@ pub(crate) struct RequestBody<'a> {
     /// Every field but `tools` (a JSON object).
     #[serde(flatten)]
     pub(crate) fields: Value,
-    /// The tools, already in the provider's format.
+    /// The tools, already in the provider's format and serialized
+    /// ([`Http::serialized_tools`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) tools: Option<&'a Value>,
+    pub(crate) tools: Option<&'a RawValue>,
 }
 
 #[cfg(test)]
@@ -829,6 +864,24 @@ mod tests {
         assert!(wait > Duration::from_secs(25) && wait <= Duration::from_secs(30));
         h.insert("retry-after", HeaderValue::from_static("soon"));
         assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn the_tools_are_serialized_once_per_list() {
+        let config = ProviderConfig::new(ProviderKind::OpenAi, "m");
+        let url = Url::parse("http://127.0.0.1:9/v1/chat/completions").unwrap();
+        let http = Http::new(&config, url, HeaderMap::new(), USER_AGENT, "").unwrap();
+        assert!(http.serialized_tools(None).unwrap().is_none());
+        let tools = Arc::new(serde_json::json!([{"name": "a", "description": "\"quoted\""}]));
+        let first = http.serialized_tools(Some(&tools)).unwrap().unwrap();
+        assert_eq!(first.get(), r#"[{"description":"\"quoted\"","name":"a"}]"#);
+        let again = http.serialized_tools(Some(&tools)).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        let other = Arc::new(serde_json::json!([]));
+        assert_eq!(
+            http.serialized_tools(Some(&other)).unwrap().unwrap().get(),
+            "[]"
+        );
     }
 
     #[test]

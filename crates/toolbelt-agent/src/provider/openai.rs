@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 
 use reqwest::header::{AUTHORIZATION, HeaderMap};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
@@ -53,7 +54,7 @@ impl OpenAiProvider {
     }
 
     /// The request body for `request`.
-    fn body<'a>(&self, request: &'a ModelRequest) -> RequestBody<'a> {
+    fn body<'a>(&self, request: &'a ModelRequest, tools: Option<&'a RawValue>) -> RequestBody<'a> {
         RequestBody {
             fields: json!({
                 "model": self.config.model,
@@ -62,7 +63,7 @@ impl OpenAiProvider {
                 "stream_options": {"include_usage": true},
                 "max_tokens": request.max_tokens.unwrap_or(self.config.max_tokens),
             }),
-            tools: request.tools.as_deref(),
+            tools,
         }
     }
 }
@@ -83,7 +84,8 @@ impl Provider for OpenAiProvider {
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
-            let body = self.body(request);
+            let tools = self.http.serialized_tools(request.tools.as_ref())?;
+            let body = self.body(request, tools.as_deref());
             self.http.run(&OpenAiWire, &body, events, cancel).await
         })
     }
