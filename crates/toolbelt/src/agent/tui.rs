@@ -157,9 +157,17 @@ pub fn run(parts: Parts<'_>) -> Result<()> {
         }
     });
     // Ctrl-C while a command runs (the line editor reads it as a key otherwise).
+    // The handler is installed here, before the line editor first runs: the editor
+    // puts back whatever SIGINT handler it found when it started reading, and
+    // finding none it would leave Ctrl-C to kill the process.
+    let mut sigint = rt
+        .block_on(async {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        })
+        .context("cannot listen for Ctrl-C")?;
     let interrupts = ui_tx.clone();
     rt.spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
+        while sigint.recv().await.is_some() {
             if interrupts.send(UiMsg::Interrupt).is_err() {
                 break;
             }
