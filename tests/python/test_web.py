@@ -4,8 +4,9 @@ by Selenium (chromium + chromium-driver; .ci/run installs them).
 Logs in with the token, sees the catalogue, fills the forms of `think` and `write_file`
 (the file appears in the root), sees both calls in the call log (and one more arriving
 live), sees a project made through the API in the planner with its stats, the todo
-list as seed 000 renders it, keyboard tabs, dark mode and 200% zoom; no errors in the
-browser console. Screenshots go to $TOOLBELT_ARTIFACTS/web (default: a temporary
+list as seed 000 renders it, keyboard tabs, dark mode and 200% zoom; reads an agent run
+from a transcript (each call by its summary, its result folded) and a cron job made
+through the API (next run in its zone, last run); no errors in the browser console. Screenshots go to $TOOLBELT_ARTIFACTS/web (default: a temporary
 directory, printed). The page must load in under 300 ms from a cold server
 (navigation timing); the figures are printed.
 
@@ -359,7 +360,7 @@ def test_the_page_in_a_browser(server: Server, browser: webdriver.Chrome, artifa
     assert background != "rgb(255, 255, 255)", background
     d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                       {"width": 640, "height": 900, "deviceScaleFactor": 2, "mobile": False})
-    for tab in ["tools", "calls", "todos", "planner"]:
+    for tab in ["tools", "calls", "todos", "planner", "runs", "cron"]:
         d.find_element(By.ID, f"tab-{tab}").click()
         overflow = d.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 1, f"{tab} at 200%: {overflow}px wider than the window"
@@ -405,5 +406,94 @@ def test_the_one_time_login_url_of_serve_open(toolbelt_bin: str, tmp_path: Path,
         browser.get(url)
         error = wait(browser, ec.visibility_of_element_located((By.ID, "login-error")), "the refusal")
         assert "used already" in error.text
+    finally:
+        stop_server(server)
+
+
+def write_transcript(state: Path, run_id: str, envelope: dict[str, Any]) -> None:
+    """A transcript as `toolbelt agent` writes it: a prompt, a call of think and its
+    result, a compaction, a notice, the answer."""
+    runs = state / "agent" / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    t = "2026-05-01T09:00:00+02:00"
+    lines = [
+        {"time": t, "type": "run", "run_id": run_id, "provider": "openai", "model": "scripted-model"},
+        {"time": t, "type": "message", "message": {"role": "user", "content": "Plan the garden week"}},
+        {"time": t, "type": "message", "message": {"role": "assistant", "content": "Let me think first.",
+            "tool_calls": [{"id": "c1", "name": "think", "arguments": json.dumps({"thought": "water on Monday"})}]}},
+        {"time": t, "type": "envelope", "call_id": "c1", "envelope": envelope},
+        {"time": t, "type": "message", "message": {"role": "tool", "results": [
+            {"call_id": "c1", "name": "think", "content": envelope["text"]}]}},
+        {"time": t, "type": "compaction", "kind": "tool_results", "tokens_before": 9000, "tokens_after": 3000},
+        {"time": t, "type": "notice", "message": "the context is getting full"},
+        {"time": t, "type": "message", "message": {"role": "assistant", "content": "Water on Monday, weed on Friday."}},
+        {"time": t, "type": "end", "outcome": "final_answer", "message": "Water on Monday, weed on Friday.",
+         "steps": 2, "tool_calls": 1, "usage": {"input_tokens": 1200, "output_tokens": 80,
+                                                 "cached_tokens": 0, "cache_write_tokens": 0}},
+    ]
+    (runs / f"{run_id}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_agent_runs_and_cron_jobs(toolbelt_bin: str, tmp_path: Path,
+                                  browser: webdriver.Chrome, artifacts: Path) -> None:
+    config = tmp_path / "toolbelt.toml"
+    config.write_text('[channels.local]\nkind = "file"\n')
+    server = start_server(toolbelt_bin, tmp_path, "--config", str(config))
+    try:
+        d = browser
+        envelope = server.call("think", {"thought": "water on Monday"})
+        write_transcript(tmp_path / "state", "20260501-090000-ab12", envelope)
+        server.call("cron", {"action": "add", "name": "daily-summary", "schedule": "7 18 * * 1-5",
+                             "tz": "Europe/Berlin", "message": "Daily summary", "channel": "local"})
+        server.call("cron", {"action": "run_now", "name": "daily-summary"})
+
+        d.get(f"{server.base}/#runs")
+        log_in(d, server)
+        # The runs: time, first prompt, outcome, steps, tokens.
+        d.find_element(By.ID, "tab-runs").click()
+        row = wait(d, ec.presence_of_element_located((By.CSS_SELECTOR, "#runs tr")), "the runs")
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        assert "Plan the garden week" in cells[1], cells
+        assert cells[2] == "final answer" and cells[3] == "2" and cells[4] == "1,280", cells
+        assert row.find_element(By.TAG_NAME, "time").get_attribute("title"), "the absolute time on hover"
+        shot(d, artifacts, "11-agent-runs")
+
+        # One run, readable: the call by its summary, its result folded until opened.
+        row.find_element(By.CSS_SELECTOR, "button[data-run]").send_keys(Keys.ENTER)
+        call = wait(d, ec.presence_of_element_located((By.CSS_SELECTOR, "#run-detail details.call")), "the run")
+        detail = d.find_element(By.ID, "run-detail")
+        assert d.switch_to.active_element == detail, "the run gets the focus"
+        text = detail.text
+        for seen in ["Plan the garden week", "Let me think first.", 'Think: "water on Monday"',
+                     "the context is getting full", "tool results: 9,000 → 3,000 tokens",
+                     "Water on Monday, weed on Friday.", "2 steps, 1 tool calls"]:
+            assert seen in text, (seen, text)
+        result = call.find_elements(By.TAG_NAME, "pre")[-1]
+        assert not result.is_displayed(), "the result is folded"
+        call.find_element(By.TAG_NAME, "summary").click()
+        assert result.is_displayed() and result.text == envelope["text"].strip(), result.text
+        assert "water on Monday" in call.find_elements(By.TAG_NAME, "pre")[0].text
+        shot(d, artifacts, "12-agent-run")
+
+        # The cron jobs, by keyboard: next run in the job's zone, last run, channel.
+        d.find_element(By.ID, "tab-runs").send_keys(Keys.ARROW_RIGHT)
+        wait(d, lambda drv: drv.find_element(By.ID, "tab-cron").get_attribute("aria-selected") == "true",
+             "ArrowRight to the cron jobs")
+        row = wait(d, ec.presence_of_element_located((By.CSS_SELECTOR, "#cron tr")), "the jobs")
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[0].startswith("daily-summary") and cells[1] == "Daily summary", cells
+        assert cells[2] == "7 18 * * 1-5" and cells[3] == "Europe/Berlin" and cells[6] == "local", cells
+        assert "sent" in cells[5], cells
+        next_run = row.find_elements(By.TAG_NAME, "time")[0].get_attribute("title")
+        assert re.search(r"18:07:00\+0[12]:00 \(Europe/Berlin\)$", next_run), next_run
+        shot(d, artifacts, "13-cron-jobs")
+
+        d.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                          {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        d.find_element(By.ID, "tab-runs").click()
+        wait(d, ec.presence_of_element_located((By.CSS_SELECTOR, "#runs tr")), "the runs again")
+        shot(d, artifacts, "14-agent-runs-dark")
+        errors = console_errors(d)
+        assert errors == [], errors
     finally:
         stop_server(server)

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::agent::AgentError;
 use crate::message::{Message, Usage};
+use crate::summary::{call_summary, result_summary};
 
 /// An open transcript, appended to line by line (each line written whole, so a
 /// crash loses at most the line being written).
@@ -176,6 +177,8 @@ pub struct RunInfo {
     pub prompt: String,
     /// Turns run.
     pub turns: usize,
+    /// Model calls made, over all turns.
+    pub steps: u64,
     /// How the last turn ended.
     pub outcome: Option<String>,
     /// Tokens used.
@@ -215,6 +218,7 @@ fn info_of(path: &Path) -> Option<RunInfo> {
         model: String::new(),
         prompt: String::new(),
         turns: 0,
+        steps: 0,
         outcome: None,
         usage: Usage::default(),
     };
@@ -247,6 +251,7 @@ fn info_of(path: &Path) -> Option<RunInfo> {
             }
             Some("end") => {
                 info.turns += 1;
+                info.steps += event.get("steps").and_then(Value::as_u64).unwrap_or(0);
                 info.outcome = Some(text("outcome"));
                 if let Some(u) = event
                     .get("usage")
@@ -259,6 +264,204 @@ fn info_of(path: &Path) -> Option<RunInfo> {
         }
     }
     is_run.then_some(info)
+}
+
+/// A tool call as a person reads it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallShown {
+    /// The provider's id of the call.
+    pub id: String,
+    /// The tool as the model named it.
+    pub tool: String,
+    /// The call in one line (`grep "fn main"`, `Think: "..."`).
+    pub summary: String,
+    /// The arguments as the model wrote them.
+    pub arguments: String,
+}
+
+/// One step of a run, as a person reads it: what [`read`] gives.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Entry {
+    /// The run started.
+    Run {
+        /// When (RFC 3339).
+        time: String,
+        /// The provider.
+        provider: String,
+        /// The model.
+        model: String,
+    },
+    /// What the person (or the loop, in the text protocol) said.
+    User {
+        /// When.
+        time: String,
+        /// The text.
+        text: String,
+    },
+    /// What the model answered, and the tools it asked for.
+    Assistant {
+        /// When.
+        time: String,
+        /// The text.
+        text: String,
+        /// The calls.
+        calls: Vec<CallShown>,
+    },
+    /// A call's result.
+    Result {
+        /// When.
+        time: String,
+        /// The call it answers.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// `success`, `partial` or `error`.
+        status: String,
+        /// The result in a few words (`12 matches`, `exit 1`, the error).
+        summary: String,
+        /// The text the model read.
+        text: String,
+    },
+    /// Something the loop told the model or the person.
+    Notice {
+        /// When.
+        time: String,
+        /// What.
+        message: String,
+    },
+    /// Older history was shortened or summarised.
+    Compaction {
+        /// When.
+        time: String,
+        /// `tool_results`, `summary` or `dropped`.
+        kind: String,
+        /// Tokens before.
+        tokens_before: u64,
+        /// Tokens after.
+        tokens_after: u64,
+    },
+    /// A turn ended.
+    End {
+        /// When.
+        time: String,
+        /// How (`final_answer`, `max_steps`, `error`...).
+        outcome: String,
+        /// The final answer, or what ended the turn.
+        message: String,
+        /// Model calls made in the turn.
+        steps: u64,
+        /// Tool calls made in the turn.
+        tool_calls: u64,
+        /// Tokens used so far.
+        usage: Usage,
+    },
+}
+
+/// The steps of a transcript, in order, as a person reads them: the messages, each
+/// call by its summary with its result, notices, compactions, the end of each turn.
+/// Lines that cannot be read are skipped.
+///
+/// # Errors
+/// The file cannot be read, or holds no run.
+pub fn read(path: &Path) -> Result<Vec<Entry>, AgentError> {
+    let file = File::open(path).map_err(|e| err(path, &e))?;
+    let mut entries = Vec::new();
+    for line in BufReader::new(file).lines() {
+        let line = line.map_err(|e| err(path, &e))?;
+        let Ok(event) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if let Some(entry) = entry_of(&event) {
+            entries.push(entry);
+        }
+    }
+    if !matches!(entries.first(), Some(Entry::Run { .. })) {
+        return Err(err(path, &"not a transcript of toolbelt agent"));
+    }
+    Ok(entries)
+}
+
+fn entry_of(event: &Value) -> Option<Entry> {
+    let text = |v: &Value, key: &str| {
+        v.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let number = |key: &str| event.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let time = text(event, "time");
+    Some(match event.get("type").and_then(Value::as_str)? {
+        "run" => Entry::Run {
+            time,
+            provider: text(event, "provider"),
+            model: text(event, "model"),
+        },
+        "message" => match serde_json::from_value::<Message>(event.get("message")?.clone()).ok()? {
+            Message::User { content } => Entry::User {
+                time,
+                text: content,
+            },
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => Entry::Assistant {
+                time,
+                text: content,
+                calls: tool_calls
+                    .into_iter()
+                    .map(|c| {
+                        let args = serde_json::from_str(&c.arguments).unwrap_or(Value::Null);
+                        CallShown {
+                            summary: call_summary(&c.name, &args),
+                            id: c.id,
+                            tool: c.name,
+                            arguments: c.arguments,
+                        }
+                    })
+                    .collect(),
+            },
+            // The results are shown from their envelopes, which say more.
+            Message::Tool { .. } => return None,
+        },
+        "envelope" => {
+            let value = event.get("envelope")?;
+            let env = serde_json::from_value::<toolbelt_core::Envelope>(value.clone()).ok()?;
+            Entry::Result {
+                time,
+                call_id: text(event, "call_id"),
+                tool: value
+                    .get("context")
+                    .map(|c| text(c, "tool"))
+                    .unwrap_or_default(),
+                status: text(value, "status"),
+                summary: result_summary(&env),
+                text: env.text,
+            }
+        }
+        "notice" => Entry::Notice {
+            time,
+            message: text(event, "message"),
+        },
+        "compaction" => Entry::Compaction {
+            time,
+            kind: text(event, "kind"),
+            tokens_before: number("tokens_before"),
+            tokens_after: number("tokens_after"),
+        },
+        "end" => Entry::End {
+            time,
+            outcome: text(event, "outcome"),
+            message: text(event, "message"),
+            steps: number("steps"),
+            tool_calls: number("tool_calls"),
+            usage: event
+                .get("usage")
+                .and_then(|u| serde_json::from_value(u.clone()).ok())
+                .unwrap_or_default(),
+        },
+        _ => return None,
+    })
 }
 
 /// The transcript of the latest run in `dir`.

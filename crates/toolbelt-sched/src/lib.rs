@@ -9,7 +9,9 @@
 //!   an `Idempotency-Key`, retrying 429/5xx with backoff and `Retry-After`
 //!   ([`RetryPolicy`]), failing other 4xx at once with the channel's text.
 //! - [`Scheduler`]: fires due jobs; each `(job, scheduled_for)` is claimed once in
-//!   the store, however many schedulers share it.
+//!   the store, however many schedulers share it. Jobs that run a prompt are run by
+//!   a [`PromptRunner`] given by whoever wires the scheduler (the binary: an agent),
+//!   their answer sent like a message.
 //! - [`Messaging`]: all of it for one store and one set of channels — what the
 //!   `message` and `cron` tools and `toolbelt serve` share.
 //! - [`Clock`]: the time, injected ([`SystemClock`], [`ManualClock`] for tests).
@@ -45,6 +47,7 @@ mod channel;
 mod clock;
 mod error;
 mod outbox;
+mod prompt;
 mod schedule;
 mod scheduler;
 
@@ -63,8 +66,9 @@ pub use outbox::{
     Attempt, LEASE_MS, MAX_CONCURRENT_SENDS, MAX_IDLE_MS as OUTBOX_MAX_IDLE_MS, NewMessage, Outbox,
     RetryPolicy,
 };
+pub use prompt::{FINAL_ANSWER, PromptRun, PromptRunner};
 pub use schedule::{MAX_INTERVAL_MS, MIN_INTERVAL_MS, Schedule, Zone, local_zone};
-pub use scheduler::{CLAIM_RETENTION_MS, MAX_IDLE_MS, Scheduler, next_fire};
+pub use scheduler::{CLAIM_RETENTION_MS, MAX_IDLE_MS, MAX_RESULT_CHARS, Scheduler, next_fire};
 
 /// The scheduler, the outbox and the channels of one store. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -113,6 +117,17 @@ impl Messaging {
         self
     }
 
+    /// The same, running the prompts of jobs on `runner`.
+    pub fn with_prompt_runner(mut self, runner: Arc<dyn PromptRunner>) -> Messaging {
+        self.scheduler = self.scheduler.with_prompt_runner(runner);
+        self
+    }
+
+    /// Whether jobs can run prompts (a [`PromptRunner`] is given).
+    pub fn runs_prompts(&self) -> bool {
+        self.scheduler.prompt_runner().is_some()
+    }
+
     /// The same, its scheduler's claims carrying `instance`.
     pub fn with_instance(mut self, instance: impl Into<String>) -> Messaging {
         self.scheduler = self.scheduler.with_instance(instance);
@@ -147,5 +162,18 @@ impl Messaging {
     /// Runs the scheduler and the outbox until `cancel`.
     pub async fn run(&self, cancel: CancellationToken) {
         tokio::join!(self.scheduler.run(cancel.clone()), self.outbox.run(cancel));
+    }
+
+    /// One round: fires what is due now, waits for the prompts those firings run,
+    /// and attempts every message due. What could not be delivered yet stays in
+    /// the outbox for the next round. Returns the firings.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub async fn run_once(&self) -> SchedResult<Vec<toolbelt_store::Firing>> {
+        let fired = self.scheduler.fire_due().await?;
+        self.scheduler.wait_runs().await;
+        self.outbox.drain().await?;
+        Ok(fired)
     }
 }

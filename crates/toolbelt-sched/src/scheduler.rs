@@ -5,14 +5,16 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use toolbelt_store::{
-    Claim, CronJob, FireMode, Firing, StoreHandle, claim_firing, due_cron_jobs, next_cron_due,
-    prune_cron_firings,
+    Claim, CronJob, FireMode, Firing, PromptRunRecord, StoreHandle, claim_firing, due_cron_jobs,
+    make_cron_job_due, next_cron_due, prune_cron_firings, record_prompt_run,
 };
 
 use crate::clock::Clock;
 use crate::error::SchedResult;
 use crate::outbox::Outbox;
+use crate::prompt::{PromptRun, PromptRunner};
 use crate::schedule::{Schedule, Zone};
 
 /// Longest sleep of an idle scheduler, in milliseconds: how soon it notices a job
@@ -22,6 +24,11 @@ pub const MAX_IDLE_MS: i64 = 5_000;
 const FIRE_BATCH: i64 = 500;
 /// Claims older than this are forgotten (each job's latest is kept).
 pub const CLAIM_RETENTION_MS: i64 = 7 * 86_400_000;
+/// The most of a prompt job's answer kept as its last result, in characters (the
+/// whole answer is in the run's transcript and in the message sent).
+pub const MAX_RESULT_CHARS: usize = 4_000;
+/// How long a stopping scheduler waits for prompt runs to record their end, in ms.
+const STOP_GRACE_MS: u64 = 2_000;
 
 /// The next firing of `job` strictly after `after` (ms). `None` when nothing is
 /// left (a one-shot job that fired) or the stored schedule cannot be read.
@@ -38,7 +45,9 @@ pub fn next_fire(job: &CronJob, after: i64) -> Option<i64> {
 }
 
 /// Fires due jobs: each due `(job, scheduled_for)` is claimed in the store, which
-/// puts the job's message into the outbox in the same transaction. Cheap to clone.
+/// puts the job's message into the outbox in the same transaction. A prompt job's
+/// firing starts its run on the [`PromptRunner`], whose answer then goes into the
+/// outbox. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Scheduler {
     store: StoreHandle,
@@ -46,6 +55,11 @@ pub struct Scheduler {
     clock: Arc<dyn Clock>,
     instance: String,
     wake: Arc<Notify>,
+    prompts: Option<Arc<dyn PromptRunner>>,
+    /// The prompt runs under way.
+    runs: TaskTracker,
+    /// Stops them.
+    stop: CancellationToken,
 }
 
 impl Scheduler {
@@ -66,7 +80,21 @@ impl Scheduler {
                     .unwrap_or("0")
             ),
             wake: Arc::new(Notify::new()),
+            prompts: None,
+            runs: TaskTracker::new(),
+            stop: CancellationToken::new(),
         }
+    }
+
+    /// The same scheduler running prompt jobs on `runner`.
+    pub fn with_prompt_runner(mut self, runner: Arc<dyn PromptRunner>) -> Scheduler {
+        self.prompts = Some(runner);
+        self
+    }
+
+    /// The runner of prompt jobs, if any.
+    pub fn prompt_runner(&self) -> Option<&Arc<dyn PromptRunner>> {
+        self.prompts.as_ref()
     }
 
     /// The same scheduler recording its claims as `instance`.
@@ -119,6 +147,9 @@ impl Scheduler {
                 .await?;
                 if let Claim::Fired(firing) = claim {
                     tracing::info!(job = %firing.job.name, scheduled_for = firing.scheduled_for, "job fired");
+                    if firing.job.prompt.is_some() {
+                        self.start_prompt((*firing).clone());
+                    }
                     fired.push(*firing);
                 }
             }
@@ -132,7 +163,76 @@ impl Scheduler {
         Ok(fired)
     }
 
-    /// Fires `job` now, whatever its schedule, which stays as it is.
+    /// Starts the run of a prompt job's firing in the background.
+    fn start_prompt(&self, firing: Firing) {
+        let this = self.clone();
+        self.runs.spawn(async move {
+            if let Err(e) = this.run_prompt(&firing).await {
+                tracing::warn!(job = %firing.job.name, "recording the job's run: {e}");
+            }
+        });
+    }
+
+    /// Runs the prompt of `firing`'s job and records the outcome: the claim keeps
+    /// it as the job's last run, and the answer (or, for a run that failed, what
+    /// became of it) goes into the outbox when the job has a channel. A failed run
+    /// is not fired again.
+    ///
+    /// # Errors
+    /// A store failure while recording.
+    pub async fn run_prompt(&self, firing: &Firing) -> SchedResult<PromptRun> {
+        let run = match &self.prompts {
+            Some(runner) => runner.run(&firing.job, self.stop.child_token()).await,
+            None => PromptRun::failed(
+                "error",
+                "no agent is configured to run prompts: set a model under [agent] in toolbelt.toml",
+            ),
+        };
+        tracing::info!(job = %firing.job.name, outcome = %run.outcome, "job's prompt ran");
+        let record = PromptRunRecord {
+            outcome: run.outcome.clone(),
+            result: clip(&run.text, MAX_RESULT_CHARS),
+            run_id: run.run_id.clone(),
+            content: firing.job.channel.as_ref().map(|name| {
+                let max = self
+                    .outbox
+                    .channels()
+                    .get(name)
+                    .map_or(usize::MAX, |c| c.max_content_chars());
+                clip(&run.message(&firing.job), max.saturating_sub(60))
+            }),
+        };
+        let store = self.store.store().await?;
+        record_prompt_run(store, firing, &record, self.clock.now_ms()).await?;
+        if record.content.is_some() {
+            self.outbox.wake();
+        }
+        Ok(run)
+    }
+
+    /// Waits for the prompt runs under way to end.
+    pub async fn wait_runs(&self) {
+        self.runs.close();
+        self.runs.wait().await;
+        self.runs.reopen();
+    }
+
+    /// Makes a prompt job due now: the running scheduler fires it at once (and a
+    /// scheduler started later, at its start), then goes on with its schedule. A
+    /// prompt's run may take long, so it runs in the background of the scheduler,
+    /// not in the call that asked. Returns whether the job still exists.
+    ///
+    /// # Errors
+    /// A store failure.
+    pub async fn make_due(&self, job: &CronJob) -> SchedResult<bool> {
+        let store = self.store.store().await?;
+        let found = make_cron_job_due(store, job.id, self.clock.now_ms()).await?;
+        self.wake();
+        Ok(found)
+    }
+
+    /// Fires `job` now, whatever its schedule, which stays as it is (a prompt
+    /// job's run starts in the background, as [`Scheduler::fire_due`] starts it).
     ///
     /// # Errors
     /// A store failure; [`crate::SchedError::Request`] when the job is gone.
@@ -152,6 +252,9 @@ impl Scheduler {
         .await?
         {
             Claim::Fired(firing) => {
+                if firing.job.prompt.is_some() {
+                    self.start_prompt((*firing).clone());
+                }
                 self.outbox.wake();
                 Ok(*firing)
             }
@@ -172,6 +275,9 @@ impl Scheduler {
     pub async fn run(&self, cancel: CancellationToken) {
         let mut last_prune = i64::MIN;
         loop {
+            if cancel.is_cancelled() {
+                break;
+            }
             if let Err(e) = self.fire_due().await {
                 tracing::warn!("scheduler: {e}");
             }
@@ -193,10 +299,24 @@ impl Scheduler {
             let sleep_ms = next.map_or(MAX_IDLE_MS, |at| (at - now).clamp(1, MAX_IDLE_MS));
             let sleep_ms = u64::try_from(sleep_ms).unwrap_or(1_000);
             tokio::select! {
-                () = cancel.cancelled() => return,
+                () = cancel.cancelled() => break,
                 () = self.wake.notified() => {}
                 () = tokio::time::sleep(Duration::from_millis(sleep_ms)) => {}
             }
         }
+        // Runs under way end as cancelled, and say so.
+        self.stop.cancel();
+        let _ = tokio::time::timeout(Duration::from_millis(STOP_GRACE_MS), self.wait_runs()).await;
+    }
+}
+
+/// `text` cut to `max` characters, marked when cut.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((cut, _)) => format!(
+            "{}… [cut: the whole answer is in the run's transcript]",
+            &text[..cut]
+        ),
     }
 }

@@ -9,14 +9,12 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use toolbelt_core::{Registry, Session};
-use tower::ServiceExt;
 
 use super::*;
+use crate::test_support::TEST_TIMEOUT;
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 const BIND: &str = "127.0.0.1:8750";
-/// Every async test finishes well within this.
-const TEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn registry(dir: &tempfile::TempDir) -> Arc<Registry> {
     let session = Session::new(dir.path()).with_state_dir(dir.path().join(".toolbelt"));
@@ -43,15 +41,7 @@ fn request(method: &str, uri: &str) -> axum::http::request::Builder {
 }
 
 async fn send(app: axum::Router, request: Request<Body>) -> (StatusCode, HeaderMap, Value) {
-    let response = tokio::time::timeout(TEST_TIMEOUT, app.oneshot(request))
-        .await
-        .expect("no timeout")
-        .expect("infallible");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .expect("body");
+    let (status, headers, bytes) = crate::test_support::respond(app, request).await;
     let body = if bytes.is_empty() {
         Value::Null
     } else {
@@ -403,8 +393,8 @@ async fn openapi_describes_every_route_and_tool() {
     ] {
         assert!(paths.contains_key(route), "{route}");
     }
-    // Four routes, the page's nine endpoints, and one route per tool.
-    assert_eq!(paths.len(), 4 + 9 + registry.definitions().len());
+    // Four routes, the page's twelve endpoints, and one route per tool.
+    assert_eq!(paths.len(), 4 + 12 + registry.definitions().len());
     for spec in registry.definitions() {
         let reference = &doc["paths"][format!("/v1/tools/{}", spec.name)]["post"]["requestBody"]["content"]
             ["application/json"]["schema"]["$ref"];

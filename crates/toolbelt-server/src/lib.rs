@@ -6,6 +6,8 @@
 pub mod http;
 pub mod mcp;
 mod stdio;
+#[cfg(test)]
+mod test_support;
 pub mod web;
 
 pub use http::{ServeConfig, load_or_create_token, router, serve};

@@ -12,17 +12,16 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use toolbelt_core::{Registry, Session};
 use toolbelt_store::{CallLogWriter, Location, StoreHandle};
-use tower::ServiceExt;
 
 use super::*;
 use crate::http::{ServeConfig, router};
+use crate::test_support::TEST_TIMEOUT;
+use tower::ServiceExt;
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 const BIND: &str = "127.0.0.1:8750";
 const ORIGIN: &str = "http://127.0.0.1:8750";
 const COOKIE: &str = "toolbelt_session_8750";
-/// Every async test finishes well within this.
-const TEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A registry whose tools share `store`, logging calls to it when a runtime is
 /// running.
@@ -79,15 +78,7 @@ impl Answer {
 }
 
 async fn send(app: &App, request: Request<Body>) -> Answer {
-    let response = tokio::time::timeout(TEST_TIMEOUT, app.router.clone().oneshot(request))
-        .await
-        .expect("no timeout")
-        .expect("infallible");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .expect("body");
+    let (status, headers, bytes) = crate::test_support::respond(app.router.clone(), request).await;
     Answer {
         status,
         headers,
@@ -772,10 +763,151 @@ async fn the_openapi_document_describes_the_page_endpoints() {
         "/v1/planner/reviews",
         "/v1/planner/patterns",
         "/v1/tools/{name}/schemas",
+        "/v1/agent/runs",
+        "/v1/agent/runs/{id}",
+        "/v1/cron/jobs",
     ] {
         assert!(
             doc["paths"][path]["get"]["operationId"].is_string(),
             "{path}"
         );
     }
+}
+
+/// Writes a transcript as the agent does: a run that read a file through a call,
+/// was compacted, noticed something and answered.
+fn write_transcript(state_dir: &std::path::Path, id: &str, envelope: &Value) {
+    let dir = state_dir.join("agent").join("runs");
+    std::fs::create_dir_all(&dir).expect("runs dir");
+    let t = "2026-05-01T09:00:00+02:00";
+    let lines = [
+        json!({"time": t, "type": "run", "run_id": id, "provider": "openai", "model": "m-1", "protocol": "native"}),
+        json!({"time": t, "type": "message", "message": {"role": "user", "content": "Plan the\nday"}}),
+        json!({"time": t, "type": "message", "message": {"role": "assistant", "content": "Let me think.",
+            "tool_calls": [{"id": "c1", "name": "think", "arguments": "{\"thought\":\"plan\"}"}]}}),
+        json!({"time": t, "type": "envelope", "call_id": "c1", "envelope": envelope}),
+        json!({"time": t, "type": "message", "message": {"role": "tool", "results": [{"call_id": "c1", "name": "think", "content": "ok"}]}}),
+        json!({"time": t, "type": "usage", "usage": {"input_tokens": 100, "output_tokens": 20}, "total": {"input_tokens": 100, "output_tokens": 20}}),
+        json!({"time": t, "type": "compaction", "kind": "tool_results", "tokens_before": 900, "tokens_after": 300, "shortened": 1}),
+        json!({"time": t, "type": "notice", "message": "the same call twice"}),
+        json!({"time": t, "type": "message", "message": {"role": "assistant", "content": "Done: three things."}}),
+        json!({"time": t, "type": "end", "outcome": "final_answer", "message": "Done: three things.", "steps": 2, "tool_calls": 1,
+            "usage": {"input_tokens": 250, "output_tokens": 40, "cached_tokens": 0, "cache_write_tokens": 0}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join(format!("{id}.jsonl")), text).expect("transcript");
+    // Not a transcript: skipped.
+    std::fs::write(dir.join("notes.jsonl"), "{}\n").expect("other file");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_runs_are_listed_and_read_step_by_step() {
+    let app = app();
+    let cookie = log_in(&app).await;
+    let envelope = call(&app, "think", json!({ "thought": "plan" })).await;
+    write_transcript(
+        &app._dir.path().join(".toolbelt"),
+        "20260501-090000-ab12",
+        &envelope,
+    );
+
+    let runs = api_get(&app, &cookie, "/v1/agent/runs").await;
+    assert_eq!(
+        runs,
+        json!({ "total": 1, "runs": [{
+            "id": "20260501-090000-ab12",
+            "started": "2026-05-01T09:00:00+02:00",
+            "model": "m-1",
+            "prompt": "Plan the day",
+            "turns": 1,
+            "steps": 2,
+            "outcome": "final_answer",
+            "usage": { "input_tokens": 250, "output_tokens": 40, "cached_tokens": 0, "cache_write_tokens": 0 }
+        }] })
+    );
+
+    let run = api_get(&app, &cookie, "/v1/agent/runs/20260501-090000-ab12").await;
+    let types: Vec<&str> = run["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["type"].as_str().expect("type"))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "run",
+            "user",
+            "assistant",
+            "result",
+            "compaction",
+            "notice",
+            "assistant",
+            "end"
+        ]
+    );
+    let entries = &run["entries"];
+    assert_eq!(entries[2]["calls"][0]["summary"], "Think: \"plan\"");
+    assert_eq!(
+        (
+            &entries[3]["call_id"],
+            &entries[3]["tool"],
+            &entries[3]["status"]
+        ),
+        (&json!("c1"), &json!("think"), &json!("success"))
+    );
+    assert_eq!(entries[7]["message"], "Done: three things.");
+
+    for missing in ["nope", "..%2F..%2Fetc%2Fpasswd", "notes"] {
+        let answer = send(
+            &app,
+            with_cookie(page_get(&format!("/v1/agent/runs/{missing}")), &cookie),
+        )
+        .await;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{missing}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cron_jobs_show_the_next_run_in_their_zone_and_the_last_run() {
+    let app = app();
+    let cookie = log_in(&app).await;
+    let empty = api_get(&app, &cookie, "/v1/cron/jobs").await;
+    assert_eq!(empty, json!({ "jobs": [] }));
+    let handle = StoreHandle::lazy(Location::in_state_dir(&app._dir.path().join(".toolbelt")));
+    let store = handle.store().await.expect("store");
+    // 2026-07-01T07:07:00Z is 09:07 in Berlin (summer time).
+    let next_at = 1_782_889_620_000;
+    toolbelt_store::create_cron_job(
+        store,
+        &toolbelt_store::NewCronJob {
+            workspace: "/w".into(),
+            name: "triage".into(),
+            schedule: "7 9 * * *".into(),
+            tz: "Europe/Berlin".into(),
+            prompt: Some("Triage the inbox".into()),
+            next_at: Some(next_at),
+            ..toolbelt_store::NewCronJob::default()
+        },
+        0,
+    )
+    .await
+    .expect("job");
+    let jobs = api_get(&app, &cookie, "/v1/cron/jobs").await;
+    assert_eq!(
+        jobs,
+        json!({ "jobs": [{
+            "workspace": "/w",
+            "name": "triage",
+            "schedule": "7 9 * * *",
+            "tz": "Europe/Berlin",
+            "message": "",
+            "prompt": "Triage the inbox",
+            "channel": null,
+            "chat_id": null,
+            "next_run": "2026-07-01T09:07:00+02:00",
+            "next_at": next_at,
+            "last_run": null
+        }] })
+    );
 }

@@ -190,12 +190,10 @@ pub async fn recent_calls(store: &Store, filter: &CallFilter) -> StoreResult<Vec
         return Ok(Vec::new());
     }
     let limit = i64::try_from(filter.tail).unwrap_or(i64::MAX);
-    const COLUMNS: &str =
-        "id, at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace";
     let rows = match &filter.tool {
         Some(tool) => {
             sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {COLUMNS} FROM calls WHERE tool = $1 ORDER BY id DESC LIMIT $2"
+                "SELECT {CALL_COLUMNS} FROM calls WHERE tool = $1 ORDER BY id DESC LIMIT $2"
             )))
             .bind(tool)
             .bind(limit)
@@ -204,27 +202,32 @@ pub async fn recent_calls(store: &Store, filter: &CallFilter) -> StoreResult<Vec
         }
         None => {
             sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {COLUMNS} FROM calls ORDER BY id DESC LIMIT $1"
+                "SELECT {CALL_COLUMNS} FROM calls ORDER BY id DESC LIMIT $1"
             )))
             .bind(limit)
             .fetch_all(store.pool())
             .await?
         }
     };
-    let mut entries = Vec::with_capacity(rows.len());
-    for row in rows.iter().rev() {
-        entries.push(CallEntry {
-            id: row.try_get(0)?,
-            at_ms: row.try_get(1)?,
-            tool: row.try_get(2)?,
-            call_id: row.try_get(3)?,
-            args: row.try_get(4)?,
-            status: row.try_get(5)?,
-            error_code: row.try_get(6)?,
-            duration_ms: row.try_get(7)?,
-            bytes_out: row.try_get(8)?,
-            workspace: row.try_get(9)?,
-        });
-    }
-    Ok(entries)
+    rows.iter().rev().map(call_entry).collect()
+}
+
+/// The columns [`call_entry`] reads, in its order.
+pub(crate) const CALL_COLUMNS: &str =
+    "id, at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace";
+
+/// A row of [`CALL_COLUMNS`].
+pub(crate) fn call_entry(row: &sqlx::any::AnyRow) -> StoreResult<CallEntry> {
+    Ok(CallEntry {
+        id: row.try_get(0)?,
+        at_ms: row.try_get(1)?,
+        tool: row.try_get(2)?,
+        call_id: row.try_get(3)?,
+        args: row.try_get(4)?,
+        status: row.try_get(5)?,
+        error_code: row.try_get(6)?,
+        duration_ms: row.try_get(7)?,
+        bytes_out: row.try_get(8)?,
+        workspace: row.try_get(9)?,
+    })
 }

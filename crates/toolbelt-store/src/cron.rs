@@ -2,11 +2,14 @@
 //!
 //! A job ([`CronJob`]) belongs to a workspace, has a name unique in it, a schedule
 //! and time zone (kept as text: the store does not parse them), the message it
-//! sends and where, and `next_at`, the instant of its next firing (`None`: nothing
-//! left to fire). A firing is claimed with [`claim_firing`]: one write transaction
-//! inserts `(job, scheduled_for)` into `cron_firings` (whose primary key lets one
-//! claimer win, whichever server or process it is), puts the message into the
-//! outbox, and moves the job on to its next time or removes it (a one-shot job).
+//! sends or the prompt an agent runs, where the result goes, and `next_at`, the
+//! instant of its next firing (`None`: nothing left to fire). A firing is claimed
+//! with [`claim_firing`]: one write transaction inserts `(job, scheduled_for)` into
+//! `cron_firings` (whose primary key lets one claimer win, whichever server or
+//! process it is), puts the message into the outbox, and moves the job on to its
+//! next time or removes it (a one-shot job). A prompt job's firing is marked
+//! `running` instead; [`record_prompt_run`] later keeps the run's outcome and puts
+//! its answer into the outbox, under the id the claim reserved.
 
 use sqlx::{Any, Row, Transaction};
 
@@ -18,7 +21,7 @@ use crate::store::Store;
 pub const MAX_CRON_NAME_CHARS: usize = 64;
 
 /// A job to create.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewCronJob {
     /// The workspace the job belongs to.
     pub workspace: String,
@@ -28,10 +31,12 @@ pub struct NewCronJob {
     pub schedule: String,
     /// The IANA time zone the schedule is read in.
     pub tz: String,
-    /// What it sends.
+    /// What it sends (empty for a prompt job).
     pub message: String,
-    /// The channel it sends to.
-    pub channel: String,
+    /// The prompt an agent runs when it fires; its answer is what it sends.
+    pub prompt: Option<String>,
+    /// The channel it sends to (`None`: a prompt job whose answer is only kept).
+    pub channel: Option<String>,
     /// The chat (or address) in the channel, when the channel needs one.
     pub chat_id: Option<String>,
     /// Its first firing, milliseconds since the epoch.
@@ -51,10 +56,12 @@ pub struct CronJob {
     pub schedule: String,
     /// The IANA time zone of the schedule.
     pub tz: String,
-    /// What it sends.
+    /// What it sends (empty for a prompt job).
     pub message: String,
-    /// The channel it sends to.
-    pub channel: String,
+    /// The prompt an agent runs when it fires.
+    pub prompt: Option<String>,
+    /// The channel it sends to (`None`: a prompt job whose answer is only kept).
+    pub channel: Option<String>,
     /// The chat in the channel.
     pub chat_id: Option<String>,
     /// Its next firing (ms since the epoch); `None` when nothing is left to fire.
@@ -81,12 +88,33 @@ pub struct LastRun {
     pub scheduled_for: i64,
     /// When it was claimed (ms).
     pub fired_at: i64,
-    /// The message it sent (its outbox id).
+    /// The message it sent (its outbox id; reserved for a prompt job's answer).
     pub message_id: String,
-    /// The message's delivery state (`None` when the outbox row is gone).
+    /// The message's delivery state (`None` when there is no outbox row: gone, or
+    /// a prompt job's answer not sent yet or not sent at all).
     pub status: Option<OutboxStatus>,
     /// The delivery's last error.
     pub error: Option<String>,
+    /// A prompt job's run: `running`, then how the agent's run ended
+    /// (`final_answer`, `error`, `max_steps`...). `None` for a message job.
+    pub outcome: Option<String>,
+    /// A prompt job's answer, or what went wrong.
+    pub result: Option<String>,
+    /// The run's transcript id.
+    pub run_id: Option<String>,
+}
+
+/// How a prompt job's run went, to record with [`record_prompt_run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptRunRecord {
+    /// How the run ended (`final_answer`, `error`, `max_steps`, `cancelled`...).
+    pub outcome: String,
+    /// The answer, or what went wrong.
+    pub result: String,
+    /// The run's transcript id.
+    pub run_id: Option<String>,
+    /// The message to send, when the job has a channel.
+    pub content: Option<String>,
 }
 
 /// A claimed firing.
@@ -124,10 +152,11 @@ pub enum FireMode {
     Manual,
 }
 
-const JOB_COLUMNS: &str =
-    "id, workspace, name, schedule, tz, message, channel, chat_id, next_at, created_at, updated_at";
+const JOB_COLUMNS: &str = "id, workspace, name, schedule, tz, message, channel, chat_id, next_at, created_at, updated_at, prompt";
 
 fn job_row(row: &sqlx::any::AnyRow) -> StoreResult<CronJob> {
+    // A job without a channel keeps an empty one (the column predates such jobs).
+    let channel: String = row.try_get(6)?;
     Ok(CronJob {
         id: row.try_get(0)?,
         workspace: row.try_get(1)?,
@@ -135,7 +164,8 @@ fn job_row(row: &sqlx::any::AnyRow) -> StoreResult<CronJob> {
         schedule: row.try_get(3)?,
         tz: row.try_get(4)?,
         message: row.try_get(5)?,
-        channel: row.try_get(6)?,
+        prompt: row.try_get(11)?,
+        channel: (!channel.is_empty()).then_some(channel),
         chat_id: row.try_get(7)?,
         next_at: row.try_get(8)?,
         created_at: row.try_get(9)?,
@@ -164,37 +194,36 @@ pub fn check_cron_name(name: &str) -> StoreResult<()> {
 /// workspace has a job of that name, or a failed query.
 pub async fn create_cron_job(store: &Store, job: &NewCronJob, now: i64) -> StoreResult<CronJob> {
     check_cron_name(&job.name)?;
-    let mut tx = store.begin_write().await?;
-    if find_in(&mut tx, &job.workspace, &job.name).await?.is_some() {
-        return Err(StoreError::conflict(format!(
+    let taken = || {
+        StoreError::conflict(format!(
             "a job named {:?} already exists in this workspace: remove it first (action \"remove\") or choose another name",
             job.name
-        )));
+        ))
+    };
+    let mut tx = store.begin_write().await?;
+    if find(&mut *tx, &job.workspace, &job.name).await?.is_some() {
+        return Err(taken());
     }
     let inserted = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO cron_jobs (workspace, name, schedule, tz, message, channel, chat_id, next_at, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING {JOB_COLUMNS}"
+        "INSERT INTO cron_jobs (workspace, name, schedule, tz, message, channel, chat_id, next_at, created_at, updated_at, prompt) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10) RETURNING {JOB_COLUMNS}"
     )))
     .bind(&job.workspace)
     .bind(&job.name)
     .bind(&job.schedule)
     .bind(&job.tz)
     .bind(&job.message)
-    .bind(&job.channel)
+    .bind(job.channel.as_deref().unwrap_or(""))
     .bind(&job.chat_id)
     .bind(job.next_at)
     .bind(now)
+    .bind(&job.prompt)
     .fetch_one(&mut *tx)
     .await;
     let row = match inserted {
         Ok(row) => row,
         // Another writer created the name between the check and the insert (PostgreSQL).
-        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-            return Err(StoreError::conflict(format!(
-                "a job named {:?} already exists in this workspace: remove it first (action \"remove\") or choose another name",
-                job.name
-            )));
-        }
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => return Err(taken()),
         Err(e) => return Err(e.into()),
     };
     let created = job_row(&row)?;
@@ -202,8 +231,9 @@ pub async fn create_cron_job(store: &Store, job: &NewCronJob, now: i64) -> Store
     Ok(created)
 }
 
-async fn find_in(
-    tx: &mut Transaction<'static, Any>,
+/// The job `name` of `workspace`, read through `db` (the pool or a transaction).
+async fn find<'e>(
+    db: impl sqlx::Executor<'e, Database = Any>,
     workspace: &str,
     name: &str,
 ) -> StoreResult<Option<CronJob>> {
@@ -212,7 +242,7 @@ async fn find_in(
     )))
     .bind(workspace)
     .bind(name)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(db)
     .await?;
     row.as_ref().map(job_row).transpose()
 }
@@ -226,14 +256,7 @@ pub async fn find_cron_job(
     workspace: &str,
     name: &str,
 ) -> StoreResult<Option<CronJob>> {
-    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "SELECT {JOB_COLUMNS} FROM cron_jobs WHERE workspace = $1 AND name = $2"
-    )))
-    .bind(workspace)
-    .bind(name)
-    .fetch_optional(store.pool())
-    .await?;
-    row.as_ref().map(job_row).transpose()
+    find(store.pool(), workspace, name).await
 }
 
 /// Removes the job `name` of `workspace` and returns it.
@@ -242,7 +265,7 @@ pub async fn find_cron_job(
 /// [`StoreError::NotFound`] naming the workspace's jobs, or a failed query.
 pub async fn remove_cron_job(store: &Store, workspace: &str, name: &str) -> StoreResult<CronJob> {
     let mut tx = store.begin_write().await?;
-    let Some(job) = find_in(&mut tx, workspace, name).await? else {
+    let Some(job) = find(&mut *tx, workspace, name).await? else {
         let names: Vec<String> =
             sqlx::query("SELECT name FROM cron_jobs WHERE workspace = $1 ORDER BY name LIMIT 20")
                 .bind(workspace)
@@ -305,7 +328,7 @@ pub async fn list_cron_jobs(
 
 async fn last_run(store: &Store, job_id: i64) -> StoreResult<Option<LastRun>> {
     let row = sqlx::query(
-        "SELECT f.scheduled_for, f.fired_at, f.message_id, o.status, o.last_error \
+        "SELECT f.scheduled_for, f.fired_at, f.message_id, o.status, o.last_error, f.outcome, f.result, f.run_id \
          FROM cron_firings f LEFT JOIN outbox o ON o.id = f.message_id \
          WHERE f.job_id = $1 ORDER BY f.fired_at DESC, f.scheduled_for DESC LIMIT 1",
     )
@@ -320,6 +343,9 @@ async fn last_run(store: &Store, job_id: i64) -> StoreResult<Option<LastRun>> {
         message_id: row.try_get(2)?,
         status: status.as_deref().and_then(OutboxStatus::parse),
         error: row.try_get(4)?,
+        outcome: row.try_get(5)?,
+        result: row.try_get(6)?,
+        run_id: row.try_get(7)?,
     }))
 }
 
@@ -338,6 +364,29 @@ pub async fn due_cron_jobs(store: &Store, now: i64, limit: i64) -> StoreResult<V
     rows.iter().map(job_row).collect()
 }
 
+/// Makes job `id` due at `at` (unless it is due earlier already); false when the
+/// job is gone.
+///
+/// # Errors
+/// The query fails.
+pub async fn make_cron_job_due(store: &Store, id: i64, at: i64) -> StoreResult<bool> {
+    let done = sqlx::query(
+        "UPDATE cron_jobs SET next_at = $1, updated_at = $1 WHERE id = $2 AND (next_at IS NULL OR next_at > $1)",
+    )
+    .bind(at)
+    .bind(id)
+    .execute(store.pool())
+    .await?;
+    if done.rows_affected() > 0 {
+        return Ok(true);
+    }
+    let row = sqlx::query("SELECT id FROM cron_jobs WHERE id = $1")
+        .bind(id)
+        .fetch_optional(store.pool())
+        .await?;
+    Ok(row.is_some())
+}
+
 /// The earliest `next_at` of all jobs.
 ///
 /// # Errors
@@ -351,7 +400,8 @@ pub async fn next_cron_due(store: &Store) -> StoreResult<Option<i64>> {
 
 /// Claims a firing of job `job_id` at `now` for `instance`: one transaction that
 /// inserts the claim `(job, scheduled_for)`, puts the job's message (id
-/// `message_id`) into the outbox, and — for [`FireMode::Due`] — moves the job to
+/// `message_id`) into the outbox (a prompt job's claim is marked `running`
+/// instead: [`record_prompt_run`] sends its answer under that id), and — for [`FireMode::Due`] — moves the job to
 /// `next(job, scheduled_for)` or removes it when that is `None`.
 ///
 /// With [`FireMode::Due`] the key is the job's `next_at`, so missed firings fire
@@ -388,8 +438,8 @@ pub async fn claim_firing(
         FireMode::Manual => now,
     };
     let claimed = sqlx::query(
-        "INSERT INTO cron_firings (job_id, scheduled_for, fired_at, instance, message_id, manual) \
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+        "INSERT INTO cron_firings (job_id, scheduled_for, fired_at, instance, message_id, manual, outcome) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
     )
     .bind(job.id)
     .bind(scheduled_for)
@@ -397,6 +447,7 @@ pub async fn claim_firing(
     .bind(instance)
     .bind(message_id)
     .bind(i64::from(mode == FireMode::Manual))
+    .bind(job.prompt.as_ref().map(|_| RUNNING))
     .execute(&mut *tx)
     .await?
     .rows_affected();
@@ -409,20 +460,14 @@ pub async fn claim_firing(
         }
         return Ok(Claim::Taken);
     }
-    insert_message(
-        &mut tx,
-        &NewOutboxMessage {
-            id: message_id.to_string(),
-            channel: job.channel.clone(),
-            chat_id: job.chat_id.clone(),
-            content: job.message.clone(),
-            reply_to: None,
-            media: None,
-            job_id: Some(job.id),
-        },
-        now,
-    )
-    .await?;
+    if job.prompt.is_none() {
+        insert_message(
+            &mut tx,
+            &job_message(&job, message_id, job.message.clone()),
+            now,
+        )
+        .await?;
+    }
     let next_at = match mode {
         FireMode::Manual => job.next_at,
         FireMode::Due => next(&job, scheduled_for),
@@ -437,6 +482,59 @@ pub async fn claim_firing(
         message_id: message_id.to_string(),
         next_at,
     })))
+}
+
+/// The `outcome` of a prompt job's firing whose run has not ended.
+pub const RUNNING: &str = "running";
+
+/// The message `job` sends, as `content`, under `id`.
+fn job_message(job: &CronJob, id: &str, content: String) -> NewOutboxMessage {
+    NewOutboxMessage {
+        id: id.to_string(),
+        channel: job.channel.clone().unwrap_or_default(),
+        chat_id: job.chat_id.clone(),
+        content,
+        reply_to: None,
+        media: None,
+        job_id: Some(job.id),
+    }
+}
+
+/// Records how the run of `firing` (a prompt job's) went, in one transaction: the
+/// claim's outcome, result and transcript id, and the answer put into the outbox
+/// under the id the claim reserved (when `run.content` is given: the job has a
+/// channel).
+///
+/// # Errors
+/// A failed query.
+pub async fn record_prompt_run(
+    store: &Store,
+    firing: &Firing,
+    run: &PromptRunRecord,
+    now: i64,
+) -> StoreResult<()> {
+    let mut tx = store.begin_write().await?;
+    sqlx::query(
+        "UPDATE cron_firings SET outcome = $1, result = $2, run_id = $3 \
+         WHERE job_id = $4 AND scheduled_for = $5",
+    )
+    .bind(&run.outcome)
+    .bind(&run.result)
+    .bind(&run.run_id)
+    .bind(firing.job.id)
+    .bind(firing.scheduled_for)
+    .execute(&mut *tx)
+    .await?;
+    if let Some(content) = &run.content {
+        insert_message(
+            &mut tx,
+            &job_message(&firing.job, &firing.message_id, content.clone()),
+            now,
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
 }
 
 /// Moves `job` to `next_at`, or removes it when that is `None`.

@@ -63,8 +63,9 @@ pub use calls::{
 };
 pub use cron::{
     Claim, CronJob, CronJobStatus, FireMode, Firing, LastRun, MAX_CRON_NAME_CHARS, NewCronJob,
-    check_cron_name, claim_firing, create_cron_job, cron_firings, due_cron_jobs, find_cron_job,
-    list_cron_jobs, next_cron_due, prune_cron_firings, remove_cron_job,
+    PromptRunRecord, RUNNING, check_cron_name, claim_firing, create_cron_job, cron_firings,
+    due_cron_jobs, find_cron_job, list_cron_jobs, make_cron_job_due, next_cron_due,
+    prune_cron_firings, record_prompt_run, remove_cron_job,
 };
 pub use dates::{BadDate, DateOrTime, DayEdge, parse_date, parse_date_or_time, parse_instant};
 pub use error::{StoreError, StoreResult};

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use sqlx::Row;
 
-use crate::calls::CallEntry;
+use crate::calls::{CALL_COLUMNS, CallEntry, call_entry};
 use crate::error::StoreResult;
 use crate::store::Store;
 
@@ -15,9 +15,6 @@ pub const MAX_CALLS_PAGE: u32 = 500;
 pub const DEFAULT_CALLS_PAGE: u32 = 50;
 /// Most todo lists [`all_todo_lists`] returns (most recently changed first).
 pub const MAX_TODO_LISTS: u32 = 200;
-
-const CALL_COLUMNS: &str =
-    "id, at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace";
 
 /// Which logged calls [`list_calls`] returns. Every filter is optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -120,21 +117,6 @@ pub async fn last_call_id(store: &Store) -> StoreResult<i64> {
         .fetch_one(store.pool())
         .await?;
     Ok(row.try_get(0)?)
-}
-
-fn call_entry(row: &sqlx::any::AnyRow) -> StoreResult<CallEntry> {
-    Ok(CallEntry {
-        id: row.try_get(0)?,
-        at_ms: row.try_get(1)?,
-        tool: row.try_get(2)?,
-        call_id: row.try_get(3)?,
-        args: row.try_get(4)?,
-        status: row.try_get(5)?,
-        error_code: row.try_get(6)?,
-        duration_ms: row.try_get(7)?,
-        bytes_out: row.try_get(8)?,
-        workspace: row.try_get(9)?,
-    })
 }
 
 /// One todo of [`TodoListView`].

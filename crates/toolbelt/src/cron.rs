@@ -1,19 +1,24 @@
 //! `toolbelt cron`: the `cron` tool's jobs from the command line (list, add, remove),
 //! and `run`, the scheduler of `toolbelt serve` in the foreground without its HTTP
 //! server. Also builds the [`Messaging`] (channels, outbox, scheduler) that
-//! `toolbelt serve` runs.
+//! `toolbelt serve` runs, and [`AgentJobs`], which runs the prompts of jobs with
+//! the agent of `[agent]`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::{BatchMode, CallOptions, Registry, ToolCall};
-use toolbelt_sched::{ChannelConfig, Channels, Messaging};
-use toolbelt_store::StoreHandle;
+use toolbelt_core::{BatchMode, BoxFuture, CallOptions, Registry, ToolCall};
+use toolbelt_sched::{ChannelConfig, Channels, Messaging, PromptRun, PromptRunner};
+use toolbelt_store::{CronJob, StoreHandle};
+
+use crate::agent;
+use crate::config::AgentConfig;
 
 /// `toolbelt cron`.
 #[derive(Debug, Args)]
@@ -31,7 +36,8 @@ enum CronCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Add a job that sends MESSAGE to CHANNEL on SCHEDULE.
+    /// Add a job that sends MESSAGE to CHANNEL on SCHEDULE, or has the agent
+    /// ([agent] in toolbelt.toml) carry out PROMPT and sends its answer.
     Add {
         /// The job's name, unique in the workspace.
         name: String,
@@ -40,11 +46,16 @@ enum CronCommand {
         #[arg(long)]
         schedule: String,
         /// The text the job sends.
+        #[arg(long, required_unless_present = "prompt", conflicts_with = "prompt")]
+        message: Option<String>,
+        /// A task the agent carries out with the tools when the job fires (calls
+        /// that an `ask` rule covers are declined); its final answer is sent to
+        /// CHANNEL, or kept as the job's last run without one.
         #[arg(long)]
-        message: String,
-        /// A channel of toolbelt.toml ([channels.NAME]).
-        #[arg(long)]
-        channel: String,
+        prompt: Option<String>,
+        /// A channel of toolbelt.toml ([channels.NAME]); required with --message.
+        #[arg(long, required_unless_present = "prompt")]
+        channel: Option<String>,
         /// The chat in the channel (a Telegram chat id, an email address).
         #[arg(long)]
         chat_id: Option<String>,
@@ -65,19 +76,83 @@ enum CronCommand {
     },
     /// Fire due jobs and deliver the outbox in the foreground until Ctrl-C or
     /// SIGTERM: `toolbelt serve`'s scheduler without the HTTP server.
-    Run,
+    Run {
+        /// Fire what is due now, wait for the prompts it runs, attempt the
+        /// messages due, and exit (for a system timer); what is not delivered
+        /// yet stays in the outbox.
+        #[arg(long)]
+        once: bool,
+    },
 }
 
-/// The channels of the config file over `store`, secrets read from the environment.
+/// The channels of the config file over `store`, secrets read from the
+/// environment; jobs run prompts when `[agent]` (or the environment) names a model.
+/// Returns the runner of prompts too, to [`AgentJobs::attach`] the tools to.
 pub fn messaging(
     channels: &BTreeMap<String, ChannelConfig>,
+    agent: &AgentConfig,
     state_dir: &Path,
     store: &StoreHandle,
-) -> Result<Messaging> {
+) -> Result<(Messaging, Option<Arc<AgentJobs>>)> {
     let env = |name: &str| std::env::var(name).ok();
     let channels = Channels::from_config(channels, &env, state_dir)
         .context("invalid [channels] in the config file")?;
-    Ok(Messaging::new(store.clone(), channels))
+    let messaging = Messaging::new(store.clone(), channels);
+    // Without a usable [agent], `cron` refuses prompt jobs and says how to set one.
+    let Ok(settings) = agent::job_settings(agent) else {
+        return Ok((messaging, None));
+    };
+    let jobs = Arc::new(AgentJobs {
+        settings,
+        registry: OnceLock::new(),
+    });
+    let runner: Arc<dyn PromptRunner> = jobs.clone();
+    Ok((messaging.with_prompt_runner(runner), Some(jobs)))
+}
+
+/// Runs the prompts of jobs with the agent of `[agent]`, on the tools of the
+/// command that runs the scheduler (`toolbelt serve`, `toolbelt cron run`): the
+/// same roots, rules, sandbox and call log; calls that an `ask` rule covers are
+/// declined, as in `toolbelt agent -p`.
+#[derive(Debug)]
+pub struct AgentJobs {
+    settings: agent::Settings,
+    registry: OnceLock<Arc<Registry>>,
+}
+
+impl AgentJobs {
+    /// Gives the runs the tools of `registry` (a fork of it: with its own
+    /// approver, which declines what needs approval). Once; later calls are
+    /// ignored.
+    pub fn attach(&self, registry: &Registry) {
+        let mut tools = registry.fork();
+        tools.set_approver(Some(Arc::new(agent::Unattended {
+            approve_all: false,
+            reason: agent::JOB_REASON,
+        })));
+        let _ = self.registry.set(Arc::new(tools));
+    }
+}
+
+impl PromptRunner for AgentJobs {
+    fn run<'a>(&'a self, job: &'a CronJob, cancel: CancellationToken) -> BoxFuture<'a, PromptRun> {
+        Box::pin(async move {
+            let (Some(registry), Some(prompt)) = (self.registry.get(), job.prompt.as_deref())
+            else {
+                return PromptRun::failed(
+                    "error",
+                    "the process that fired the job has no tools to run its prompt with",
+                );
+            };
+            let (outcome, text, run_id) =
+                agent::run_unattended(Arc::clone(registry), &self.settings, prompt, &cancel).await;
+            PromptRun {
+                outcome: outcome.as_str().to_string(),
+                text,
+                run_id: (!run_id.is_empty()).then_some(run_id),
+            }
+        })
+    }
 }
 
 /// Runs `toolbelt cron ...`.
@@ -87,14 +162,18 @@ pub fn run(
     store: &StoreHandle,
     call_log: bool,
     messaging: &Messaging,
+    jobs: Option<&AgentJobs>,
 ) -> Result<ExitCode> {
     let (arguments, json_out) = match args.command {
-        CronCommand::Run => return run_foreground(store, messaging),
+        CronCommand::Run { once } => {
+            return run_foreground(registry, store, call_log, messaging, jobs, once);
+        }
         CronCommand::List { json } => (json!({"action": "list"}), json),
         CronCommand::Add {
             name,
             schedule,
             message,
+            prompt,
             channel,
             chat_id,
             tz,
@@ -104,11 +183,16 @@ pub fn run(
                 "action": "add",
                 "name": name,
                 "schedule": schedule,
-                "message": message,
-                "channel": channel,
             });
-            if let Some(c) = chat_id {
-                a["chat_id"] = Value::String(c);
+            for (key, value) in [
+                ("message", message),
+                ("prompt", prompt),
+                ("channel", channel),
+                ("chat_id", chat_id),
+            ] {
+                if let Some(v) = value {
+                    a[key] = Value::String(v);
+                }
             }
             if let Some(tz) = tz {
                 a["tz"] = Value::String(tz);
@@ -119,7 +203,7 @@ pub fn run(
     };
     if !registry.has("cron") {
         bail!(
-            "no channel is configured, so there is no cron tool: add a [channels.NAME] table to toolbelt.toml (see the README)"
+            "no channel and no agent is configured, so there is no cron tool: add a [channels.NAME] table, or a model under [agent], to toolbelt.toml (see the README)"
         );
     }
     let envs = crate::run_calls(
@@ -145,13 +229,38 @@ pub fn run(
     })
 }
 
-/// `toolbelt cron run`.
-fn run_foreground(store: &StoreHandle, messaging: &Messaging) -> Result<ExitCode> {
+/// `toolbelt cron run`: the jobs' prompts run on `registry`'s tools, their calls
+/// logged.
+fn run_foreground(
+    mut registry: Registry,
+    store: &StoreHandle,
+    call_log: bool,
+    messaging: &Messaging,
+    jobs: Option<&AgentJobs>,
+    once: bool,
+) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     rt.block_on(crate::open_store(store))?;
+    let log = {
+        let _entered = rt.enter();
+        crate::start_call_log(&mut registry, store, call_log)
+    };
+    if let Some(jobs) = jobs {
+        jobs.attach(&registry);
+    }
+    if once {
+        let fired = rt.block_on(messaging.run_once())?;
+        rt.block_on(crate::flush_log(log.as_ref()));
+        eprintln!(
+            "toolbelt cron: {} job{} fired",
+            fired.len(),
+            if fired.len() == 1 { "" } else { "s" }
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let names = messaging.channels().names().join(", ");
     eprintln!(
         "toolbelt cron: firing jobs and delivering messages (channels: {}); Ctrl-C stops",
@@ -166,12 +275,21 @@ fn run_foreground(store: &StoreHandle, messaging: &Messaging) -> Result<ExitCode
         });
         messaging.run(cancel).await;
     });
+    rt.block_on(crate::flush_log(log.as_ref()));
     Ok(ExitCode::SUCCESS)
 }
 
 /// Starts `messaging` on the current runtime until the token is cancelled: the
-/// scheduler and the outbox of `toolbelt serve`.
-pub fn spawn(messaging: &Messaging) -> CancellationToken {
+/// scheduler and the outbox of `toolbelt serve`, the jobs' prompts run on
+/// `registry`'s tools.
+pub fn spawn(
+    messaging: &Messaging,
+    jobs: Option<&AgentJobs>,
+    registry: &Registry,
+) -> CancellationToken {
+    if let Some(jobs) = jobs {
+        jobs.attach(registry);
+    }
     let cancel = CancellationToken::new();
     let m = messaging.clone();
     let c = cancel.clone();

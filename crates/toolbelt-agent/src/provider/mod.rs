@@ -95,29 +95,7 @@ impl fmt::Display for ProviderKind {
 }
 
 /// A secret (an API key). Its `Debug` and `Display` never show it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret.
-    pub fn new(value: impl Into<String>) -> Secret {
-        Secret(value.into())
-    }
-
-    /// The secret itself, for the one place that sends it.
-    ///
-    /// # Security
-    /// Never log, print or store what this returns.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
+pub use toolbelt_core::Secret;
 
 /// How failed requests are retried.
 #[derive(Debug, Clone, PartialEq, Eq)]

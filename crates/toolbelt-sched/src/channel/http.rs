@@ -72,15 +72,8 @@ fn transport(e: reqwest::Error) -> SendError {
 
 /// `Retry-After`: seconds, or an HTTP date.
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
-    }
-    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    let wait = at.timestamp_millis() - toolbelt_store::now_ms();
-    Some(Duration::from_millis(
-        u64::try_from(wait.max(0)).unwrap_or(0),
-    ))
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?;
+    toolbelt_core::retry_after(value, std::time::SystemTime::now())
 }
 
 fn clip(text: &str) -> String {
@@ -126,6 +119,47 @@ fn no_wait(_: &str) -> Option<Duration> {
     None
 }
 
+/// `POST url` of `body` as JSON with the message's `Idempotency-Key`, sorted by
+/// [`outcome`]; the answer's body.
+async fn post_json(
+    http: &reqwest::Client,
+    url: &str,
+    key: &str,
+    body: &Value,
+    explain: impl Fn(&str) -> String,
+    retry_in_body: impl Fn(&str) -> Option<Duration>,
+) -> Result<String, SendError> {
+    let response = http
+        .post(url)
+        .header(IDEMPOTENCY_KEY, key)
+        .json(body)
+        .send()
+        .await
+        .map_err(transport)?;
+    outcome(response, explain, retry_in_body).await
+}
+
+/// The text at `pointer` in a JSON body, else the body.
+fn text_at(body: &str, pointer: &str) -> String {
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.pointer(pointer)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| body.to_string())
+}
+
+/// The seconds (fractional ones too) at `pointer` in a JSON body.
+fn seconds_at(body: &str, pointer: &str) -> Option<Duration> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    v.pointer(pointer)?
+        .as_f64()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
 fn media_json(message: &Outgoing) -> Value {
     Value::Array(
         message
@@ -155,32 +189,26 @@ pub(crate) async fn webhook(
     if !message.media.is_empty() {
         body["media"] = media_json(message);
     }
-    let response = http
-        .post(url.expose())
-        .header(IDEMPOTENCY_KEY, &message.id)
-        .json(&body)
-        .send()
-        .await
-        .map_err(transport)?;
-    outcome(response, |b| b.to_string(), no_wait)
-        .await
-        .map(drop)
+    post_json(
+        http,
+        url.expose(),
+        &message.id,
+        &body,
+        |b| b.to_string(),
+        no_wait,
+    )
+    .await
+    .map(drop)
 }
 
 /// Telegram's `description`, else the body.
 fn telegram_text(body: &str) -> String {
-    serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|v| v["description"].as_str().map(str::to_string))
-        .unwrap_or_else(|| body.to_string())
+    text_at(body, "/description")
 }
 
 /// Telegram's `parameters.retry_after` (seconds).
 fn telegram_wait(body: &str) -> Option<Duration> {
-    let v: Value = serde_json::from_str(body).ok()?;
-    v["parameters"]["retry_after"]
-        .as_u64()
-        .map(Duration::from_secs)
+    seconds_at(body, "/parameters/retry_after")
 }
 
 /// `POST {base}/bot{token}/sendMessage` `{chat_id, text}`; then each attachment
@@ -206,14 +234,7 @@ pub(crate) async fn telegram(
         }
     }
     let url = format!("{base}/bot{}/sendMessage", token.expose());
-    let response = http
-        .post(url)
-        .header(IDEMPOTENCY_KEY, &message.id)
-        .json(&body)
-        .send()
-        .await
-        .map_err(transport)?;
-    let answer = outcome(response, telegram_text, telegram_wait).await?;
+    let answer = post_json(http, &url, &message.id, &body, telegram_text, telegram_wait).await?;
     // Telegram answers 200 with {"ok": true, ...}; anything else is not a delivery.
     let ok = serde_json::from_str::<Value>(&answer)
         .ok()
@@ -269,33 +290,26 @@ pub(crate) async fn slack(
     if let Some(reply_to) = &message.reply_to {
         body["thread_ts"] = json!(reply_to);
     }
-    let response = http
-        .post(url.expose())
-        .header(IDEMPOTENCY_KEY, &message.id)
-        .json(&body)
-        .send()
-        .await
-        .map_err(transport)?;
-    outcome(response, |b| b.to_string(), no_wait)
-        .await
-        .map(drop)
+    post_json(
+        http,
+        url.expose(),
+        &message.id,
+        &body,
+        |b| b.to_string(),
+        no_wait,
+    )
+    .await
+    .map(drop)
 }
 
 /// Discord's `message`, else the body.
 fn discord_text(body: &str) -> String {
-    serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|v| v["message"].as_str().map(str::to_string))
-        .unwrap_or_else(|| body.to_string())
+    text_at(body, "/message")
 }
 
 /// Discord's `retry_after` (seconds, fractional).
 fn discord_wait(body: &str) -> Option<Duration> {
-    let v: Value = serde_json::from_str(body).ok()?;
-    v["retry_after"]
-        .as_f64()
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+    seconds_at(body, "/retry_after")
 }
 
 /// `POST url` `{content}`; Discord answers 204.
@@ -305,16 +319,16 @@ pub(crate) async fn discord(
     message: &Outgoing,
 ) -> Result<(), SendError> {
     let body = json!({"content": message.content});
-    let response = http
-        .post(url.expose())
-        .header(IDEMPOTENCY_KEY, &message.id)
-        .json(&body)
-        .send()
-        .await
-        .map_err(transport)?;
-    outcome(response, discord_text, discord_wait)
-        .await
-        .map(drop)
+    post_json(
+        http,
+        url.expose(),
+        &message.id,
+        &body,
+        discord_text,
+        discord_wait,
+    )
+    .await
+    .map(drop)
 }
 
 #[cfg(test)]

@@ -26,7 +26,6 @@ mod file;
 mod http;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,26 +44,7 @@ pub const SEND_TIMEOUT_MS: u64 = 30_000;
 pub const MAX_MEDIA_BYTES: usize = 10 * 1024 * 1024;
 
 /// A value that must not be shown: a token, a password, a webhook URL.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps `value`.
-    pub fn new(value: impl Into<String>) -> Secret {
-        Secret(value.into())
-    }
-
-    /// The value, for the one place that sends it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
+pub use toolbelt_core::Secret;
 
 /// The kinds of channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

@@ -6,9 +6,9 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use toolbelt_sched::{
-    ChannelConfig, ChannelKind, Clock, LEASE_MS, ManualClock, NewMessage, SchedError,
+    ChannelConfig, ChannelKind, Clock, LEASE_MS, ManualClock, Messaging, NewMessage, SchedError,
 };
-use toolbelt_store::{OutboxStatus, claim_message, get_message, testing};
+use toolbelt_store::{OutboxMessage, OutboxStatus, claim_message, get_message, testing};
 
 use super::server::{Answer, Server};
 use super::{TEST_TIMEOUT, messaging, system_messaging};
@@ -30,31 +30,36 @@ fn text(channel: &str, chat: Option<&str>, content: &str) -> NewMessage {
     }
 }
 
+/// Accepts `message` and delivers it, waiting up to `wait_ms`: its id and outcome.
+async fn send(m: &Messaging, message: NewMessage, wait_ms: i64) -> (String, OutboxMessage) {
+    let id = m.outbox().enqueue(message).await.unwrap();
+    let done = tokio::time::timeout(TEST_TIMEOUT, m.outbox().deliver(&id, wait_ms))
+        .await
+        .unwrap()
+        .unwrap();
+    (id, done)
+}
+
+/// Messaging with one webhook channel, `ops`, posting to `url`.
+fn ops(location: &toolbelt_store::Location, url: &str) -> Messaging {
+    system_messaging(
+        location,
+        &[("ops", webhook(ChannelKind::Webhook, url))],
+        &[],
+        tempfile::tempdir().unwrap().path(),
+    )
+}
+
 #[tokio::test]
 async fn webhook_posts_the_message_with_its_id_as_idempotency_key() {
     let t = testing::sqlite().await.unwrap();
     let server = Server::start(vec![Answer::new(200, "")]).await;
-    let m = system_messaging(
-        &t.location,
-        &[(
-            "ops",
-            webhook(ChannelKind::Webhook, &format!("{}/hooks/abc", server.url)),
-        )],
-        &[],
-        tempfile::tempdir().unwrap().path(),
-    );
-    let id = m
-        .outbox()
-        .enqueue(NewMessage {
-            reply_to: Some("41".into()),
-            ..text("ops", Some("room-1"), "deploy done")
-        })
-        .await
-        .unwrap();
-    let sent = tokio::time::timeout(TEST_TIMEOUT, m.outbox().deliver(&id, 5_000))
-        .await
-        .unwrap()
-        .unwrap();
+    let m = ops(&t.location, &format!("{}/hooks/abc", server.url));
+    let message = NewMessage {
+        reply_to: Some("41".into()),
+        ..text("ops", Some("room-1"), "deploy done")
+    };
+    let (id, sent) = send(&m, message, 5_000).await;
     assert_eq!(sent.status, OutboxStatus::Sent);
     let got = server.received();
     assert_eq!(got.len(), 1);
@@ -107,26 +112,13 @@ async fn telegram_send_message_is_the_bot_api_and_its_errors_are_its_description
         "{no_chat}"
     );
 
-    let id = m
-        .outbox()
-        .enqueue(text("tg", Some("-100123"), "hi"))
-        .await
-        .unwrap();
-    let sent = tokio::time::timeout(TEST_TIMEOUT, m.outbox().deliver(&id, 5_000))
-        .await
-        .unwrap()
-        .unwrap();
+    let (_, sent) = send(&m, text("tg", Some("-100123"), "hi"), 5_000).await;
     assert_eq!(sent.status, OutboxStatus::Sent);
     let got = server.received();
     assert_eq!(got[0].path, "/bot123456:SECRET-token/sendMessage");
     assert_eq!(got[0].json(), json!({"chat_id": "-100123", "text": "hi"}));
 
-    let id = m
-        .outbox()
-        .enqueue(text("tg", Some("999"), "hello?"))
-        .await
-        .unwrap();
-    let failed = m.outbox().deliver(&id, 5_000).await.unwrap();
+    let (_, failed) = send(&m, text("tg", Some("999"), "hello?"), 5_000).await;
     assert_eq!(failed.status, OutboxStatus::Failed);
     assert_eq!(failed.attempts, 1, "a 400 is not retried");
     let error = failed.last_error.unwrap();
@@ -167,23 +159,11 @@ async fn slack_and_discord_webhooks_get_their_own_bodies() {
         &[],
         tempfile::tempdir().unwrap().path(),
     );
-    let a = m
-        .outbox()
-        .enqueue(text("team", None, "*build* passed"))
-        .await
-        .unwrap();
+    let (_, a) = send(&m, text("team", None, "*build* passed"), 5_000).await;
+    let (b, b_sent) = send(&m, text("guild", None, "build passed"), 5_000).await;
     assert_eq!(
-        m.outbox().deliver(&a, 5_000).await.unwrap().status,
-        OutboxStatus::Sent
-    );
-    let b = m
-        .outbox()
-        .enqueue(text("guild", None, "build passed"))
-        .await
-        .unwrap();
-    assert_eq!(
-        m.outbox().deliver(&b, 5_000).await.unwrap().status,
-        OutboxStatus::Sent
+        (a.status, b_sent.status),
+        (OutboxStatus::Sent, OutboxStatus::Sent)
     );
     assert_eq!(
         slack.received()[0].json(),
@@ -199,12 +179,7 @@ async fn slack_and_discord_webhooks_get_their_own_bodies() {
         Some(b.as_str())
     );
 
-    let c = m
-        .outbox()
-        .enqueue(text("team", None, "again"))
-        .await
-        .unwrap();
-    let refused = m.outbox().deliver(&c, 5_000).await.unwrap();
+    let (_, refused) = send(&m, text("team", None, "again"), 5_000).await;
     assert_eq!(refused.status, OutboxStatus::Failed);
     assert!(refused.last_error.unwrap().contains("invalid_payload"));
     // Discord takes 2000 characters; attachments go nowhere on Slack.
@@ -216,35 +191,43 @@ async fn slack_and_discord_webhooks_get_their_own_bodies() {
     assert!(long.to_string().contains("at most 2000"), "{long}");
 }
 
+/// 500 twice then 200 is one delivery with one key; a 5xx forever stops after five
+/// attempts, with the same key each time.
 #[tokio::test]
-async fn five_hundred_twice_then_200_is_one_delivery_with_one_key() {
+async fn server_errors_are_retried_with_one_key_up_to_five_attempts() {
     let t = testing::sqlite().await.unwrap();
-    let server = Server::start(vec![
-        Answer::new(500, "boom"),
-        Answer::new(503, "busy"),
-        Answer::new(200, ""),
-    ])
-    .await;
-    let m = system_messaging(
-        &t.location,
-        &[("ops", webhook(ChannelKind::Webhook, &server.url))],
-        &[],
-        tempfile::tempdir().unwrap().path(),
-    );
-    let id = m.outbox().enqueue(text("ops", None, "x")).await.unwrap();
-    let sent = tokio::time::timeout(TEST_TIMEOUT, m.outbox().deliver(&id, 10_000))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!((sent.status, sent.attempts), (OutboxStatus::Sent, 3));
-    let got = server.received();
-    assert_eq!(got.len(), 3);
-    let keys: Vec<_> = got
-        .iter()
-        .map(|r| r.header("idempotency-key").unwrap().to_string())
-        .collect();
-    assert_eq!(keys, vec![id.clone(), id.clone(), id.clone()]);
-    assert!(got.iter().all(|r| r.json()["id"] == json!(id)));
+    for (answers, status, attempts) in [
+        (
+            vec![
+                Answer::new(500, "boom"),
+                Answer::new(503, "busy"),
+                Answer::new(200, ""),
+            ],
+            OutboxStatus::Sent,
+            3,
+        ),
+        (
+            vec![Answer::new(502, "bad gateway")],
+            OutboxStatus::Failed,
+            5,
+        ),
+    ] {
+        let server = Server::start(answers).await;
+        let m = ops(&t.location, &server.url);
+        let (id, done) = send(&m, text("ops", None, "x"), 10_000).await;
+        assert_eq!((done.status, done.attempts), (status, attempts));
+        if status == OutboxStatus::Failed {
+            let error = done.last_error.unwrap();
+            assert!(error.contains("gave up after 5 attempts"), "{error}");
+        }
+        let got = server.received();
+        let keys: Vec<_> = got
+            .iter()
+            .map(|r| r.header("idempotency-key").unwrap().to_string())
+            .collect();
+        assert_eq!(keys, vec![id.clone(); attempts as usize]);
+        assert!(got.iter().all(|r| r.json()["id"] == json!(id)));
+    }
 }
 
 #[tokio::test]
@@ -255,48 +238,14 @@ async fn a_429_with_retry_after_waits_that_long() {
         Answer::new(200, ""),
     ])
     .await;
-    let m = system_messaging(
-        &t.location,
-        &[("ops", webhook(ChannelKind::Webhook, &server.url))],
-        &[],
-        tempfile::tempdir().unwrap().path(),
-    );
-    let id = m.outbox().enqueue(text("ops", None, "x")).await.unwrap();
-    let sent = tokio::time::timeout(TEST_TIMEOUT, m.outbox().deliver(&id, 10_000))
-        .await
-        .unwrap()
-        .unwrap();
+    let m = ops(&t.location, &server.url);
+    let (_, sent) = send(&m, text("ops", None, "x"), 10_000).await;
     assert_eq!(sent.status, OutboxStatus::Sent);
     let got = server.received();
     assert_eq!(got.len(), 2);
     let waited = got[1].at - got[0].at;
     assert!(waited >= Duration::from_millis(1_000), "waited {waited:?}");
     assert!(waited < Duration::from_millis(3_000), "waited {waited:?}");
-}
-
-#[tokio::test]
-async fn retries_stop_after_five_attempts() {
-    let t = testing::sqlite().await.unwrap();
-    let server = Server::start(vec![Answer::new(502, "bad gateway")]).await;
-    let m = system_messaging(
-        &t.location,
-        &[("ops", webhook(ChannelKind::Webhook, &server.url))],
-        &[],
-        tempfile::tempdir().unwrap().path(),
-    );
-    let id = m.outbox().enqueue(text("ops", None, "x")).await.unwrap();
-    let failed = tokio::time::timeout(TEST_TIMEOUT, m.outbox().deliver(&id, 10_000))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!((failed.status, failed.attempts), (OutboxStatus::Failed, 5));
-    assert!(
-        failed
-            .last_error
-            .unwrap()
-            .contains("gave up after 5 attempts")
-    );
-    assert_eq!(server.received().len(), 5);
 }
 
 #[tokio::test]
@@ -500,18 +449,11 @@ async fn attachments_go_as_telegram_documents_and_in_the_webhook_body() {
         data: "cmVwb3J0IGJvZHk=".into(),
     }];
     for channel in ["tg", "ops"] {
-        let id = m
-            .outbox()
-            .enqueue(NewMessage {
-                media: media.clone(),
-                ..text(channel, None, "see attached")
-            })
-            .await
-            .unwrap();
-        assert_eq!(
-            m.outbox().deliver(&id, 5_000).await.unwrap().status,
-            OutboxStatus::Sent
-        );
+        let message = NewMessage {
+            media: media.clone(),
+            ..text(channel, None, "see attached")
+        };
+        assert_eq!(send(&m, message, 5_000).await.1.status, OutboxStatus::Sent);
     }
     let got = tg.received();
     assert_eq!(got.len(), 2);

@@ -29,6 +29,18 @@ fn ms(rfc3339: &str) -> i64 {
         .timestamp_millis()
 }
 
+/// Messaging with the file channel over `location`, on a clock stopped at
+/// 2026-06-01T10:00:00Z: its state directory, that time, the clock.
+fn at_t0(
+    location: &toolbelt_store::Location,
+) -> (tempfile::TempDir, i64, Arc<ManualClock>, Messaging) {
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = ms("2026-06-01T10:00:00Z");
+    let clock = ManualClock::new(t0);
+    let m = messaging(location, &file_channel(), &[], dir.path(), clock.clone());
+    (dir, t0, clock, m)
+}
+
 /// Adds a job as the cron tool does.
 async fn add(m: &Messaging, name: &str, schedule: &str, tz: &str, now: i64) -> i64 {
     let zone = Zone::parse(tz).unwrap();
@@ -42,7 +54,8 @@ async fn add(m: &Messaging, name: &str, schedule: &str, tz: &str, now: i64) -> i
             schedule: schedule.into(),
             tz: tz.into(),
             message: format!("{name} says hi"),
-            channel: "local".into(),
+            channel: Some("local".into()),
+            prompt: None,
             chat_id: None,
             next_at: Some(s.first(now, zone).unwrap()),
         },
@@ -90,10 +103,7 @@ async fn two_schedulers_on_one_store_fire_each_tick_once() {
 #[tokio::test]
 async fn missed_firings_fire_once_and_one_shot_jobs_go() {
     for t in testing::both().await.unwrap() {
-        let dir = tempfile::tempdir().unwrap();
-        let t0 = ms("2026-06-01T10:00:00Z");
-        let clock = ManualClock::new(t0);
-        let m = messaging(&t.location, &file_channel(), &[], dir.path(), clock.clone());
+        let (dir, t0, clock, m) = at_t0(&t.location);
         let every = add(&m, "every10", "every 10s", "UTC", t0).await;
         add(&m, "once", "2026-06-01T10:00:30Z", "UTC", t0).await;
         // Nothing ran for 95 s: each job fires once.
@@ -135,10 +145,7 @@ async fn missed_firings_fire_once_and_one_shot_jobs_go() {
 #[tokio::test]
 async fn a_restart_keeps_the_jobs() {
     for t in testing::both().await.unwrap() {
-        let dir = tempfile::tempdir().unwrap();
-        let t0 = ms("2026-06-01T10:00:00Z");
-        let clock = ManualClock::new(t0);
-        let m = messaging(&t.location, &file_channel(), &[], dir.path(), clock.clone());
+        let (dir, t0, clock, m) = at_t0(&t.location);
         add(&m, "daily", "7 9 * * *", "Asia/Shanghai", t0).await;
         m.store().store().await.unwrap().close().await;
         drop(m);
@@ -252,4 +259,119 @@ async fn a_run_whose_delivery_fails_is_recorded_and_retried_not_fired_again() {
         got[1].header("idempotency-key")
     );
     assert_eq!(got[0].json()["content"], "hourly says hi");
+}
+
+/// Answers every prompt with `answer`, or fails with `error`.
+#[derive(Debug)]
+struct Scripted {
+    answer: Result<&'static str, &'static str>,
+}
+
+impl toolbelt_sched::PromptRunner for Scripted {
+    fn run<'a>(
+        &'a self,
+        job: &'a toolbelt_store::CronJob,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> toolbelt_core::BoxFuture<'a, toolbelt_sched::PromptRun> {
+        let run = match self.answer {
+            Ok(text) => toolbelt_sched::PromptRun {
+                outcome: toolbelt_sched::FINAL_ANSWER.into(),
+                text: format!("{text} ({})", job.prompt.clone().unwrap_or_default()),
+                run_id: Some("run-1".into()),
+            },
+            Err(e) => toolbelt_sched::PromptRun::failed("error", e),
+        };
+        Box::pin(std::future::ready(run))
+    }
+}
+
+/// Adds a prompt job every 10 s, to `channel` or none.
+async fn add_prompt(m: &Messaging, name: &str, channel: Option<&str>, now: i64) {
+    let store = m.store().store().await.unwrap();
+    create_cron_job(
+        store,
+        &NewCronJob {
+            workspace: "/w".into(),
+            name: name.into(),
+            schedule: "every 10s".into(),
+            tz: "UTC".into(),
+            prompt: Some(format!("{name}?")),
+            channel: channel.map(str::to_string),
+            next_at: Some(now + 10_000),
+            ..NewCronJob::default()
+        },
+        now,
+    )
+    .await
+    .unwrap();
+}
+
+/// `(job, status, outcome, result)` of each job's last run.
+async fn last_runs(
+    m: &Messaging,
+) -> Vec<(String, Option<OutboxStatus>, Option<String>, Option<String>)> {
+    let store = m.store().store().await.unwrap();
+    list_cron_jobs(store, Some("/w"))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|j| {
+            let last = j.last.unwrap();
+            (j.job.name, last.status, last.outcome, last.result)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn prompt_jobs_send_the_answer_or_keep_it_and_failures_are_not_fired_again() {
+    for (answer, sent, kept) in [
+        (
+            Ok("done"),
+            "done (with?)",
+            (None, Some("final_answer"), Some("done (without?)")),
+        ),
+        (
+            Err("the provider said no"),
+            "Job \"with\" ended without an answer (error): the provider said no",
+            (None, Some("error"), Some("the provider said no")),
+        ),
+    ] {
+        let t = testing::sqlite().await.unwrap();
+        let (dir, t0, clock, m) = at_t0(&t.location);
+        let m = m.with_prompt_runner(Arc::new(Scripted { answer }));
+        add_prompt(&m, "with", Some("local"), t0).await;
+        add_prompt(&m, "without", None, t0).await;
+        clock.set(t0 + 10_000);
+        let fired = m.run_once().await.unwrap();
+        assert_eq!(fired.len(), 2);
+        let lines: Vec<serde_json::Value> =
+            std::fs::read_to_string(dir.path().join("messages-local.jsonl"))
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert_eq!(lines[0]["content"], sent);
+        let runs = last_runs(&m).await;
+        let outcome = kept.1.map(str::to_string);
+        assert_eq!(
+            runs,
+            vec![
+                (
+                    "with".into(),
+                    Some(OutboxStatus::Sent),
+                    outcome.clone(),
+                    runs[0].3.clone()
+                ),
+                (
+                    "without".into(),
+                    kept.0,
+                    outcome,
+                    kept.2.map(str::to_string)
+                ),
+            ]
+        );
+        // Not fired again until the next tick.
+        assert!(m.run_once().await.unwrap().is_empty());
+    }
 }

@@ -10,6 +10,10 @@
 //!   oldest first) whenever calls were logged after `Last-Event-ID` (or `after`).
 //! - `GET /v1/todos`: every todo list of every workspace.
 //! - `GET /v1/planner/projects|goals|tasks|reviews|patterns`: the planner.
+//! - `GET /v1/agent/runs`, `GET /v1/agent/runs/{id}`: the agent's runs, from their
+//!   transcripts in `<state>/agent/runs`, and one run step by step.
+//! - `GET /v1/cron/jobs`: the scheduled jobs of every workspace, with their next
+//!   and last runs.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -58,16 +62,45 @@ pub(crate) fn routes(state: Arc<ApiState>) -> Router {
         .route("/v1/planner/tasks", get(tasks))
         .route("/v1/planner/reviews", get(reviews))
         .route("/v1/planner/patterns", get(patterns))
+        .route("/v1/agent/runs", get(agent_runs))
+        .route("/v1/agent/runs/{id}", get(agent_run))
+        .route("/v1/cron/jobs", get(cron_jobs))
         .with_state(state)
 }
 
 type Params = Query<HashMap<String, String>>;
-/// An answer instead of a value (boxed: a response is large).
-type Refused = Box<Response>;
+
+/// An answer instead of a value: a refusal (boxed: a response is large). Handlers
+/// give it with `?`; a store's failure becomes one.
+pub(crate) struct Refused(Box<Response>);
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        *self.0
+    }
+}
+
+impl From<StoreError> for Refused {
+    fn from(e: StoreError) -> Refused {
+        Refused(Box::new(store_failure(&e)))
+    }
+}
+
+/// What a handler answers.
+type Answer = Result<Response, Refused>;
+
+/// `value` as the JSON answer.
+fn json_answer(value: impl serde::Serialize) -> Answer {
+    Ok(axum::Json(value).into_response())
+}
 
 /// A refusal for a bad query parameter.
 fn bad(message: String) -> Refused {
-    Box::new(refuse(StatusCode::BAD_REQUEST, "INVALID_PARAMS", &message))
+    Refused(Box::new(refuse(
+        StatusCode::BAD_REQUEST,
+        "INVALID_PARAMS",
+        &message,
+    )))
 }
 
 fn store_failure(e: &StoreError) -> Response {
@@ -87,16 +120,13 @@ fn store_failure(e: &StoreError) -> Response {
 
 async fn open(state: &ApiState) -> Result<&Store, Refused> {
     let Some(handle) = &state.store else {
-        return Err(Box::new(refuse(
+        return Err(Refused(Box::new(refuse(
             StatusCode::SERVICE_UNAVAILABLE,
             "STORE_UNAVAILABLE",
             "this server has no store",
-        )));
+        ))));
     };
-    handle
-        .store()
-        .await
-        .map_err(|e| Box::new(store_failure(&e)))
+    Ok(handle.store().await?)
 }
 
 fn text(params: &HashMap<String, String>, name: &str) -> Option<String> {
@@ -140,9 +170,7 @@ fn record_id(
 ) -> Result<Option<RecordId>, Refused> {
     match text(params, name) {
         None => Ok(None),
-        Some(v) => RecordId::parse(kind, &v)
-            .map(Some)
-            .map_err(|e| Box::new(store_failure(&e))),
+        Some(v) => Ok(Some(RecordId::parse(kind, &v)?)),
     }
 }
 
@@ -170,28 +198,17 @@ async fn schemas(State(state): State<Arc<ApiState>>, UrlPath(name): UrlPath<Stri
     axum::Json(json!({ "tool": spec.name, "formats": formats })).into_response()
 }
 
-async fn calls(State(state): State<Arc<ApiState>>, Query(params): Params) -> Response {
-    let query = match call_query(&params) {
-        Ok(q) => q,
-        Err(r) => return *r,
-    };
-    let store = match open(&state).await {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    match toolbelt_store::list_calls(store, &query).await {
-        Ok(calls) => {
-            let limit = query
-                .limit
-                .unwrap_or(toolbelt_store::DEFAULT_CALLS_PAGE)
-                .clamp(1, toolbelt_store::MAX_CALLS_PAGE);
-            let next_before = (calls.len() == limit as usize)
-                .then(|| calls.last().map(|c| c.id))
-                .flatten();
-            axum::Json(json!({ "calls": calls, "next_before": next_before })).into_response()
-        }
-        Err(e) => store_failure(&e),
-    }
+async fn calls(State(state): State<Arc<ApiState>>, Query(params): Params) -> Answer {
+    let query = call_query(&params)?;
+    let calls = toolbelt_store::list_calls(open(&state).await?, &query).await?;
+    let limit = query
+        .limit
+        .unwrap_or(toolbelt_store::DEFAULT_CALLS_PAGE)
+        .clamp(1, toolbelt_store::MAX_CALLS_PAGE);
+    let next_before = (calls.len() == limit as usize)
+        .then(|| calls.last().map(|c| c.id))
+        .flatten();
+    json_answer(json!({ "calls": calls, "next_before": next_before }))
 }
 
 fn call_query(params: &HashMap<String, String>) -> Result<CallQuery, Refused> {
@@ -220,24 +237,17 @@ async fn call_stream(
     State(state): State<Arc<ApiState>>,
     headers: HeaderMap,
     Query(params): Params,
-) -> Response {
-    let store = match open(&state).await {
-        Ok(s) => s.clone(),
-        Err(r) => return *r,
-    };
+) -> Answer {
+    let store = open(&state).await?.clone();
     let resume = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<i64>().ok());
     let after = match resume {
         Some(id) => id,
-        None => match number::<i64>(&params, "after") {
-            Ok(Some(id)) => id,
-            Ok(None) => match toolbelt_store::last_call_id(&store).await {
-                Ok(id) => id,
-                Err(e) => return store_failure(&e),
-            },
-            Err(r) => return *r,
+        None => match number::<i64>(&params, "after")? {
+            Some(id) => id,
+            None => toolbelt_store::last_call_id(&store).await?,
         },
     };
     let cancel = state.cancel.clone();
@@ -267,41 +277,24 @@ async fn call_stream(
             }
         },
     );
-    Sse::new(stream)
+    Ok(Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response()
+        .into_response())
 }
 
-async fn todos(State(state): State<Arc<ApiState>>) -> Response {
-    let store = match open(&state).await {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    match toolbelt_store::all_todo_lists(store).await {
-        Ok(lists) => axum::Json(json!({ "lists": lists })).into_response(),
-        Err(e) => store_failure(&e),
-    }
+async fn todos(State(state): State<Arc<ApiState>>) -> Answer {
+    let lists = toolbelt_store::all_todo_lists(open(&state).await?).await?;
+    json_answer(json!({ "lists": lists }))
 }
 
-async fn projects(State(state): State<Arc<ApiState>>, Query(params): Params) -> Response {
-    let filter = match (|| {
-        Ok::<_, Refused>(ProjectFilter {
-            status: choice(&params, "status", ProjectStatus::parse)?,
-            limit: number(&params, "limit")?,
-            offset: number(&params, "offset")?.unwrap_or(0),
-        })
-    })() {
-        Ok(f) => f,
-        Err(r) => return *r,
+async fn projects(State(state): State<Arc<ApiState>>, Query(params): Params) -> Answer {
+    let filter = ProjectFilter {
+        status: choice(&params, "status", ProjectStatus::parse)?,
+        limit: number(&params, "limit")?,
+        offset: number(&params, "offset")?.unwrap_or(0),
     };
-    let store = match open(&state).await {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    let page = match store.list_projects(&filter).await {
-        Ok(p) => p,
-        Err(e) => return store_failure(&e),
-    };
+    let store = open(&state).await?;
+    let page = store.list_projects(&filter).await?;
     let now = toolbelt_store::now_ms();
     let mut items = Vec::with_capacity(page.items.len());
     for project in page.items {
@@ -309,110 +302,163 @@ async fn projects(State(state): State<Arc<ApiState>>, Query(params): Params) -> 
             Ok((project, stats)) => items.push(json!({ "project": project, "stats": stats })),
             // Deleted between the two reads.
             Err(StoreError::NotFound(_)) => {}
-            Err(e) => return store_failure(&e),
+            Err(e) => return Err(e.into()),
         }
     }
-    axum::Json(json!({ "items": items, "total": page.total })).into_response()
+    json_answer(json!({ "items": items, "total": page.total }))
 }
 
-async fn goals(State(state): State<Arc<ApiState>>, Query(params): Params) -> Response {
-    let filter = match (|| {
-        Ok::<_, Refused>(GoalFilter {
-            stage: choice(&params, "stage", GoalStage::parse)?,
-            project_id: record_id(&params, "project", Kind::Project)?,
-            limit: number(&params, "limit")?,
-            offset: number(&params, "offset")?.unwrap_or(0),
-        })
-    })() {
-        Ok(f) => f,
-        Err(r) => return *r,
+async fn goals(State(state): State<Arc<ApiState>>, Query(params): Params) -> Answer {
+    let filter = GoalFilter {
+        stage: choice(&params, "stage", GoalStage::parse)?,
+        project_id: record_id(&params, "project", Kind::Project)?,
+        limit: number(&params, "limit")?,
+        offset: number(&params, "offset")?.unwrap_or(0),
     };
-    let store = match open(&state).await {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    match store.list_goals(&filter).await {
-        Ok(page) => axum::Json(page).into_response(),
-        Err(e) => store_failure(&e),
-    }
+    json_answer(open(&state).await?.list_goals(&filter).await?)
 }
 
-async fn tasks(State(state): State<Arc<ApiState>>, Query(params): Params) -> Response {
-    let filter = match (|| {
-        Ok::<_, Refused>(TaskFilter {
-            project_id: record_id(&params, "project", Kind::Project)?,
-            status: choice(&params, "status", TaskStatus::parse)?,
-            priority: choice(&params, "priority", Priority::parse)?,
-            due_before: number(&params, "due_before")?,
-            due_after: number(&params, "due_after")?,
-            limit: number(&params, "limit")?,
-            offset: number(&params, "offset")?.unwrap_or(0),
-        })
-    })() {
-        Ok(f) => f,
-        Err(r) => return *r,
+async fn tasks(State(state): State<Arc<ApiState>>, Query(params): Params) -> Answer {
+    let filter = TaskFilter {
+        project_id: record_id(&params, "project", Kind::Project)?,
+        status: choice(&params, "status", TaskStatus::parse)?,
+        priority: choice(&params, "priority", Priority::parse)?,
+        due_before: number(&params, "due_before")?,
+        due_after: number(&params, "due_after")?,
+        limit: number(&params, "limit")?,
+        offset: number(&params, "offset")?.unwrap_or(0),
     };
-    let store = match open(&state).await {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    match store.list_tasks(&filter).await {
-        Ok(page) => axum::Json(page).into_response(),
-        Err(e) => store_failure(&e),
-    }
+    json_answer(open(&state).await?.list_tasks(&filter).await?)
 }
 
-async fn reviews(State(state): State<Arc<ApiState>>, Query(params): Params) -> Response {
-    let query = match (|| {
-        Ok::<_, Refused>(ReviewQuery {
-            since: text(&params, "since"),
-            until: text(&params, "until"),
-            kind: choice(&params, "type", from_json)?,
-            tag: text(&params, "tag"),
-            limit: number(&params, "limit")?,
-            offset: number(&params, "offset")?,
-            utc_offset: text(&params, "utc_offset"),
-        })
-    })() {
-        Ok(q) => q,
-        Err(r) => return *r,
+async fn reviews(State(state): State<Arc<ApiState>>, Query(params): Params) -> Answer {
+    let query = ReviewQuery {
+        since: text(&params, "since"),
+        until: text(&params, "until"),
+        kind: choice(&params, "type", from_json)?,
+        tag: text(&params, "tag"),
+        limit: number(&params, "limit")?,
+        offset: number(&params, "offset")?,
+        utc_offset: text(&params, "utc_offset"),
     };
-    let store = match open(&state).await {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    match toolbelt_store::list_reviews(store, &query).await {
-        Ok(page) => axum::Json(page).into_response(),
-        Err(e) => store_failure(&e),
-    }
+    json_answer(toolbelt_store::list_reviews(open(&state).await?, &query).await?)
 }
 
 /// `GET /v1/planner/patterns?range=week|month|quarter&utc_offset=+02:00`: what
 /// `analyze_patterns` reports, ending today.
-async fn patterns(State(state): State<Arc<ApiState>>, Query(params): Params) -> Response {
-    let range = match choice(&params, "range", from_json) {
-        Ok(r) => r.unwrap_or(toolbelt_store::TimeRange::Month),
-        Err(r) => return *r,
-    };
-    let offset = match text(&params, "utc_offset") {
-        None => None,
-        Some(o) => match toolbelt_store::parse_utc_offset(&o) {
-            Ok(o) => Some(o),
-            Err(e) => return store_failure(&e),
-        },
-    };
-    let store = match open(&state).await {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
+async fn patterns(State(state): State<Arc<ApiState>>, Query(params): Params) -> Answer {
+    let range = choice(&params, "range", from_json)?.unwrap_or(toolbelt_store::TimeRange::Month);
+    let offset = text(&params, "utc_offset")
+        .map(|o| toolbelt_store::parse_utc_offset(&o))
+        .transpose()?;
     let mut request = AnalysisRequest::new(range, chrono_today(offset));
     if let Some(o) = offset {
         request.utc_offset = o;
     }
-    match toolbelt_store::analyze_patterns(store, &request).await {
-        Ok(analysis) => axum::Json(analysis).into_response(),
-        Err(e) => store_failure(&e),
+    json_answer(toolbelt_store::analyze_patterns(open(&state).await?, &request).await?)
+}
+
+/// Runs listed at most, newest first.
+pub const MAX_RUNS_LISTED: usize = 500;
+/// Runs listed when no `limit` is given.
+const DEFAULT_RUNS_LISTED: usize = 100;
+
+/// Where the agent keeps its transcripts.
+fn runs_dir(state: &ApiState) -> std::path::PathBuf {
+    state
+        .registry
+        .session()
+        .state_dir()
+        .join("agent")
+        .join("runs")
+}
+
+/// A run as the page lists it (its file's path left out).
+fn run_json(run: &toolbelt_agent::transcript::RunInfo) -> Value {
+    json!({
+        "id": run.id,
+        "started": run.started,
+        "model": run.model,
+        "prompt": run.prompt,
+        "turns": run.turns,
+        "steps": run.steps,
+        "outcome": run.outcome,
+        "usage": run.usage,
+    })
+}
+
+/// Reads the runs' transcripts off the async threads.
+async fn read_runs<T: Send + 'static>(
+    read: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> Result<T, Refused> {
+    let unreadable = |e: &dyn std::fmt::Display| {
+        tracing::warn!(target: "toolbelt::serve", error = %e, "agent runs cannot be read");
+        Refused(Box::new(refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "RUNS_UNAVAILABLE",
+            &format!("the agent's runs cannot be read: {e}"),
+        )))
+    };
+    match tokio::task::spawn_blocking(read).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(unreadable(&e)),
+        Err(e) => Err(unreadable(&e)),
     }
+}
+
+/// `GET /v1/agent/runs?limit=N`: the newest runs first.
+async fn agent_runs(State(state): State<Arc<ApiState>>, Query(params): Params) -> Answer {
+    let limit = number::<usize>(&params, "limit")?
+        .unwrap_or(DEFAULT_RUNS_LISTED)
+        .clamp(1, MAX_RUNS_LISTED);
+    let dir = runs_dir(&state);
+    let runs = read_runs(move || toolbelt_agent::transcript::list(&dir)).await?;
+    let newest: Vec<Value> = runs.iter().rev().take(limit).map(run_json).collect();
+    json_answer(json!({ "runs": newest, "total": runs.len() }))
+}
+
+/// `GET /v1/agent/runs/{id}`: one run, step by step.
+async fn agent_run(State(state): State<Arc<ApiState>>, UrlPath(id): UrlPath<String>) -> Answer {
+    let dir = runs_dir(&state);
+    let wanted = id.clone();
+    let found = read_runs(move || {
+        // Only a listed run: the id never becomes a path of its own.
+        let runs = toolbelt_agent::transcript::list(&dir)?;
+        let Some(run) = runs.into_iter().find(|r| r.id == wanted) else {
+            return Ok(None);
+        };
+        let entries = toolbelt_agent::transcript::read(&run.path)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(Some((run, entries)))
+    })
+    .await?;
+    match found {
+        Some((run, entries)) => json_answer(json!({ "run": run_json(&run), "entries": entries })),
+        None => Ok(refuse(
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+            &format!("no agent run {id:?}; see GET /v1/agent/runs"),
+        )),
+    }
+}
+
+/// `GET /v1/cron/jobs`: every workspace's jobs, as `cron` lists them, with their
+/// workspace and next run in milliseconds.
+async fn cron_jobs(State(state): State<Arc<ApiState>>) -> Answer {
+    let jobs = toolbelt_store::list_cron_jobs(open(&state).await?, None).await?;
+    let jobs: Vec<Value> = jobs
+        .iter()
+        .map(|j| {
+            let mut v = serde_json::to_value(toolbelt_tools::job_data(&j.job, j.last.as_ref()))
+                .unwrap_or(Value::Null);
+            if let Some(o) = v.as_object_mut() {
+                o.insert("workspace".into(), Value::String(j.job.workspace.clone()));
+                o.insert("next_at".into(), json!(j.job.next_at));
+            }
+            v
+        })
+        .collect();
+    json_answer(json!({ "jobs": jobs }))
 }
 
 /// Today in the offset (UTC when `None`).
@@ -643,6 +689,52 @@ pub(crate) fn openapi_paths(paths: &mut Map<String, Value>, unauthorized: &Value
                 param("offset", "Skip this many.", integer.clone()),
             ],
             ok("A page of reviews.", &object),
+        ),
+    );
+    paths.insert(
+        "/v1/agent/runs".into(),
+        get_op(
+            "agentRuns",
+            "The agent's runs (toolbelt agent, scheduled prompt jobs), newest first, from their transcripts: start, model, first prompt, turns, steps, outcome, tokens.",
+            vec![param(
+                "limit",
+                "At most this many (default 100, at most 500).",
+                integer.clone(),
+            )],
+            ok(
+                "The runs, and how many there are.",
+                &json!({ "type": "object", "properties": {
+                    "runs": { "type": "array", "items": object }, "total": integer } }),
+            ),
+        ),
+    );
+    paths.insert(
+        "/v1/agent/runs/{id}".into(),
+        json!({ "get": {
+            "operationId": "agentRun",
+            "summary": "One run step by step: messages, each tool call by its summary with its result, notices, compactions, the end of each turn.",
+            "parameters": [{ "name": "id", "in": "path", "required": true, "schema": string }],
+            "responses": {
+                "200": ok("The run and its steps.", &json!({ "type": "object", "properties": {
+                    "run": object, "entries": { "type": "array", "items": object } } })),
+                "401": unauthorized,
+                "404": { "description": "No such run.",
+                    "content": { "application/json": { "schema": error_ref } } },
+                "503": unavailable
+            }
+        } }),
+    );
+    paths.insert(
+        "/v1/cron/jobs".into(),
+        get_op(
+            "cronJobs",
+            "The scheduled jobs of every workspace: schedule, time zone, next run in the job's zone, last run (delivery, and a prompt job's outcome and answer), channel.",
+            vec![],
+            ok(
+                "The jobs.",
+                &json!({ "type": "object", "properties": {
+                    "jobs": { "type": "array", "items": object } } }),
+            ),
         ),
     );
     paths.insert(

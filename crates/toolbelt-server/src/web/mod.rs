@@ -61,33 +61,24 @@ struct Asset {
     body: &'static [u8],
 }
 
+/// The file `assets/<name>`, embedded, served as `content_type`.
+macro_rules! asset {
+    ($name:literal, $content_type:literal) => {
+        Asset {
+            name: $name,
+            content_type: $content_type,
+            body: include_bytes!(concat!("assets/", $name)),
+        }
+    };
+}
+
 /// Every embedded file.
 const ASSETS: [Asset; 5] = [
-    Asset {
-        name: "app.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_bytes!("assets/app.js"),
-    },
-    Asset {
-        name: "app.css",
-        content_type: "text/css; charset=utf-8",
-        body: include_bytes!("assets/app.css"),
-    },
-    Asset {
-        name: "login.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_bytes!("assets/login.js"),
-    },
-    Asset {
-        name: "icon.svg",
-        content_type: "image/svg+xml",
-        body: include_bytes!("assets/icon.svg"),
-    },
-    Asset {
-        name: "index.html",
-        content_type: "text/html; charset=utf-8",
-        body: include_bytes!("assets/index.html"),
-    },
+    asset!("app.js", "text/javascript; charset=utf-8"),
+    asset!("app.css", "text/css; charset=utf-8"),
+    asset!("login.js", "text/javascript; charset=utf-8"),
+    asset!("icon.svg", "image/svg+xml"),
+    asset!("index.html", "text/html; charset=utf-8"),
 ];
 
 const LOGIN_HTML: &str = include_str!("assets/login.html");

@@ -15,10 +15,19 @@ fn job(workspace: &str, name: &str, next_at: i64) -> NewCronJob {
         schedule: "every 10s".into(),
         tz: "UTC".into(),
         message: "hi".into(),
-        channel: "local".into(),
+        channel: Some("local".into()),
+        prompt: None,
         chat_id: None,
         next_at: Some(next_at),
     }
+}
+
+/// Creates the job `name` of `workspace`, due at `next_at`; its id.
+async fn created(s: &toolbelt_store::Store, workspace: &str, name: &str, next_at: i64) -> i64 {
+    create_cron_job(s, &job(workspace, name, next_at), 0)
+        .await
+        .unwrap()
+        .id
 }
 
 #[tokio::test]
@@ -58,10 +67,7 @@ async fn job_names_are_unique_per_workspace() {
 async fn a_due_firing_is_claimed_once_and_the_job_moves_on() {
     for t in testing::both().await.unwrap() {
         let s = &t.store;
-        let id = create_cron_job(s, &job("/w", "j", 1_000), 0)
-            .await
-            .unwrap()
-            .id;
+        let id = created(s, "/w", "j", 1_000).await;
         assert_eq!(
             claim_firing(s, id, 999, "a", "m0", FireMode::Due, |_, _| Some(2_000))
                 .await
@@ -190,10 +196,7 @@ async fn an_outbox_lease_has_one_holder_and_outcomes_need_it() {
 async fn old_claims_are_pruned_but_each_jobs_last_run_stays() {
     for t in testing::both().await.unwrap() {
         let s = &t.store;
-        let id = create_cron_job(s, &job("/w", "j", 1_000), 0)
-            .await
-            .unwrap()
-            .id;
+        let id = created(s, "/w", "j", 1_000).await;
         for (i, at) in [1_000, 2_000, 3_000].into_iter().enumerate() {
             let claim = claim_firing(s, id, at, "a", &format!("m{i}"), FireMode::Due, |_, at| {
                 Some(at + 1_000)

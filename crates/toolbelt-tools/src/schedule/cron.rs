@@ -1,5 +1,6 @@
-//! `cron`: jobs that send a message on a schedule (seed 001's CronTool), kept in the
-//! store and fired by `toolbelt serve` or `toolbelt cron run`.
+//! `cron`: jobs that send a message, or run a prompt by the agent and send its
+//! answer, on a schedule (seed 001's CronTool), kept in the store and fired by
+//! `toolbelt serve` or `toolbelt cron run`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -10,7 +11,7 @@ use toolbelt_core::{
 };
 use toolbelt_sched::{Messaging, SchedError, Schedule, Zone};
 use toolbelt_store::{
-    CronJob, CronJobStatus, NewCronJob, create_cron_job, find_cron_job, get_message,
+    CronJob, CronJobStatus, NewCronJob, RUNNING, create_cron_job, find_cron_job, get_message,
     list_cron_jobs, remove_cron_job, store_error,
 };
 
@@ -21,7 +22,7 @@ use crate::message::message::{channel_list, delivery_reply, delivery_wait};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CronAction {
-    /// Create a job (name, schedule, message, channel; tz, chat_id).
+    /// Create a job (name, schedule, message or prompt, channel; tz, chat_id).
     Add,
     /// List the jobs of this workspace with their next and last runs.
     List,
@@ -43,13 +44,16 @@ pub struct CronParams {
     /// The text the job sends (add).
     #[serde(default)]
     pub message: Option<String>,
+    /// Instead of `message` (add): a task the agent carries out with the tools when the job fires; its final answer is sent to `channel`, or, without a channel, kept as the job's last run.
+    #[serde(default)]
+    pub prompt: Option<String>,
     /// When (add): a cron expression (5 fields, or 6 with seconds first), `every 30s` / `every 10m` / `every 2h`, or one time in RFC 3339.
     #[serde(default)]
     pub schedule: Option<String>,
     /// The IANA time zone the schedule is read in (add), e.g. `Europe/Berlin`; default the machine's.
     #[serde(default)]
     pub tz: Option<String>,
-    /// The configured channel the message goes to (add).
+    /// The configured channel the message (or the prompt's answer) goes to (add).
     #[serde(default)]
     pub channel: Option<String>,
     /// The chat in the channel, when it needs one (add).
@@ -62,10 +66,18 @@ pub struct CronParams {
 pub struct LastRunData {
     /// When it was due, in the job's time zone.
     pub scheduled_for: String,
-    /// `sent`, `pending` (being delivered), `failed`, or `unknown`.
+    /// `sent`, `pending` (being delivered), `failed`, or `unknown`; for a prompt
+    /// job also `running` (the agent is at work) and, without a channel,
+    /// `answered` or `failed`.
     pub status: String,
     /// Why delivery failed or is being retried.
     pub error: Option<String>,
+    /// A prompt job's run: how it ended (`final_answer`, `error`, `max_steps`...).
+    pub outcome: Option<String>,
+    /// A prompt job's answer, or what went wrong.
+    pub result: Option<String>,
+    /// The run's transcript id (`toolbelt agent --resume ID`).
+    pub run_id: Option<String>,
 }
 
 /// A job as `cron` shows it.
@@ -77,10 +89,12 @@ pub struct JobData {
     pub schedule: String,
     /// Its time zone.
     pub tz: String,
-    /// What it sends.
+    /// What it sends (empty for a prompt job).
     pub message: String,
-    /// Where.
-    pub channel: String,
+    /// The prompt the agent runs.
+    pub prompt: Option<String>,
+    /// Where (none: a prompt job whose answer is only kept).
+    pub channel: Option<String>,
     /// The chat.
     pub chat_id: Option<String>,
     /// Its next run in its time zone (RFC 3339); null when none is left.
@@ -98,11 +112,11 @@ pub struct CronOutput {
     pub jobs: Vec<JobData>,
     /// For run_now: the id of the message sent, also its idempotency key.
     pub message_id: Option<String>,
-    /// For run_now: `sent`, `pending` or `failed`.
+    /// For run_now: `sent`, `pending` or `failed`; `running` for a prompt job.
     pub delivery: Option<String>,
 }
 
-/// The `cron` tool: registered with the `message` tool, when a channel is configured.
+/// The `cron` tool: registered when a channel is configured or jobs can run prompts.
 #[derive(Debug, Clone)]
 pub struct Cron {
     messaging: Messaging,
@@ -119,38 +133,58 @@ fn zone_of(job: &CronJob) -> Zone {
     Zone::parse(&job.tz).unwrap_or_else(|_| Zone::utc())
 }
 
-fn job_data(job: &CronJob, last: Option<&toolbelt_store::LastRun>) -> JobData {
+/// A stored job as `cron` (and the web page) shows it: its next run and the
+/// times of its last run in its own time zone.
+pub fn job_data(job: &CronJob, last: Option<&toolbelt_store::LastRun>) -> JobData {
     let zone = zone_of(job);
     JobData {
         name: job.name.clone(),
         schedule: job.schedule.clone(),
         tz: job.tz.clone(),
         message: job.message.clone(),
+        prompt: job.prompt.clone(),
         channel: job.channel.clone(),
         chat_id: job.chat_id.clone(),
         next_run: job.next_at.map(|at| zone.format(at)),
         last_run: last.map(|l| LastRunData {
             scheduled_for: zone.format(l.scheduled_for),
-            status: l
-                .status
-                .map_or("unknown", |s| s.as_str())
-                .replace("sending", "pending"),
+            status: last_status(job, l),
             // A delivered run's earlier failures are history, not its result.
             error: l
                 .error
                 .clone()
                 .filter(|_| l.status != Some(toolbelt_store::OutboxStatus::Sent)),
+            outcome: l.outcome.clone(),
+            result: l.result.clone(),
+            run_id: l.run_id.clone(),
         }),
+    }
+}
+
+/// What became of a job's latest run, in one word.
+fn last_status(job: &CronJob, l: &toolbelt_store::LastRun) -> String {
+    match (l.status, l.outcome.as_deref()) {
+        (Some(s), _) => s.as_str().replace("sending", "pending"),
+        (None, Some(RUNNING)) => RUNNING.to_string(),
+        (None, Some(outcome)) if job.channel.is_none() => {
+            if outcome == toolbelt_sched::FINAL_ANSWER {
+                "answered".to_string()
+            } else {
+                "failed".to_string()
+            }
+        }
+        (None, _) => "unknown".to_string(),
     }
 }
 
 fn job_line(j: &JobData) -> String {
     let mut line = format!(
-        "- {} [{} {}] -> {}{}: next {}",
+        "- {} [{} {}]{} -> {}{}: next {}",
         j.name,
         j.schedule,
         j.tz,
-        j.channel,
+        if j.prompt.is_some() { " prompt" } else { "" },
+        j.channel.as_deref().unwrap_or("(kept)"),
         j.chat_id
             .as_deref()
             .map(|c| format!(" {c}"))
@@ -161,6 +195,17 @@ fn job_line(j: &JobData) -> String {
         line.push_str(&format!("; last {} {}", last.scheduled_for, last.status));
         if let Some(e) = &last.error {
             line.push_str(&format!(" ({e})"));
+        }
+        if let Some(outcome) = last.outcome.as_deref().filter(|o| *o != RUNNING) {
+            let result = last.result.as_deref().unwrap_or_default();
+            let first = result.lines().next().unwrap_or_default();
+            let short: String = first.chars().take(120).collect();
+            let cut = if short.len() < result.len() {
+                "…"
+            } else {
+                ""
+            };
+            line.push_str(&format!(", {outcome}: {short}{cut}"));
         }
     }
     line
@@ -173,7 +218,7 @@ fn required(field: &str, value: Option<&String>, action: &str) -> Result<String,
             ErrorCode::InvalidParams,
             format!("{field} is required for action {action:?}"),
         )
-        .hint("add add: name, schedule, message and channel; remove and run_now: name")),
+        .hint("add: name, schedule, message and channel (or prompt, with or without a channel); remove and run_now: name")),
     }
 }
 
@@ -181,16 +226,111 @@ fn sched_error(e: SchedError) -> ToolError {
     e.into_tool_error()
 }
 
+impl Cron {
+    /// What an `add` makes the job do: `(message, prompt, channel)`.
+    fn what_it_does(
+        &self,
+        p: &CronParams,
+    ) -> Result<(String, Option<String>, Option<String>), ToolError> {
+        let given = |v: Option<&String>| v.map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let channel = given(p.channel.as_ref());
+        let (message, prompt) = match (given(p.message.as_ref()), given(p.prompt.as_ref())) {
+            (Some(_), Some(_)) => {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidParams,
+                    "give message or prompt, not both",
+                )
+                .hint("message: the text the job sends; prompt: a task the agent carries out, its answer sent"));
+            }
+            (None, None) => {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidParams,
+                    "message or prompt is required for action \"add\"",
+                )
+                .hint("message: the text the job sends (with channel); prompt: a task the agent carries out when the job fires"));
+            }
+            (Some(message), None) => (message, None),
+            (None, Some(prompt)) => {
+                if !self.messaging.runs_prompts() {
+                    return Err(ToolError::new(
+                        ErrorCode::InvalidParams,
+                        "prompt: no agent is configured to run it",
+                    )
+                    .hint("ask the user to configure one under [agent] in toolbelt.toml (provider, model, base_url, api_key_env; or TOOLBELT_AGENT_MODEL), or give a message instead"));
+                }
+                (String::new(), Some(prompt))
+            }
+        };
+        match &channel {
+            Some(name) => {
+                let content = prompt.as_ref().map_or(message.as_str(), |_| "(the answer)");
+                self.messaging
+                    .channels()
+                    .check(name, p.chat_id.as_deref(), content, false)
+                    .map_err(sched_error)?;
+            }
+            None if prompt.is_none() => {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidParams,
+                    "channel is required for a job that sends a message",
+                )
+                .hint("name one of the configured channels (see this tool's description)"));
+            }
+            None => {}
+        }
+        Ok((message, prompt, channel))
+    }
+
+    /// `run_now` of a prompt job: due now, run by the scheduler in the background.
+    async fn prompt_now(&self, job: CronJob) -> ToolResult<CronOutput> {
+        if !self
+            .messaging
+            .scheduler()
+            .make_due(&job)
+            .await
+            .map_err(sched_error)?
+        {
+            return Err(ToolError::new(
+                ErrorCode::NotFound,
+                format!("job {:?} was removed meanwhile", job.name),
+            ));
+        }
+        let goes = job.channel.as_deref().map_or_else(
+            || "its answer is kept as its last run".to_string(),
+            |c| format!("its answer goes to {c}"),
+        );
+        let text = format!(
+            "Job {} is due now: the agent runs its prompt under `toolbelt serve` (or `toolbelt cron run`), at once if one is running, else at its start; {goes}. See how it went with action \"list\".",
+            job.name
+        );
+        Ok(Reply::new(
+            CronOutput {
+                action: CronAction::RunNow,
+                jobs: vec![job_data(&job, None)],
+                message_id: None,
+                delivery: Some(RUNNING.to_string()),
+            },
+            text,
+        ))
+    }
+}
+
 impl TypedTool for Cron {
     type Params = CronParams;
     type Output = CronOutput;
 
     fn spec(&self) -> ToolSpec {
-        let description = format!(
-            "{}{}",
-            include_str!("cron.md").trim_end(),
+        let channels = if self.messaging.channels().is_empty() {
+            "\n\nNo channel is configured: jobs run prompts, their answers kept as each job's last run.".to_string()
+        } else {
             channel_list(&self.messaging)
-        );
+        };
+        let prompts = if self.messaging.runs_prompts() {
+            ""
+        } else {
+            "\n\nPrompts are not available here (no agent is configured): jobs send messages."
+        };
+        let description = format!("{}{channels}{prompts}", include_str!("cron.md").trim_end());
         ToolSpec::describe("cron", description)
             .title("Scheduled Jobs")
             .category(Category::Schedule)
@@ -221,6 +361,7 @@ impl TypedTool for Cron {
                         "tz": "Europe/Berlin",
                         "message": "Stand-up in 5 minutes: post your blockers.",
                         "channel": "team",
+                        "prompt": null,
                         "chat_id": null,
                         "next_run": "2026-05-04T09:25:00+02:00",
                         "last_run": null
@@ -252,17 +393,12 @@ impl TypedTool for Cron {
             CronAction::Add => {
                 let name = required("name", p.name.as_ref(), "add")?;
                 let schedule_text = required("schedule", p.schedule.as_ref(), "add")?;
-                let message = required("message", p.message.as_ref(), "add")?;
-                let channel = required("channel", p.channel.as_ref(), "add")?;
+                let (message, prompt, channel) = self.what_it_does(&p)?;
                 let zone = match &p.tz {
                     Some(tz) => Zone::parse(tz).map_err(sched_error)?,
                     None => self.messaging.default_zone(),
                 };
                 let schedule = Schedule::parse(&schedule_text, zone).map_err(sched_error)?;
-                self.messaging
-                    .channels()
-                    .check(&channel, p.chat_id.as_deref(), &message, false)
-                    .map_err(sched_error)?;
                 let now = clock.now_ms();
                 let first = schedule.first(now, zone).map_err(sched_error)?;
                 let job = create_cron_job(
@@ -273,6 +409,7 @@ impl TypedTool for Cron {
                         schedule: schedule_text,
                         tz: zone.name().to_string(),
                         message,
+                        prompt,
                         channel,
                         chat_id: p.chat_id,
                         next_at: Some(first),
@@ -353,6 +490,9 @@ impl TypedTool for Cron {
                         ToolError::new(ErrorCode::NotFound, format!("no job named {name:?}"))
                             .hint("list the jobs with action \"list\"")
                     })?;
+                if job.prompt.is_some() {
+                    return self.prompt_now(job).await;
+                }
                 let firing = self
                     .messaging
                     .scheduler()

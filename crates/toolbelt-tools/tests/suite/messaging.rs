@@ -1,6 +1,6 @@
-//! `message` and `cron` through the registry, as a model calls them: present only
-//! with a channel, refusals with what to do, sends through the outbox, jobs added,
-//! listed, fired now and removed.
+//! `message` and `cron` through the registry, as a model calls them: `message` only
+//! with a channel, `cron` also with an agent to run prompts; refusals with what to
+//! do, sends through the outbox, jobs added, listed, fired now and removed.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -56,6 +56,82 @@ fn the_tools_are_there_only_with_a_channel() {
     assert!(!registry.has("message") && !registry.has("cron"));
     register(&mut registry, dir.path(), &[]);
     assert!(registry.has("message") && registry.has("cron"));
+}
+
+/// Answers every prompt with "Answered: <prompt>".
+#[derive(Debug)]
+struct Echo;
+
+impl toolbelt_sched::PromptRunner for Echo {
+    fn run<'a>(
+        &'a self,
+        job: &'a toolbelt_store::CronJob,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> toolbelt_core::BoxFuture<'a, toolbelt_sched::PromptRun> {
+        Box::pin(std::future::ready(toolbelt_sched::PromptRun {
+            outcome: toolbelt_sched::FINAL_ANSWER.into(),
+            text: format!("Answered: {}", job.prompt.clone().unwrap_or_default()),
+            run_id: Some("run-7".into()),
+        }))
+    }
+}
+
+#[tokio::test]
+async fn without_channels_cron_runs_prompts_and_keeps_their_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut registry = builtins(dir.path());
+    let messaging = Messaging::new(
+        StoreHandle::lazy(Location::in_state_dir(dir.path())),
+        Channels::none(),
+    )
+    .with_prompt_runner(std::sync::Arc::new(Echo));
+    assert!(toolbelt_tools::register_messaging(&mut registry, &messaging).unwrap());
+    assert!(registry.has("cron") && !registry.has("message"));
+    let add = json!({"action": "add", "name": "tidy", "schedule": "every 1h", "prompt": "Tidy the todo list"});
+    let env = call(&registry, "cron", add).await;
+    let job = &success_data(&env)["jobs"][0];
+    assert_eq!(
+        (&job["prompt"], &job["channel"], &job["message"]),
+        (&json!("Tidy the todo list"), &Value::Null, &json!(""))
+    );
+    // run_now makes it due; the scheduler's next round runs it.
+    let env = call(
+        &registry,
+        "cron",
+        json!({"action": "run_now", "name": "tidy"}),
+    )
+    .await;
+    assert_eq!(success_data(&env)["delivery"], "running");
+    assert!(
+        env.text.contains("its answer is kept as its last run"),
+        "{}",
+        env.text
+    );
+    assert_eq!(messaging.run_once().await.unwrap().len(), 1);
+    let env = call(&registry, "cron", json!({"action": "list"})).await;
+    let last = &success_data(&env)["jobs"][0]["last_run"];
+    assert_eq!(
+        (
+            &last["status"],
+            &last["outcome"],
+            &last["result"],
+            &last["run_id"]
+        ),
+        (
+            &json!("answered"),
+            &json!("final_answer"),
+            &json!("Answered: Tidy the todo list"),
+            &json!("run-7")
+        )
+    );
+    assert!(
+        env.text.contains(" prompt -> (kept): next ")
+            && env
+                .text
+                .contains(" answered, final_answer: Answered: Tidy the todo list"),
+        "{}",
+        env.text
+    );
 }
 
 #[tokio::test]
@@ -255,7 +331,20 @@ async fn cron_refuses_bad_schedules_zones_and_intervals_with_a_hint() {
         (add("2001-01-01T00:00:00Z", None), "not in the future"),
         (
             json!({"action": "add", "name": "j", "schedule": "0 9 * * *", "channel": "local"}),
-            "message is required",
+            "message or prompt is required",
+        ),
+        (
+            json!({"action": "add", "name": "j", "schedule": "0 9 * * *", "message": "m"}),
+            "channel is required",
+        ),
+        (
+            json!({"action": "add", "name": "j", "schedule": "0 9 * * *", "message": "m", "prompt": "p", "channel": "local"}),
+            "not both",
+        ),
+        // No agent is configured here: a prompt job is refused, saying how to set one.
+        (
+            json!({"action": "add", "name": "j", "schedule": "0 9 * * *", "prompt": "p"}),
+            "no agent is configured",
         ),
     ] {
         let env = call(&registry, "cron", args.clone()).await;

@@ -15,19 +15,8 @@ use toolbelt_store::{Location, Store, testing};
 
 /// `toolbelt` in `root`, its environment cleared of toolbelt's variables.
 fn command(root: &Path, database: Option<&str>) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolbelt"));
+    let mut cmd = super::cli::bare_command();
     cmd.arg("--root").arg(root);
-    for var in [
-        "TOOLBELT_ROOT",
-        "TOOLBELT_STATE_DIR",
-        "TOOLBELT_CONFIG",
-        "TOOLBELT_DATABASE_URL",
-        "TOOLBELT_TOKEN",
-        "TOOLBELT_PROFILE",
-        "RUST_LOG",
-    ] {
-        cmd.env_remove(var);
-    }
     if let Some(url) = database {
         cmd.arg("--database-url").arg(url);
     }
@@ -95,7 +84,7 @@ fn file_channel_config(root: &Path) {
 }
 
 fn delivered(root: &Path) -> Vec<Value> {
-    std::fs::read_to_string(root.join(".toolbelt/messages-local.jsonl"))
+    std::fs::read_to_string(super::cli::state_dir(root).join("messages-local.jsonl"))
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -198,7 +187,7 @@ fn two_servers_deliver_each_tick_once(root: &Path, database: Option<&str>, locat
 #[test]
 fn two_servers_on_one_sqlite_store_deliver_each_tick_once() {
     let root = tempfile::tempdir().unwrap();
-    let location = Location::in_state_dir(&root.path().join(".toolbelt"));
+    let location = Location::in_state_dir(&super::cli::state_dir(root.path()));
     two_servers_deliver_each_tick_once(root.path(), None, &location);
 }
 
@@ -366,4 +355,123 @@ fn a_channel_whose_secret_is_missing_is_refused_by_name_without_its_values() {
         .unwrap();
     let tools = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && !tools.contains("\"message\"") && !tools.contains("\"cron\""));
+}
+
+/// `toolbelt <args>` with the agent's variables cleared (the config file names the
+/// scripted model).
+fn run_with_agent(root: &Path, args: &[&str]) -> Output {
+    let mut cmd = command(root, None);
+    for var in [
+        "TOOLBELT_AGENT_PROVIDER",
+        "TOOLBELT_AGENT_MODEL",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.args(args).output().unwrap()
+}
+
+#[test]
+fn a_prompt_job_runs_the_agent_and_sends_its_answer_once() {
+    use toolbelt_agent::ProviderKind;
+    use toolbelt_agent::testing::{Reply, Script, ScriptedServer};
+
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("notes.txt"), "one\ntwo\n").unwrap();
+    let server = ScriptedServer::start(Script::new(
+        ProviderKind::OpenAi,
+        vec![
+            Reply::call("read_file", r#"{"path": "notes.txt"}"#),
+            Reply::text("notes.txt has 2 lines."),
+        ],
+    ))
+    .unwrap();
+    std::fs::write(
+        root.path().join("toolbelt.toml"),
+        format!(
+            "[channels.local]\nkind = \"file\"\n[agent]\nprovider = \"openai\"\nmodel = \"scripted-model\"\nbase_url = \"{}\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let added = run_with_agent(
+        root.path(),
+        &[
+            "cron",
+            "add",
+            "count-notes",
+            "--schedule",
+            "every 1s",
+            "--prompt",
+            "How many lines has notes.txt?",
+            "--channel",
+            "local",
+        ],
+    );
+    assert!(added.status.success(), "{added:?}");
+    std::thread::sleep(Duration::from_millis(1_100));
+    // One round: fires the job, runs its prompt, delivers the answer, exits.
+    let once = run_with_agent(root.path(), &["cron", "run", "--once"]);
+    assert!(once.status.success(), "{once:?}");
+
+    let lines = delivered(root.path());
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_eq!(lines[0]["content"], "notes.txt has 2 lines.");
+    // The model called the tool and got the file back.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let sent = requests[1].body.to_string();
+    assert!(sent.contains("one") && sent.contains("two"), "{sent}");
+    // The run left its transcript, and the job its last run.
+    let runs: Vec<_> = std::fs::read_dir(super::cli::state_dir(root.path()).join("agent/runs"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    assert_eq!(runs.len(), 1);
+    let list = run_with_agent(root.path(), &["cron", "list", "--json"]);
+    let env: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let last = &env["data"]["jobs"][0]["last_run"];
+    assert_eq!(
+        (&last["status"], &last["outcome"], &last["result"]),
+        (
+            &Value::from("sent"),
+            &Value::from("final_answer"),
+            &Value::from("notes.txt has 2 lines.")
+        ),
+        "{env:#}"
+    );
+    assert_eq!(
+        last["run_id"].as_str().map(|id| format!("{id}.jsonl")),
+        runs[0].file_name().to_str().map(str::to_string)
+    );
+}
+
+#[test]
+fn a_prompt_job_without_an_agent_is_refused_with_how_to_configure_one() {
+    let root = tempfile::tempdir().unwrap();
+    file_channel_config(root.path());
+    let out = run_with_agent(
+        root.path(),
+        &[
+            "cron",
+            "add",
+            "x",
+            "--schedule",
+            "every 1h",
+            "--prompt",
+            "hi",
+            "--channel",
+            "local",
+            "--json",
+        ],
+    );
+    assert!(!out.status.success());
+    let env: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(env["error"]["code"], "INVALID_PARAMS", "{env:#}");
+    assert!(
+        env["error"]["hint"].as_str().unwrap().contains("[agent]"),
+        "{env:#}"
+    );
 }

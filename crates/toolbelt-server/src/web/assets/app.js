@@ -1,5 +1,5 @@
 'use strict';
-// The toolbelt page: tools, call log, todos, planner. Plain DOM, no framework;
+// The toolbelt page: tools, call log, todos, planner, agent runs, cron jobs. Plain DOM, no framework;
 // every request goes to this server with the session cookie.
 (function () {
   var SVG_NS = 'http://www.w3.org/2000/svg';
@@ -120,7 +120,9 @@
 
   // ------------------------------------------------------------ tabs
 
-  var tabs = ['tools', 'calls', 'todos', 'planner'];
+  var tabs = ['tools', 'calls', 'todos', 'planner', 'runs', 'cron'];
+  // Tabs read again each time they are shown.
+  var reload = { todos: loadTodos, planner: loadPlanner, runs: loadRuns, cron: loadCron };
   var loaded = {};
 
   function selectTab(name, focus) {
@@ -134,9 +136,8 @@
     });
     if (!loaded[name]) {
       loaded[name] = true;
-      ({ tools: loadTools, calls: startCalls, todos: loadTodos, planner: loadPlanner })[name]();
-    } else if (name === 'todos') loadTodos();
-    else if (name === 'planner') loadPlanner();
+      ({ tools: loadTools, calls: startCalls }[name] || reload[name])();
+    } else if (reload[name]) reload[name]();
     if (window.location.hash !== '#' + name) history.replaceState(null, '', '#' + name);
   }
 
@@ -736,9 +737,147 @@
     target.appendChild(el('p', { class: 'muted', text: label }));
   }
 
+  // ------------------------------------------------------------ agent runs
+
+  function tokens(usage) {
+    if (!usage) return '—';
+    var n = (usage.input_tokens || 0) + (usage.output_tokens || 0);
+    return n.toLocaleString();
+  }
+
+  function outcomeBadge(outcome) {
+    var cls = outcome === 'final_answer' ? 'status-success' : outcome ? 'status-error' : 'status-partial';
+    return badge(outcome ? outcome.replace(/_/g, ' ') : 'unfinished', cls);
+  }
+
+  function clipped(text, n) { return text.length > n ? text.slice(0, n - 1) + '…' : text; }
+
+  function loadRuns() {
+    var body = clear($('runs'));
+    api('/v1/agent/runs').then(function (page) {
+      $('runs-empty').hidden = page.runs.length > 0;
+      $('runs-count').textContent = page.total > page.runs.length ? 'the newest ' + page.runs.length + ' of ' + page.total : '';
+      page.runs.forEach(function (r) {
+        var open = el('button', { type: 'button', class: 'link', 'data-run': r.id, text: clipped(r.prompt || '(no prompt)', 120),
+          title: r.prompt, onclick: function () { showRun(r.id); } });
+        body.appendChild(el('tr', null, [
+          el('td', null, [timeEl(Date.parse(r.started))]),
+          el('td', null, [open, el('span', { class: 'muted', text: ' ' + r.model })]),
+          el('td', null, [outcomeBadge(r.outcome)]),
+          el('td', { text: String(r.steps) }),
+          el('td', { title: r.usage ? r.usage.input_tokens + ' in, ' + r.usage.output_tokens + ' out, ' + r.usage.cached_tokens + ' cached' : null, text: tokens(r.usage) })
+        ]));
+      });
+    }).catch(function (e) { showError($('run-detail'), e); });
+  }
+  $('runs-refresh').addEventListener('click', loadRuns);
+
+  function showRun(id) {
+    var root = clear($('run-detail'));
+    root.appendChild(el('p', { class: 'muted', text: 'Loading…' }));
+    api('/v1/agent/runs/' + encodeURIComponent(id)).then(function (body) {
+      clear(root);
+      var run = body.run;
+      root.appendChild(el('h3', null, ['Run ', el('span', { class: 'mono', text: run.id }), ' ', outcomeBadge(run.outcome)]));
+      root.appendChild(el('p', { class: 'muted' }, [timeEl(Date.parse(run.started)), ' · ' + run.model + ' · ' + run.steps + ' steps · ' + tokens(run.usage) + ' tokens']));
+      // Each result is shown folded under the call it answers.
+      var results = {};
+      var called = {};
+      body.entries.forEach(function (e) {
+        if (e.type === 'result') results[e.call_id] = e;
+        if (e.type === 'assistant') e.calls.forEach(function (c) { called[c.id] = true; });
+      });
+      var list = el('ol', { class: 'entries' });
+      body.entries.forEach(function (e) {
+        var item = entry(e, results, called);
+        if (item) list.appendChild(item);
+      });
+      root.appendChild(list);
+      root.focus();
+    }).catch(function (e) { showError(root, e); });
+  }
+
+  function entry(e, results, called) {
+    var when = timeEl(Date.parse(e.time));
+    switch (e.type) {
+      case 'run': return null;
+      case 'user':
+        return el('li', { class: 'entry user' }, [el('p', { class: 'who' }, ['User ', when]), el('div', { class: 'description', text: e.text })]);
+      case 'assistant':
+        return el('li', { class: 'entry assistant' }, [
+          el('p', { class: 'who' }, ['Assistant ', when]),
+          e.text ? el('div', { class: 'description', text: e.text }) : null
+        ].concat(e.calls.map(function (c) { return callItem(c, results[c.id]); })));
+      case 'result':
+        // Shown with its call; one without a call of its own stands alone.
+        if (called[e.call_id]) return null;
+        return el('li', { class: 'entry' }, [callItem({ summary: e.tool, arguments: '' }, e)]);
+      case 'notice':
+        return el('li', { class: 'entry notice' }, [el('p', null, [badge('notice'), e.message, ' ', when])]);
+      case 'compaction':
+        return el('li', { class: 'entry notice' }, [el('p', null, [badge('compacted'),
+          e.kind.replace(/_/g, ' ') + ': ' + e.tokens_before.toLocaleString() + ' → ' + e.tokens_after.toLocaleString() + ' tokens ', when])]);
+      case 'end':
+        return el('li', { class: 'entry end' }, [el('p', null, [outcomeBadge(e.outcome),
+          e.steps + ' steps, ' + e.tool_calls + ' tool calls, ' + tokens(e.usage) + ' tokens ', when]),
+          e.outcome !== 'final_answer' && e.message ? el('p', { class: 'error', text: e.message }) : null]);
+      default: return null;
+    }
+  }
+
+  function callItem(call, result) {
+    var status = result ? result.status : null;
+    var summary = el('summary', null, [
+      el('span', { class: 'mono', text: call.summary || call.tool }),
+      result ? ' → ' : '',
+      result ? badge(result.summary || status, 'status-' + status) : badge('no result', 'status-partial')
+    ]);
+    return el('details', { class: 'call' }, [summary,
+      el('p', { class: 'muted', text: 'Arguments' }), el('pre', { text: call.arguments }),
+      result ? el('p', { class: 'muted', text: 'Result' }) : null,
+      result ? el('pre', { text: result.text }) : null]);
+  }
+
+  // ------------------------------------------------------------ cron jobs
+
+  // The next run: relative, with the exact time in the job's own zone on hover.
+  function zonedTime(text, tz) {
+    if (!text) return el('span', { class: 'muted', text: '—' });
+    var ms = Date.parse(text);
+    var t = timeEl(ms);
+    t.setAttribute('title', text.replace('T', ' ') + ' (' + tz + ')');
+    return t;
+  }
+
+  function loadCron() {
+    var body = clear($('cron'));
+    api('/v1/cron/jobs').then(function (page) {
+      $('cron-empty').hidden = page.jobs.length > 0;
+      page.jobs.forEach(function (j) {
+        var last = j.last_run;
+        var lastCell = last ? [zonedTime(last.scheduled_for, j.tz), ' ', badge(last.status, last.status === 'sent' || last.status === 'answered' ? 'status-success'
+          : last.status === 'failed' ? 'status-error' : 'status-partial'),
+          last.outcome && last.outcome !== 'running' ? outcomeBadge(last.outcome) : null,
+          last.error ? el('div', { class: 'error', text: last.error }) : null,
+          last.result ? el('details', null, [el('summary', { text: clipped(last.result.split('\n')[0], 80) }), el('div', { class: 'description', text: last.result })]) : null]
+          : [el('span', { class: 'muted', text: 'not yet' })];
+        body.appendChild(el('tr', null, [
+          el('td', null, [el('strong', { text: j.name }), el('div', { class: 'muted mono', text: j.workspace })]),
+          el('td', { class: 'description', text: j.prompt ? 'Prompt: ' + j.prompt : j.message }),
+          el('td', { class: 'mono', text: j.schedule }),
+          el('td', { text: j.tz }),
+          el('td', null, [zonedTime(j.next_run, j.tz)]),
+          el('td', null, lastCell),
+          el('td', { text: j.channel ? j.channel + (j.chat_id ? ' ' + j.chat_id : '') : '— (answer kept)' })
+        ]));
+      });
+    }).catch(function (e) { showError($('cron-empty'), e); $('cron-empty').hidden = false; });
+  }
+  $('cron-refresh').addEventListener('click', loadCron);
+
   // ------------------------------------------------------------ start
 
-  var first = /^#(tools|calls|todos|planner)$/.exec(window.location.hash);
+  var first = /^#(tools|calls|todos|planner|runs|cron)$/.exec(window.location.hash);
   selectTab(first ? first[1] : 'tools', false);
   if (!loaded.tools) { loaded.tools = true; loadTools(); }
 })();

@@ -1,0 +1,54 @@
+//! The waits servers ask for before a retry, read from header values as text (the
+//! HTTP clients of the channels and of the model providers hand them over; no HTTP
+//! types here).
+
+use std::time::{Duration, SystemTime};
+
+/// The wait a `Retry-After` value asks for: seconds (`"2"`, `" 2.5 "`), or an HTTP
+/// date (`"Wed, 21 Oct 2015 07:28:00 GMT"`) counted from `now` (a date already past
+/// is no wait). `None` for anything else, a negative or an endless number.
+pub fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at: SystemTime = chrono::DateTime::parse_from_rfc2822(value).ok()?.into();
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// The wait a `retry-after-ms` value asks for (OpenAI's), in milliseconds. `None`
+/// for anything but a finite number of at least zero.
+pub fn retry_after_ms(value: &str) -> Option<Duration> {
+    let ms = value.trim().parse::<f64>().ok()?;
+    (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_dates_and_milliseconds() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_450);
+        for (value, wait) in [
+            ("1", Some(Duration::from_secs(1))),
+            (" 2.5 ", Some(Duration::from_millis(2_500))),
+            // 30 s after `now`.
+            (
+                "Wed, 21 Oct 2015 07:28:00 GMT",
+                Some(Duration::from_secs(30)),
+            ),
+            // Past.
+            ("Sun, 06 Nov 1994 08:49:37 GMT", Some(Duration::ZERO)),
+            ("soon", None),
+            ("-3", None),
+            ("inf", None),
+            ("", None),
+        ] {
+            assert_eq!(retry_after(value, now), wait, "{value:?}");
+        }
+        assert_eq!(retry_after_ms("1500"), Some(Duration::from_millis(1_500)));
+        assert_eq!(retry_after_ms("-1"), None);
+        assert_eq!(retry_after_ms("NaN"), None);
+    }
+}
