@@ -543,6 +543,8 @@ class Toolbelt(Agent):
         argv = [
             self.binary,
             "--profile", "claude",
+            # The same five tools Claude Code is given (--tools below).
+            "--tools", CLAUDE_TOOLS,
             "--root", str(root),
             # Kept across runs, as Claude Code's HOME is: not a fresh store per run.
             "--state-dir", str(home / "state"),

@@ -13,7 +13,9 @@ import os
 import re
 import secrets
 import socket
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -161,6 +163,19 @@ def wide_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session", autouse=True)
+def state_home() -> Iterator[Path]:
+    """The servers' XDG_STATE_HOME: their state never lands in the user's own."""
+    home = Path(tempfile.mkdtemp(prefix="toolbelt-state-"))
+    STATE_HOME.append(home)
+    yield home
+    STATE_HOME.clear()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+STATE_HOME: list[Path] = []
+
+
 # ----------------------------------------------------------------------------- helpers
 
 
@@ -168,7 +183,10 @@ def stdio_client(toolbelt_bin: str, root: Path, mode: str) -> Client:
     params = StdioServerParameters(
         command=toolbelt_bin,
         args=["mcp", "--root", str(root)],
-        env={"RUST_LOG": os.environ.get("RUST_LOG", "warn")},
+        env={
+            "RUST_LOG": os.environ.get("RUST_LOG", "warn"),
+            "XDG_STATE_HOME": str(STATE_HOME[0]),
+        },
         cwd=str(root),
     )
     return Client(params, mode=mode, read_timeout_seconds=CALL_TIMEOUT_S)

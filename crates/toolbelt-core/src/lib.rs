@@ -12,8 +12,12 @@
 //! - [`calls`]: tool calls parsed from OpenAI, Anthropic and text-protocol replies,
 //!   and results formatted back.
 //! - [`output`]: output budgets with spill files.
+//! - [`state`]: where a workspace's state lives, outside the workspace.
+//! - [`toolset`]: named groups of tools and the selection a session serves.
 //! - [`policy`] and [`profile`]: permission rules and name profiles, as data;
 //!   [`shell`]: command lines split into the simple commands the rules check.
+//! - [`Secret`]: a value never shown (API keys, tokens); [`retry_after`]: the
+//!   wait a server asks for, read from a header's text.
 //!
 //! ```
 //! use schemars::JsonSchema;
@@ -57,11 +61,15 @@ pub mod policy;
 pub mod profile;
 mod registry;
 mod repair;
+mod retry;
 mod schema;
+mod secret;
 pub mod shell;
 mod spec;
 pub mod stamps;
+pub mod state;
 mod tool;
+pub mod toolset;
 mod validate;
 
 pub use calllog::{
@@ -77,7 +85,9 @@ pub use registry::{
     MAX_TOOL_NAME_LEN, Registry, RegistryError, ToolCall,
 };
 pub use repair::repair_arguments;
+pub use retry::{retry_after, retry_after_ms};
 pub use schema::schema_for;
+pub use secret::Secret;
 pub use spec::{Category, Example, Hints, ToolSpec};
 pub use stamps::{FileStamps, Stamp};
 pub use tool::{

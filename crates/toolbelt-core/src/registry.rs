@@ -261,6 +261,34 @@ impl Registry {
         self.call_log = log;
     }
 
+    /// A registry with the same session, tools, profile, policy and call log, for
+    /// another caller: its approver and event sink are its own (none at first).
+    /// The tools themselves are shared (a background shell started through one is
+    /// seen through the other).
+    pub fn fork(&self) -> Registry {
+        let tools = self
+            .tools
+            .iter()
+            .map(|(name, e)| {
+                let entry = Entry {
+                    tool: Arc::clone(&e.tool),
+                    validator: OnceLock::new(),
+                    param_names: OnceLock::new(),
+                };
+                (name.clone(), entry)
+            })
+            .collect();
+        Registry {
+            session: Arc::clone(&self.session),
+            tools,
+            profile: self.profile.clone(),
+            policy: Arc::clone(&self.policy),
+            approver: None,
+            events: None,
+            call_log: self.call_log.clone(),
+        }
+    }
+
     /// The session.
     pub fn session(&self) -> &Arc<Session> {
         &self.session
@@ -354,6 +382,32 @@ impl Registry {
     pub fn unregister(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
         let key = self.resolve(name)?.to_string();
         self.tools.remove(&key).map(|e| e.tool)
+    }
+
+    /// Keeps only the tools `selection` names (sets of `sets`, or tools by canonical
+    /// or exposed name); the rest are unregistered.
+    ///
+    /// # Errors
+    /// A name that is neither a set nor a tool; nothing is removed then.
+    pub fn select(
+        &mut self,
+        selection: &crate::toolset::ToolSelection,
+        sets: &[crate::toolset::Toolset],
+    ) -> Result<(), crate::toolset::SelectionError> {
+        if selection.is_all() {
+            return Ok(());
+        }
+        let exposed = self.names();
+        let exposed: Vec<&str> = exposed.iter().map(String::as_str).collect();
+        let canonical = |name: &str| self.resolve(name).map(str::to_string);
+        let keep = selection.resolve(sets, &canonical, &exposed)?;
+        // `keep` holds canonical names; the listing of every tool holds exposed ones.
+        let keep: std::collections::BTreeSet<String> = keep
+            .into_iter()
+            .map(|n| self.resolve(&n).map_or(n.clone(), str::to_string))
+            .collect();
+        self.tools.retain(|name, _| keep.contains(name));
+        Ok(())
     }
 
     /// The canonical name for a canonical or exposed name, if registered.

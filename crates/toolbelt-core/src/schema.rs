@@ -5,8 +5,10 @@ use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
 /// The JSON Schema (2020-12) of `T`, with subschemas inlined (no `$ref` unless the
-/// type is recursive), without the Rust type's name as `title` and without
-/// `$schema` (2020-12 is the default dialect of every consumer that names one).
+/// type is recursive), without what a model does not need: the Rust type's name as
+/// `title`, the type's own doc comment as the root `description` (the tool's
+/// description says it), `"default": null` on optional fields, and `$schema`
+/// (2020-12 is the default dialect of every consumer that names one).
 pub fn schema_for<T: JsonSchema>() -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| s.inline_subschemas = true)
@@ -16,8 +18,44 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     if let Value::Object(map) = &mut value {
         map.remove("title");
         map.remove("$schema");
+        map.remove("description");
     }
+    drop_null_defaults(&mut value);
     value
+}
+
+/// Removes `"default": null` from every subschema (an optional field is optional
+/// already, and the key costs every request tokens) and the description of an
+/// enum type wrapped in `anyOf` beside its field's own. Data (`default`,
+/// `examples`, `const`, `enum` values) is left alone.
+fn drop_null_defaults(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.get("default").is_some_and(Value::is_null) {
+                map.remove("default");
+            }
+            // `Option<Enum>` with a field description: the enum type's own doc
+            // comment inside `anyOf` says less than the field's.
+            if map.contains_key("description")
+                && let Some(Value::Array(members)) = map.get_mut("anyOf")
+            {
+                for member in members {
+                    if let Value::Object(m) = member
+                        && (m.contains_key("oneOf") || m.contains_key("enum"))
+                    {
+                        m.remove("description");
+                    }
+                }
+            }
+            for (key, value) in map.iter_mut() {
+                if !matches!(key.as_str(), "default" | "examples" | "const" | "enum") {
+                    drop_null_defaults(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_null_defaults),
+        _ => {}
+    }
 }
 
 /// The `format` values JSON Schema 2020-12 defines.

@@ -127,6 +127,23 @@ fn enter(plan: &Plan) -> Result<(), String> {
             protect_git(&guard)?;
         }
     }
+    if plan.mount_ns && !plan.hidden.is_empty() {
+        for dir in &plan.hidden {
+            hide(dir)?;
+        }
+        // A working directory inside a hidden one still reaches what is under the
+        // cover; entered again by its path, it is on the cover.
+        if let Ok(cwd) = std::env::current_dir()
+            && plan.hidden.iter().any(|h| cwd.starts_with(h))
+        {
+            std::env::set_current_dir(&cwd).map_err(|e| {
+                format!(
+                    "the working directory {} is hidden from commands: {e}",
+                    cwd.display()
+                )
+            })?;
+        }
+    }
     if plan.mode != SandboxMode::None || !plan.network {
         landlock(plan)?;
     }
@@ -201,6 +218,21 @@ fn bind(path: &Path, read_only: bool) -> Result<(), String> {
             .map_err(|e| format!("cannot make {} read-only: {e}", path.display()))?;
     }
     Ok(())
+}
+
+/// Covers `dir` with an empty read-only tmpfs: what was in it cannot be reached.
+fn hide(dir: &Path) -> Result<(), String> {
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    mount(
+        Some("tmpfs"),
+        dir,
+        Some("tmpfs"),
+        MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some("size=4k,mode=0500"),
+    )
+    .map_err(|e| format!("cannot hide {}: {e}", dir.display()))
 }
 
 /// Keeps the git files of `guard` from being changed (see [`crate::git`]).
@@ -367,6 +399,7 @@ fn probe() -> Support {
         user_ns: false,
         mount_ns: false,
         pid_ns: false,
+        hidden: Vec::new(),
     };
     match landlock(&plan) {
         Ok(abi) => s.landlock_abi = Some(abi),

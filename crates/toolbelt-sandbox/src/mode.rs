@@ -72,4 +72,8 @@ pub(crate) struct Plan {
     pub(crate) mount_ns: bool,
     /// Enter a new PID namespace: every process of the command dies with it.
     pub(crate) pid_ns: bool,
+    /// Directories hidden under an empty read-only tmpfs (needs `mount_ns`): the
+    /// server's state, which holds its token.
+    #[serde(default)]
+    pub(crate) hidden: Vec<PathBuf>,
 }

@@ -19,7 +19,10 @@ pub struct Sandbox {
     mode: SandboxMode,
     network: bool,
     helper: PathBuf,
-    plan: String,
+    plan: Plan,
+    plan_json: String,
+    /// A mount namespace works here: directories can be hidden.
+    can_hide: bool,
     tmp: tempfile::TempDir,
 }
 
@@ -96,16 +99,55 @@ impl Sandbox {
             user_ns: support.user_namespace,
             mount_ns: mode == SandboxMode::WorkspaceWrite && support.mount_namespace,
             pid_ns: support.pid_namespace,
+            hidden: Vec::new(),
         };
-        let plan = serde_json::to_string(&plan)
-            .map_err(|e| SandboxError::TempDir(std::io::Error::other(e)))?;
+        let plan_json = plan_json(&plan)?;
         Ok(Sandbox {
             mode,
             network,
             helper,
             plan,
+            plan_json,
+            can_hide: support.mount_namespace,
             tmp,
         })
+    }
+
+    /// Hides `dirs` from commands: each existing directory is covered by an empty,
+    /// read-only file system in the command's mount namespace, so nothing in it can
+    /// be read or written. Directories that do not exist are skipped. Under mode
+    /// `none` nothing is hidden; without a mount namespace nothing can be (see
+    /// [`Sandbox::hidden`]).
+    ///
+    /// # Errors
+    /// The plan cannot be written for the helper.
+    ///
+    /// # Security
+    /// For the server's own state (its token, the store): a directory made after
+    /// this call is not hidden, so make the directories first.
+    pub fn hiding(mut self, dirs: &[PathBuf]) -> Result<Sandbox, SandboxError> {
+        if self.mode == SandboxMode::None || !self.can_hide {
+            return Ok(self);
+        }
+        for dir in dirs {
+            if let Ok(real) = std::fs::canonicalize(dir)
+                && real.is_dir()
+                && !self.plan.hidden.contains(&real)
+            {
+                self.plan.hidden.push(real);
+            }
+        }
+        if !self.plan.hidden.is_empty() {
+            self.plan.mount_ns = true;
+        }
+        self.plan_json = plan_json(&self.plan)?;
+        Ok(self)
+    }
+
+    /// The directories commands cannot see (see [`Sandbox::hiding`]).
+    #[must_use]
+    pub fn hidden(&self) -> &[PathBuf] {
+        &self.plan.hidden
     }
 
     /// The file-system mode.
@@ -138,7 +180,7 @@ impl Sandbox {
         let args = vec![
             OsString::from(crate::HELPER_ARG),
             OsString::from("run"),
-            OsString::from(&self.plan),
+            OsString::from(&self.plan_json),
             shell.as_os_str().to_owned(),
             OsString::from("-c"),
             OsString::from(command),
@@ -151,6 +193,11 @@ impl Sandbox {
     pub fn describe(&self) -> String {
         describe(self.mode, self.network)
     }
+}
+
+/// The plan as the helper reads it.
+fn plan_json(plan: &Plan) -> Result<String, SandboxError> {
+    serde_json::to_string(plan).map_err(|e| SandboxError::TempDir(std::io::Error::other(e)))
 }
 
 /// What commands may do under `mode` with the network on or off, for the model.

@@ -55,7 +55,8 @@ pub struct BashParams {
     pub description: Option<String>,
     /// Start the command as a background shell and return its `shell_id` at once, for
     /// servers, watchers and long builds; read it with `bash_output`, send input with
-    /// `write_stdin`, stop it with `kill_shell`. No timeout unless `timeout` is given.
+    /// `write_stdin` (its standard input is open), stop it with `kill_shell`. No timeout
+    /// unless `timeout` is given.
     #[serde(default)]
     pub run_in_background: Option<bool>,
 }

@@ -27,7 +27,8 @@ pub struct EditFileParams {
     #[schemars(length(min = 1))]
     pub path: String,
     /// The text to replace, copied from the file (without read_file's line-number
-    /// prefixes), with enough surrounding lines to occur exactly once.
+    /// prefixes; when every line has one, they are removed for you), with enough
+    /// surrounding lines to occur exactly once.
     #[schemars(length(min = 1))]
     pub old_string: String,
     /// The text to put in its place; must differ from old_string. Empty deletes old_string.

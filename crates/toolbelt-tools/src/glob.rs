@@ -21,13 +21,13 @@ pub struct GlobParams {
     /// Glob pattern. Without `/` it matches file names at any depth (`*.rs`, `Cargo.toml`); with `/` the path relative to `path` (`src/**/*.ts`, `docs/*.md`). `*` stays within a directory, `**` crosses any number, `{a,b}` and `[abc]` work.
     #[schemars(length(min = 1))]
     pub pattern: String,
-    /// Directory to search, relative to the working directory (default: the working directory, the workspace).
+    /// Directory to search, relative to the working directory (default: the working directory); inside the workspace.
     #[serde(default)]
     pub path: Option<String>,
     /// List matching directories too (shown with a trailing `/`).
     #[serde(default)]
     pub include_dirs: bool,
-    /// modified (newest first, the default) or path.
+    /// modified (newest first, the default: the files you are working on come first) or path.
     #[serde(default)]
     pub sort: Option<GlobSortParam>,
     /// Entries to return (default 200; 0 = all).

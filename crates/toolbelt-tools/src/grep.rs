@@ -35,13 +35,13 @@ pub struct GrepParams {
     /// Regular expression (Rust/ripgrep syntax: `fn\s+main`, `log.*Error`, `\bfoo\b`); with fixed_strings=true, literal text.
     #[schemars(length(min = 1))]
     pub pattern: String,
-    /// File or directory to search, relative to the working directory (default: the working directory, the workspace).
+    /// File or directory to search, relative to the working directory (default: the working directory); inside the workspace.
     #[serde(default)]
     pub path: Option<String>,
-    /// Only files matching these globs, separated by spaces: `*.rs`, `*.{ts,tsx}`, `src/**/*.go`; a leading `!` excludes (`!*_test.go`).
+    /// Only files matching these globs, separated by spaces: `*.rs`, `*.{ts,tsx}`, `src/**/*.go`; a leading `!` excludes (`!*_test.go`); without `/` a glob matches the name at any depth.
     #[serde(default)]
     pub glob: Option<String>,
-    /// Only files of these types from ripgrep's table, separated by commas: rust, py, js, ts, c, cpp, go, java, md, ...
+    /// Only files of these types from ripgrep's table, separated by commas: rust, py, js, ts, c, cpp, go, java, md, ... (faster than a glob).
     #[serde(default)]
     pub file_type: Option<String>,
     /// content (matching lines, the default), files_with_matches (paths only) or count (matching lines per file).
@@ -62,7 +62,7 @@ pub struct GrepParams {
     /// true: case matters; false: case is ignored; omitted: smart case (ignored unless the pattern has an uppercase letter).
     #[serde(default)]
     pub case_sensitive: Option<bool>,
-    /// Match whole words only.
+    /// Match whole words only (`run` matches `run()`, not `runner`).
     #[serde(default)]
     pub whole_word: bool,
     /// Search for the pattern as literal text, not a regular expression.
@@ -77,10 +77,10 @@ pub struct GrepParams {
     /// Entries to skip first, to read the next page (default 0).
     #[serde(default)]
     pub offset: Option<u32>,
-    /// Also search files excluded by .gitignore / .ignore (build output, dependencies).
+    /// Also search files excluded by .gitignore / .ignore (build output, node_modules, target).
     #[serde(default)]
     pub include_ignored: bool,
-    /// Also search hidden files and directories (names starting with a dot).
+    /// Also search hidden files and directories (`.github`, `.config`).
     #[serde(default)]
     pub include_hidden: bool,
     /// Time budget in milliseconds (default 30000); when it runs out, the results so far come back marked timed_out.

@@ -19,14 +19,18 @@
 //! - [`WebFetch`]: fetches a page behind an SSRF guard and returns its main content;
 //!   [`WebSearch`]: searches the web (DuckDuckGo without a key, Brave, SearXNG).
 //! - [`Message`]: sends to a configured channel (webhook, Telegram, Slack, Discord,
-//!   email, file) through the store's outbox; [`Cron`]: jobs that send messages on
-//!   a schedule, fired by the server. Both are registered by [`register_messaging`]
-//!   when at least one channel is configured.
+//!   email, file) through the store's outbox; [`Cron`]: jobs that send messages,
+//!   or run a prompt by the agent and send its answer, on a schedule, fired by the
+//!   server. [`register_messaging`] registers `message` when a channel is
+//!   configured, `cron` when a channel is or jobs can run prompts.
 //! - [`Bash`]: runs a shell command; the whole process tree is stopped on timeout.
 //!   With `run_in_background` it starts a background shell instead, which
 //!   [`BashOutputTool`] (`bash_output`), [`WriteStdin`], [`KillShell`] and
 //!   [`ListShells`] reach through one shared [`toolbelt_exec::Shells`]. Commands
 //!   run in the sandbox of [`BuiltinOptions::sandbox`], when one is given.
+//!
+//! [`TOOLSETS`] groups them (`files`, `search`, `shell`, `coding`, ...) for
+//! [`Registry::select`](toolbelt_core::Registry::select).
 //!
 //! ```
 //! use toolbelt_core::{Registry, Session};
@@ -68,6 +72,7 @@ mod schedule;
 mod set_todo_list;
 mod store;
 mod think;
+mod toolsets;
 mod update_project;
 mod update_todos;
 mod web;
@@ -117,12 +122,15 @@ pub use read_file::{
     ImageData, MAX_IMAGE_BYTES, MAX_READ_BYTES, ReadFile, ReadFileOutput, ReadFileParams, ReadKind,
 };
 pub use read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
-pub use schedule::cron::{Cron, CronAction, CronOutput, CronParams, JobData, LastRunData};
+pub use schedule::cron::{
+    Cron, CronAction, CronOutput, CronParams, JobData, LastRunData, job_data,
+};
 pub use set_todo_list::{
     SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoInput, TodoListOutput, TodoStatus, render,
 };
 pub use store::{StoreHandle, store_error};
 pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
+pub use toolsets::TOOLSETS;
 pub use update_project::{ProjectUpdates, UpdateProject, UpdateProjectParams};
 pub use update_todos::{
     NewTodo, TodoChange, TodoListChanges, UpdateTodos, UpdateTodosOutput, UpdateTodosParams,
@@ -217,10 +225,12 @@ pub fn register_builtins_with(
     Ok(())
 }
 
-/// Registers `message` and `cron` on `messaging`'s channels, outbox and scheduler —
-/// only when at least one channel is configured: every job sends a message, so
-/// without a channel neither tool could do anything, and a tool that can only fail
-/// costs the model tokens and turns. Returns whether they were registered.
+/// Registers `message` and `cron` on `messaging`'s channels, outbox and scheduler:
+/// `message` when at least one channel is configured, `cron` when a channel is or
+/// jobs can run prompts ([`toolbelt_sched::Messaging::runs_prompts`]; a prompt job
+/// without a channel keeps its answer as its last run). Without either, neither
+/// tool could do anything, and a tool that can only fail costs the model tokens and
+/// turns. Returns whether `cron` was registered.
 ///
 /// # Errors
 /// A tool of the same name is already registered.
@@ -228,10 +238,13 @@ pub fn register_messaging(
     registry: &mut Registry,
     messaging: &toolbelt_sched::Messaging,
 ) -> Result<bool, RegistryError> {
-    if messaging.channels().is_empty() {
-        return Ok(false);
+    let channels = !messaging.channels().is_empty();
+    if channels {
+        registry.register_typed(Message::new(messaging.clone()))?;
     }
-    registry.register_typed(Message::new(messaging.clone()))?;
-    registry.register_typed(Cron::new(messaging.clone()))?;
-    Ok(true)
+    if channels || messaging.runs_prompts() {
+        registry.register_typed(Cron::new(messaging.clone()))?;
+        return Ok(true);
+    }
+    Ok(false)
 }

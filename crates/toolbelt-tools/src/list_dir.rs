@@ -35,7 +35,7 @@ pub struct ListDirParams {
     /// List directories only. Default false.
     #[serde(default)]
     pub dirs_only: Option<bool>,
-    /// Show file sizes. Default false.
+    /// Show file sizes (`12.3 KB`). Default false.
     #[serde(default)]
     pub sizes: Option<bool>,
     /// First entry to show, 1-based, in the order of the listing. Default 1.

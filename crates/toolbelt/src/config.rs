@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use toolbelt_core::policy::PolicyConfig;
+use toolbelt_core::toolset::ToolSelection;
 
 /// The smallest output budget accepted: below it, truncation markers alone fill the text.
 const MIN_OUTPUT_BYTES: usize = 1_024;
@@ -51,6 +52,10 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 /// context_window = 128000       # tokens
 /// max_tokens = 8192             # tokens of one answer
 ///
+/// [tools]                       # default: every tool
+/// enable = ["coding", "web"]    # toolsets or tool names
+/// disable = ["bash"]
+///
 /// [channels.team]               # where `message` and `cron` jobs send (see toolbelt_sched)
 /// kind = "slack"                # webhook, telegram, slack, discord, email, file
 /// url_env = "SLACK_WEBHOOK_URL" # secrets from the environment (or url = "...")
@@ -85,6 +90,9 @@ pub struct FileConfig {
     /// `toolbelt agent`.
     #[serde(default)]
     pub agent: AgentConfig,
+    /// `[tools]`: the tools served.
+    #[serde(default)]
+    pub tools: ToolsConfig,
     /// `[channels.NAME]`: the channels of the `message` and `cron` tools.
     #[serde(default)]
     pub channels: std::collections::BTreeMap<String, toolbelt_sched::ChannelConfig>,
@@ -112,6 +120,40 @@ pub struct AgentConfig {
     pub context_window: Option<u64>,
     /// Tokens of one answer.
     pub max_tokens: Option<u32>,
+}
+
+/// `[tools]`: which tools are served, by toolset or name (`enable = ["coding",
+/// "web"]`, `disable = ["bash"]`); every tool when `enable` is empty.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// Sets and tools to serve (default: all).
+    #[serde(default)]
+    pub enable: Vec<String>,
+    /// Sets and tools left out.
+    #[serde(default)]
+    pub disable: Vec<String>,
+}
+
+impl ToolsConfig {
+    /// The selection: `flag` (`--tools` / `TOOLBELT_TOOLS`, which may hold `-NAME`
+    /// items too) instead of `enable` when given; `disable` always applies.
+    pub fn selection(&self, flag: Option<&str>) -> ToolSelection {
+        let mut selection = match flag {
+            Some(list) => ToolSelection::parse(list),
+            None => {
+                let mut s = ToolSelection::all();
+                for name in &self.enable {
+                    s.enable(name.trim());
+                }
+                s
+            }
+        };
+        for name in &self.disable {
+            selection.disable(name.trim());
+        }
+        selection
+    }
 }
 
 /// `[store]`.

@@ -10,7 +10,7 @@ mod stamps;
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +21,7 @@ use serde_json::Value;
 use toolbelt_core::export::{self, Format};
 use toolbelt_core::output::OutputBudget;
 use toolbelt_core::profile::Profile;
+use toolbelt_core::state::{self, StateLocation, StateSource};
 use toolbelt_core::{BatchMode, CallOptions, Category, Registry, Session, ToolCall};
 use toolbelt_net::search::Backend;
 use toolbelt_sandbox::{Sandbox, SandboxMode, Support};
@@ -58,7 +59,10 @@ struct Global {
     /// Configuration file (default: <root>/toolbelt.toml when it exists).
     #[arg(long, global = true, env = "TOOLBELT_CONFIG")]
     config: Option<PathBuf>,
-    /// State directory (default: <root>/.toolbelt).
+    /// State directory: the store, saved outputs, agent runs, the serve token
+    /// (default: $XDG_STATE_HOME/toolbelt/<workspace id>, else
+    /// ~/.local/state/toolbelt/<workspace id>; a workspace whose .toolbelt/ already
+    /// holds a store keeps it).
     #[arg(long, global = true, env = "TOOLBELT_STATE_DIR")]
     state_dir: Option<PathBuf>,
     /// Sandbox of shell commands: none, read-only or workspace-write (default: the
@@ -86,6 +90,18 @@ struct Global {
     /// config file's [store] call_log, else on).
     #[arg(long, global = true, env = "TOOLBELT_CALL_LOG", value_parser = parse_on_off)]
     call_log: Option<bool>,
+    /// The tools to serve, by toolset (files, search, shell, web, todos, planner,
+    /// agent, schedule, message; coding = files, search, shell, todos, think and
+    /// read_output) or by name, comma-separated; `-NAME` leaves a set or tool out
+    /// (`coding,web,-bash`). Default: the config file's [tools], else every tool.
+    #[arg(
+        long = "tools",
+        global = true,
+        env = "TOOLBELT_TOOLS",
+        value_name = "LIST",
+        allow_hyphen_values = true
+    )]
+    tool_selection: Option<String>,
 }
 
 /// `on`/`off` (also `true`/`false`, `yes`/`no`, `1`/`0`).
@@ -260,6 +276,8 @@ struct Settings {
     roots: Vec<PathBuf>,
     file: FileConfig,
     state_dir: PathBuf,
+    /// Why `state_dir` is where it is.
+    state_source: StateSource,
     sandbox: SandboxMode,
     network: bool,
     store: Location,
@@ -284,11 +302,20 @@ fn settings(g: &Global) -> Result<Settings> {
         }
     }
     let first = roots.first().cloned().unwrap_or(cwd);
-    let state_dir = g
-        .state_dir
-        .clone()
-        .or(file.state_dir.clone())
-        .unwrap_or_else(|| first.join(".toolbelt"));
+    let StateLocation {
+        dir: state_dir,
+        source: state_source,
+    } = match (&g.state_dir, &file.state_dir) {
+        (Some(dir), _) => StateLocation {
+            dir: dir.clone(),
+            source: StateSource::Explicit,
+        },
+        (None, Some(dir)) => StateLocation {
+            dir: dir.clone(),
+            source: StateSource::Config,
+        },
+        (None, None) => state::default_state_dir(&first, user_state_home().as_deref()),
+    };
     let sandbox = match g.sandbox.as_ref().or(file.shell.sandbox.as_ref()) {
         None => SandboxMode::None,
         Some(name) => SandboxMode::parse(name).with_context(|| {
@@ -312,11 +339,55 @@ fn settings(g: &Global) -> Result<Settings> {
         roots,
         file,
         state_dir,
+        state_source,
         sandbox,
         network,
         store,
         call_log,
     })
+}
+
+/// `$XDG_STATE_HOME/toolbelt`, else `$HOME/.local/state/toolbelt`.
+fn user_state_home() -> Option<PathBuf> {
+    let var = |name| std::env::var_os(name).map(PathBuf::from);
+    state::user_state_home(var("XDG_STATE_HOME").as_deref(), var("HOME").as_deref())
+}
+
+/// Where `toolbelt serve` keeps its token: the state directory, unless that is
+/// inside a workspace root (a workspace's own `.toolbelt/`), where any command
+/// could read it; then the workspace's directory in the user's state directory.
+fn token_dir(session: &Session) -> Result<PathBuf> {
+    let dir = session.state_dir();
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let inside = session
+        .roots()
+        .iter()
+        .any(|r| dir.starts_with(r) || real(dir).starts_with(real(r)));
+    if !inside {
+        return Ok(dir.to_path_buf());
+    }
+    let first = session
+        .roots()
+        .first()
+        .map_or_else(|| session.cwd().to_path_buf(), Clone::clone);
+    match user_state_home() {
+        Some(home) => Ok(home.join(state::workspace_id(&first))),
+        None => bail!(
+            "the state directory {} is inside the workspace, where commands could read the \
+             token; pass --token, or set XDG_STATE_HOME or HOME",
+            dir.display()
+        ),
+    }
+}
+
+/// Makes `dir` (and its parents) when missing, readable by this user only.
+fn private_dir(dir: &Path) -> Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))
 }
 
 /// A registry and the store its tools share.
@@ -329,6 +400,37 @@ struct Built {
     agent: config::AgentConfig,
     /// The channels, outbox and scheduler (`message`, `cron`, `toolbelt serve`).
     messaging: toolbelt_sched::Messaging,
+    /// What runs the prompts of jobs, when `[agent]` names a model.
+    jobs: Option<Arc<cron::AgentJobs>>,
+}
+
+/// `sandbox`, hiding from commands the state directory, the serve token's and
+/// every workspace's state in the user's state directory (made first, so that
+/// there is something to hide).
+fn hide_state(sandbox: Sandbox, roots: &[PathBuf], state_dir: &Path) -> Result<Sandbox> {
+    let mut dirs = vec![state_dir.to_path_buf()];
+    if let Some(home) = user_state_home() {
+        dirs.push(home);
+    }
+    let probe = Session::new(&roots[0])
+        .with_roots(roots.to_vec())
+        .with_state_dir(state_dir);
+    if let Ok(dir) = token_dir(&probe) {
+        dirs.push(dir);
+    }
+    // A state directory holding a root (`--state-dir .`) cannot be hidden without
+    // hiding the workspace.
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    dirs.retain(|dir| !roots.iter().any(|r| real(r).starts_with(real(dir))));
+    for dir in &dirs {
+        // The user's directories are made; a workspace's own is used only if there.
+        if !roots.iter().any(|r| dir.starts_with(r)) {
+            private_dir(dir)?;
+        }
+    }
+    sandbox
+        .hiding(&dirs)
+        .context("the shell sandbox cannot be set up (see `toolbelt doctor`)")
 }
 
 /// Runs `calls` (what `call` and `batch` do) on a single-threaded runtime (it starts
@@ -417,10 +519,13 @@ fn build_registry(g: &Global) -> Result<Built> {
         network,
         store,
         call_log,
+        ..
     } = settings(g)?;
     let first = roots[0].clone();
     let sandbox = Sandbox::new(sandbox, network, &roots)
         .context("the shell sandbox cannot be set up (see `toolbelt doctor`)")?
+        .map(|sandbox| hide_state(sandbox, &roots, &state_dir))
+        .transpose()?
         .map(Arc::new);
     let budget = file
         .output
@@ -449,7 +554,12 @@ fn build_registry(g: &Global) -> Result<Built> {
     }
     let web = web_options(&file, g.allow_private_network)?;
     let store = StoreHandle::lazy(store);
-    let messaging = cron::messaging(&file.channels, registry.session().state_dir(), &store)?;
+    let (messaging, jobs) = cron::messaging(
+        &file.channels,
+        &file.agent,
+        registry.session().state_dir(),
+        &store,
+    )?;
     toolbelt_tools::register_builtins_with(
         &mut registry,
         BuiltinOptions {
@@ -459,12 +569,18 @@ fn build_registry(g: &Global) -> Result<Built> {
         },
     )?;
     toolbelt_tools::register_messaging(&mut registry, &messaging)?;
+    let selection = file.tools.selection(g.tool_selection.as_deref());
+    registry
+        .select(&selection, toolbelt_tools::TOOLSETS)
+        .map_err(anyhow::Error::new)
+        .context("invalid --tools, TOOLBELT_TOOLS or [tools]")?;
     Ok(Built {
         registry,
         store,
         call_log,
         agent: file.agent,
         messaging,
+        jobs,
     })
 }
 
@@ -478,6 +594,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         call_log,
         agent,
         messaging,
+        jobs,
     } = build_registry(&cli.global)?;
     match cli.command {
         Command::Tools { json, category } => {
@@ -592,7 +709,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 bind,
                 token,
                 allowed_origins,
-                &messaging,
+                (&messaging, jobs.as_deref()),
                 open,
             )
         }
@@ -646,7 +763,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             })?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Cron(args) => cron::run(args, registry, &store, call_log, &messaging),
+        Command::Cron(args) => cron::run(
+            args,
+            registry,
+            &store,
+            call_log,
+            &messaging,
+            jobs.as_deref(),
+        ),
         Command::Doctor { .. } => unreachable!("answered above"),
     }
 }
@@ -669,7 +793,7 @@ fn serve(
     bind: SocketAddr,
     token: Token,
     allowed_origins: Vec<String>,
-    messaging: &toolbelt_sched::Messaging,
+    (messaging, jobs): (&toolbelt_sched::Messaging, Option<&cron::AgentJobs>),
     open: bool,
 ) -> Result<ExitCode> {
     let (mut config, shown) = match token {
@@ -698,7 +822,7 @@ fn serve(
             let (token, shown) = match explicit {
                 Some(token) => (token, "from --token or TOOLBELT_TOKEN".to_string()),
                 None => {
-                    let dir = registry.session().state_dir();
+                    let dir = &token_dir(registry.session())?;
                     let token = toolbelt_server::load_or_create_token(dir).with_context(|| {
                         format!("cannot read or create the token in {}", dir.display())
                     })?;
@@ -729,7 +853,7 @@ fn serve(
     // Jobs fire and the outbox drains while the server runs.
     let scheduler = {
         let _entered = rt.enter();
-        cron::spawn(messaging)
+        cron::spawn(messaging, jobs, &registry)
     };
     let served = rt.block_on(async move {
         let listener = toolbelt_server::http::bind(bind).await?;
@@ -795,6 +919,7 @@ fn serve_mcp(
         let allow_private_network = g.allow_private_network;
         let database_url = g.database_url.clone();
         let call_log_flag = g.call_log;
+        let tool_selection = g.tool_selection.clone();
         let logs = Arc::clone(&logs);
         server = server.with_client_roots(move |roots| {
             let global = Global {
@@ -807,6 +932,7 @@ fn serve_mcp(
                 allow_private_network,
                 database_url: database_url.clone(),
                 call_log: call_log_flag,
+                tool_selection: tool_selection.clone(),
             };
             let Built {
                 mut registry,
@@ -921,7 +1047,10 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
             s.roots.clone(),
             s.sandbox,
             s.network,
-            Some(s.state_dir.clone()),
+            Some(StateLocation {
+                dir: s.state_dir.clone(),
+                source: s.state_source,
+            }),
         ),
         Err(e) => {
             ok = false;
@@ -954,7 +1083,9 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
             "ok": ok,
             "version": env!("CARGO_PKG_VERSION"),
             "roots": roots,
-            "state_dir": state_dir,
+            "state_dir": state_dir.as_ref().map(|s| &s.dir),
+            "state_source": state_dir.as_ref().map(|s| s.source),
+            "state_reason": state_dir.as_ref().map(|s| s.source.reason()),
             "tools": tools,
             "store": store_report,
             "shell": toolbelt_exec::default_shell(),
@@ -973,8 +1104,12 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
         for r in &roots {
             text.push_str(&format!("root: {}\n", r.display()));
         }
-        if let Some(dir) = &state_dir {
-            text.push_str(&format!("state dir: {}\n", dir.display()));
+        if let Some(state) = &state_dir {
+            text.push_str(&format!(
+                "state dir: {} ({})\n",
+                state.dir.display(),
+                state.source.reason()
+            ));
         }
         if let Some(n) = tools {
             text.push_str(&format!("tools: {n}\n"));

@@ -193,6 +193,53 @@ fn read_only_writes_nothing_but_its_temporary_directory() {
     assert!(!root.join("new.txt").exists());
 }
 
+#[test]
+fn hidden_directories_cannot_be_read_or_written_in_either_mode() {
+    let (_ws, root) = canonical_tempdir();
+    let (_st, state) = canonical_tempdir();
+    std::fs::write(state.join("serve-token"), "secret\n").unwrap();
+    // A state directory inside the root (a workspace's old `.toolbelt`) too.
+    let inner = root.join(".toolbelt");
+    std::fs::create_dir(&inner).unwrap();
+    std::fs::write(inner.join("toolbelt.db"), "db\n").unwrap();
+    for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
+        let Some(sandbox) = sandbox(mode, true, std::slice::from_ref(&root)) else {
+            continue;
+        };
+        let sandbox = sandbox.hiding(&[state.clone(), inner.clone()]).unwrap();
+        if sandbox.hidden().is_empty() {
+            eprintln!("no mount namespace here: {mode} cannot hide directories");
+            continue;
+        }
+        let script = format!(
+            "cat {token} 2>/dev/null || echo token=unreadable; \
+             cat .toolbelt/toolbelt.db 2>/dev/null || echo db=unreadable; \
+             echo x > .toolbelt/new 2>/dev/null || echo write=refused; ls -A {state}; echo end",
+            token = state.join("serve-token").display(),
+            state = state.display(),
+        );
+        let out = run(&sandbox, &root, &script);
+        assert_eq!(
+            stdout(&out),
+            "token=unreadable\ndb=unreadable\nwrite=refused\nend\n",
+            "{mode}: stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Inside a hidden directory, the working directory is on the cover too.
+        let out = run(
+            &sandbox,
+            &inner,
+            "cat toolbelt.db 2>/dev/null || echo db=unreadable",
+        );
+        assert_eq!(stdout(&out), "db=unreadable\n", "{mode}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(state.join("serve-token")).unwrap(),
+        "secret\n"
+    );
+    assert!(!inner.join("new").exists());
+}
+
 /// Connects to a server on 127.0.0.1 from the sandbox; returns what the command
 /// printed and how many connections the server accepted.
 fn connect_from(mode: SandboxMode, network: bool) -> Option<(String, usize)> {

@@ -20,6 +20,7 @@ mod reviews;
 mod set_todo_list;
 mod store_writers;
 mod think;
+mod tokens;
 mod update_todos;
 mod write_file;
 

@@ -44,11 +44,18 @@ pub enum Answer {
     No(Option<String>),
 }
 
-/// Approves everything (`--yes`) or nothing, with [`UNATTENDED_REASON`].
+/// The reason a scheduled job's run gives the model for a call that needs approval.
+pub const JOB_REASON: &str = "no one is there to approve it in a scheduled job; \
+     do without it, or say in the answer that the [permissions] rules must allow it";
+
+/// Approves everything (`--yes`) or nothing, with a reason ([`UNATTENDED_REASON`],
+/// [`JOB_REASON`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Unattended {
     /// `--yes`.
     pub approve_all: bool,
+    /// Why a call is declined, for the model.
+    pub reason: &'static str,
 }
 
 impl Approver for Unattended {
@@ -57,7 +64,7 @@ impl Approver for Unattended {
             Approval::Approve
         } else {
             Approval::Decline {
-                reason: Some(UNATTENDED_REASON.to_string()),
+                reason: Some(self.reason.to_string()),
             }
         };
         Box::pin(std::future::ready(answer))
@@ -171,14 +178,20 @@ mod tests {
     #[tokio::test]
     async fn unattended_declines_with_a_reason_unless_told_yes() {
         let args = json!({"command": "echo hi"});
-        let no = Unattended { approve_all: false };
+        let no = Unattended {
+            approve_all: false,
+            reason: UNATTENDED_REASON,
+        };
         assert_eq!(
             no.approve(request(&args)).await,
             Approval::Decline {
                 reason: Some(UNATTENDED_REASON.into())
             }
         );
-        let yes = Unattended { approve_all: true };
+        let yes = Unattended {
+            approve_all: true,
+            reason: UNATTENDED_REASON,
+        };
         assert_eq!(yes.approve(request(&args)).await, Approval::Approve);
     }
 

@@ -13,6 +13,8 @@ mod approve;
 mod render;
 mod tui;
 
+pub use approve::{JOB_REASON, Unattended};
+
 use std::io::{IsTerminal, Read};
 use std::path::Path;
 use std::process::ExitCode;
@@ -99,8 +101,8 @@ pub struct AgentArgs {
 }
 
 /// What the command line, the environment and `[agent]` make.
-#[derive(Debug)]
-struct Settings {
+#[derive(Debug, Clone)]
+pub struct Settings {
     provider: ProviderConfig,
     /// The variable the key was looked for in.
     key_env: String,
@@ -140,25 +142,7 @@ pub fn run(
         (None, false) => None,
     };
     let prompt = prompt(&args)?;
-    let first_root = registry
-        .session()
-        .roots()
-        .first()
-        .cloned()
-        .unwrap_or_else(|| registry.session().cwd().to_path_buf());
-    let options = AgentOptions {
-        protocol: settings.protocol,
-        max_steps: settings.max_steps,
-        repeat_warn: AgentOptions::default()
-            .repeat_warn
-            .min(settings.max_repeats - 1)
-            .max(2),
-        repeat_stop: settings.max_repeats,
-        context_window: settings.context_window,
-        instructions: instructions(&first_root),
-        transcript_dir: Some(runs_dir),
-        ..AgentOptions::default()
-    };
+    let options = options(&settings, &registry, runs_dir);
     if settings.provider.api_key.is_none() && !is_local(&settings.provider.base_url) {
         eprintln!(
             "toolbelt: warning: {} is not set; {} will probably refuse the requests",
@@ -182,6 +166,7 @@ pub fn run(
     } else {
         registry.set_approver(Some(Arc::new(approve::Unattended {
             approve_all: args.yes,
+            reason: approve::UNATTENDED_REASON,
         })));
     }
 
@@ -255,6 +240,78 @@ pub fn run(
     rt.block_on(crate::flush_log(log.as_ref()));
     rt.shutdown_timeout(SHUTDOWN_GRACE);
     Ok(code)
+}
+
+/// The options of a run on `registry`, its transcript in `runs_dir`.
+fn options(settings: &Settings, registry: &Registry, runs_dir: std::path::PathBuf) -> AgentOptions {
+    let first_root = registry
+        .session()
+        .roots()
+        .first()
+        .cloned()
+        .unwrap_or_else(|| registry.session().cwd().to_path_buf());
+    AgentOptions {
+        protocol: settings.protocol,
+        max_steps: settings.max_steps,
+        repeat_warn: AgentOptions::default()
+            .repeat_warn
+            .min(settings.max_repeats - 1)
+            .max(2),
+        repeat_stop: settings.max_repeats,
+        context_window: settings.context_window,
+        instructions: instructions(&first_root),
+        transcript_dir: Some(runs_dir),
+        ..AgentOptions::default()
+    }
+}
+
+/// The settings of runs nobody started from the command line (scheduled jobs):
+/// the environment (`TOOLBELT_AGENT_PROVIDER`, `TOOLBELT_AGENT_MODEL`, the base URL
+/// and key variables), then `[agent]`, then the defaults, as `toolbelt agent`
+/// without flags.
+///
+/// # Errors
+/// No model is set, or a setting is invalid; the message says how to fix it.
+pub fn job_settings(file: &AgentConfig) -> Result<Settings> {
+    let args = AgentArgs {
+        prompt: None,
+        provider: non_empty_env("TOOLBELT_AGENT_PROVIDER"),
+        model: non_empty_env("TOOLBELT_AGENT_MODEL"),
+        base_url: None,
+        protocol: None,
+        max_steps: None,
+        max_repeats: None,
+        context_window: None,
+        json: false,
+        yes: false,
+        continue_latest: false,
+        resume: None,
+        list: false,
+    };
+    settings(&args, file, &non_empty_env)
+}
+
+/// Runs `prompt` on `registry` to its end or until `cancel`, without anyone to
+/// approve calls (its approver is the caller's: [`Unattended`]), its transcript in
+/// `<state>/agent/runs`. Returns the outcome, the answer (or what ended the run)
+/// and the run's id.
+pub async fn run_unattended(
+    registry: Arc<Registry>,
+    settings: &Settings,
+    prompt: &str,
+    cancel: &CancellationToken,
+) -> (Outcome, String, String) {
+    let runs_dir = registry.session().state_dir().join("agent").join("runs");
+    let options = options(settings, &registry, runs_dir);
+    let provider = match build_provider(settings.provider.clone()) {
+        Ok(p) => p,
+        Err(e) => return (Outcome::Error, e.to_string(), String::new()),
+    };
+    // Nobody watches the events: the transcript keeps the run.
+    let (events_tx, _events_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut agent = Agent::new(registry, provider, options, events_tx);
+    let ended = agent.run(prompt, cancel).await;
+    (ended.outcome, ended.message, agent.run_id().to_string())
 }
 
 /// Flags, then the environment (`env` reads a variable), then `[agent]`, then the

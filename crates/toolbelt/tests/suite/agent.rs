@@ -63,7 +63,7 @@ fn agent(root: &Path, server: &ScriptedServer, kind: ProviderKind, args: &[&str]
 fn assert_no_secret(root: &Path, run: &Run) {
     assert!(!run.stdout.contains(SECRET_KEY), "key on stdout");
     assert!(!run.stderr.contains(SECRET_KEY), "key on stderr");
-    for file in walk(&root.join(".toolbelt")) {
+    for file in walk(&super::cli::state_dir(root)) {
         let bytes = fs::read(&file).unwrap_or_default();
         let text = String::from_utf8_lossy(&bytes);
         assert!(!text.contains(SECRET_KEY), "key in {}", file.display());
@@ -151,7 +151,7 @@ fn last_user_text(request: &Recorded) -> String {
 
 /// The transcripts the runs left.
 fn transcripts(root: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = walk(&root.join(".toolbelt/agent/runs"))
+    let mut files: Vec<PathBuf> = walk(&super::cli::state_dir(root).join("agent/runs"))
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
@@ -827,5 +827,57 @@ fn missing_model_and_bad_provider_are_usage_errors() {
         let run = finish(child, args);
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
         assert!(run.stderr.contains(needle), "{args:?}: {}", run.stderr);
+    }
+}
+
+/// The tools of `toolbelt --tools coding`, as every interface lists them.
+pub(super) const CODING_TOOLS: [&str; 17] = [
+    "apply_patch",
+    "bash",
+    "bash_output",
+    "edit_file",
+    "glob",
+    "grep",
+    "kill_shell",
+    "list_dir",
+    "list_shells",
+    "multi_edit",
+    "read_file",
+    "read_output",
+    "set_todo_list",
+    "think",
+    "update_todos",
+    "write_file",
+    "write_stdin",
+];
+
+#[test]
+fn with_tools_coding_the_model_is_sent_only_the_coding_set() {
+    for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = ScriptedServer::start(Script::new(kind, vec![Reply::text("ok")])).unwrap();
+        let run = agent(
+            dir.path(),
+            &server,
+            kind,
+            &["--tools", "coding", "-p", "hi"],
+        );
+        assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+        let requests = server.requests();
+        assert_eq!(requests.len(), 1);
+        let mut names: Vec<String> = requests[0].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let name = match kind {
+                    ProviderKind::OpenAi => &t["function"]["name"],
+                    ProviderKind::Anthropic => &t["name"],
+                };
+                name.as_str().unwrap().to_string()
+            })
+            .collect();
+        names.sort();
+        assert_eq!(names, CODING_TOOLS, "{kind:?}");
     }
 }

@@ -71,6 +71,11 @@ impl Terminal {
         }
         let out = cmd.env("TERM", "xterm-256color").output().unwrap();
         assert!(out.status.success(), "tmux: {}", text(&out.stderr));
+        // A pane whose command died stays on screen with how it died.
+        let _ = term
+            .tmux()
+            .args(["set-option", "-t", "agent", "remain-on-exit", "on"])
+            .output();
         term
     }
 
@@ -91,14 +96,18 @@ impl Terminal {
         assert!(out.status.success(), "send-keys: {}", text(&out.stderr));
     }
 
-    /// The screen and its scrollback.
+    /// The screen and its scrollback (or why tmux could not show it).
     fn screen(&self) -> String {
         let out = self
             .tmux()
             .args(["capture-pane", "-p", "-J", "-S", "-200", "-t", "agent"])
             .output()
             .unwrap();
-        text(&out.stdout)
+        if out.status.success() {
+            text(&out.stdout)
+        } else {
+            format!("(capture-pane failed: {})", text(&out.stderr))
+        }
     }
 
     /// Waits until every one of `wanted` is on the screen; returns the screen.
@@ -141,10 +150,12 @@ fn workspace(server: &ScriptedServer) -> (TempDir, String) {
     .unwrap();
     let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
     let command = format!(
-        "cd {root} && {bin} --root {root} agent --model scripted-model --base-url {url}; \
+        "trap 'echo WRAPPER-INTERRUPTED' INT; \
+         cd {root} && XDG_STATE_HOME={state} {bin} --root {root} agent --model scripted-model --base-url {url}; \
          echo EXITED $?; sleep 600",
         root = quote(&root.display().to_string()),
         bin = quote(env!("CARGO_BIN_EXE_toolbelt")),
+        state = quote(&super::cli::state_home().display().to_string()),
         url = quote(&server.base_url()),
     );
     (dir, command)
@@ -205,9 +216,10 @@ fn approved_call_runs_and_the_answer_streams() {
     let output = result["content"].as_str().unwrap_or_default();
     assert!(output.contains("hi"), "{output}");
     assert!(!output.contains("ERROR"), "{output}");
-    let runs = std::fs::read_dir(dir.path().join("work/.toolbelt/agent/runs"))
-        .unwrap()
-        .count();
+    let runs =
+        std::fs::read_dir(super::cli::state_dir(&dir.path().join("work")).join("agent/runs"))
+            .unwrap()
+            .count();
     assert_eq!(runs, 1);
 }
 

@@ -19,8 +19,10 @@ const RUN_TIMEOUT_MS: u64 = 30_000;
 const POLL_INTERVAL_MS: u64 = 5;
 /// Variables the binary reads, removed from every child so that the caller's
 /// environment cannot change what a test sees.
-pub(super) const TOOLBELT_ENV: [&str; 15] = [
+pub(super) const TOOLBELT_ENV: [&str; 17] = [
     "TOOLBELT_ROOT",
+    "TOOLBELT_TOOLS",
+    "TOOLBELT_TOKEN",
     "TOOLBELT_DATABASE_URL",
     "TOOLBELT_CALL_LOG",
     "TOOLBELT_PROFILE",
@@ -94,19 +96,60 @@ fn run(root: &Path, args: &[&str], stdin: Option<&str>) -> Run {
     run
 }
 
-/// `toolbelt --root <root> <args>` in `root`, stderr piped, without the caller's
-/// `TOOLBELT_*` variables.
-pub(super) fn command(root: &Path, args: &[&str]) -> Command {
+/// The `$XDG_STATE_HOME` of every child: the binary keeps its state below it,
+/// never in the user's own state directory. What earlier runs left there over an
+/// hour ago is removed the first time it is asked for.
+pub(super) fn state_home() -> PathBuf {
+    static CLEANED: std::sync::Once = std::sync::Once::new();
+    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("xdg-state");
+    CLEANED.call_once(|| {
+        let Ok(entries) = std::fs::read_dir(home.join("toolbelt")) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > STALE_STATE));
+            if old {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    });
+    home
+}
+
+/// Age past which a test's state directory is removed.
+const STALE_STATE: Duration = Duration::from_secs(3600);
+
+/// The state directory the binary picks for the workspace `root` by default.
+pub(super) fn state_dir(root: &Path) -> PathBuf {
+    state_home()
+        .join("toolbelt")
+        .join(toolbelt_core::state::workspace_id(root))
+}
+
+/// `toolbelt` without the caller's `TOOLBELT_*` variables, its state under
+/// [`state_home`].
+pub(super) fn bare_command() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolbelt"));
+    for var in TOOLBELT_ENV {
+        command.env_remove(var);
+    }
+    command.env("XDG_STATE_HOME", state_home());
+    command
+}
+
+/// `toolbelt --root <root> <args>` in `root`, stderr piped, without the caller's
+/// `TOOLBELT_*` variables (see [`bare_command`]).
+pub(super) fn command(root: &Path, args: &[&str]) -> Command {
+    let mut command = bare_command();
     command
         .arg("--root")
         .arg(root)
         .args(args)
         .current_dir(root)
         .stderr(Stdio::piped());
-    for var in TOOLBELT_ENV {
-        command.env_remove(var);
-    }
     command
 }
 
@@ -955,7 +998,8 @@ fn output_budget_from_config_spills_into_the_state_dir() {
         "    81\t- step number 80 of the long plan [Pending] (id 80)\n[lines 81-81 of 81; end of output]"
     );
 
-    // Without --state-dir the output lives under the root, where this id is unknown.
+    // Without --state-dir the output lives in the default state directory, where
+    // this id is unknown.
     let run = toolbelt(&root, &["call", "read_output", &read, "--json"]);
     assert_eq!(run.code, 1, "{run:#?}");
     assert_eq!(envelope(&run)["error"]["code"], "NOT_FOUND");
@@ -967,7 +1011,7 @@ fn what_was_read_is_kept_between_calls_and_searches_leave_no_state() {
     std::fs::write(dir.path().join("f.txt"), "a=1\n").unwrap();
     let run = toolbelt(dir.path(), &["call", "grep", r#"{"pattern": "a"}"#]);
     assert_eq!(run.code, 0, "{run:#?}");
-    assert!(!dir.path().join(".toolbelt/file-stamps.json").exists());
+    assert!(!state_dir(dir.path()).join("file-stamps.json").exists());
     let edit = r#"{"path": "f.txt", "old_string": "a=1", "new_string": "a=2"}"#;
     // Never read: refused.
     let run = toolbelt(dir.path(), &["call", "edit_file", edit]);
@@ -1026,13 +1070,28 @@ fn bash_memory(root: &Path, command: &str, timeout_secs: u64) -> (Value, u64, u6
 /// command's buffers, not the store the log would open and write to after it. One
 /// malloc arena: on a loaded machine, each blocking thread that happens to start
 /// would otherwise touch an arena of its own, which is noise, not buffering.
+/// The output is saved whole: into `<root>/.state`, removed with the root.
 fn command_for_bash(root: &Path, args: &str) -> Child {
-    command(root, &["--call-log", "off", "call", "bash", args, "--json"])
-        .env("MALLOC_ARENA_MAX", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap()
+    let state = root.join(".state");
+    let state = state.to_str().unwrap();
+    command(
+        root,
+        &[
+            "--call-log",
+            "off",
+            "--state-dir",
+            state,
+            "call",
+            "bash",
+            args,
+            "--json",
+        ],
+    )
+    .env("MALLOC_ARENA_MAX", "1")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap()
 }
 
 /// Bytes piped through base64 by the test below (more with `TOOLBELT_HEAVY_BYTES`;
@@ -1153,6 +1212,7 @@ fn a_command_cannot_reach_the_terminal_the_server_runs_in() {
     );
     let out = Command::new("script")
         .args(["-qec", &line, "/dev/null"])
+        .env("XDG_STATE_HOME", state_home())
         .stdin(Stdio::null())
         .output()
         .unwrap();

@@ -29,18 +29,10 @@ impl Server {
     pub(super) fn start_with(args: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("hello.txt"), "hello\n").unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+        let mut child = super::cli::bare_command()
             .args(["mcp", "--root"])
             .arg(dir.path())
             .args(args)
-            .env_remove("TOOLBELT_ROOT")
-            .env_remove("TOOLBELT_PROFILE")
-            .env_remove("TOOLBELT_CONFIG")
-            .env_remove("TOOLBELT_STATE_DIR")
-            .env_remove("TOOLBELT_SANDBOX")
-            .env_remove("TOOLBELT_NETWORK")
-            .env_remove("TOOLBELT_DATABASE_URL")
-            .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -204,10 +196,9 @@ fn mcp_serves_over_a_pipe_and_a_socket_and_leaves_them_blocking() {
     let (ours, theirs) = UnixStream::pair().unwrap();
     let stdin_seen = stdin_read.try_clone().unwrap();
     let stdout_seen = theirs.try_clone().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+    let mut child = super::cli::bare_command()
         .args(["mcp", "--root"])
         .arg(dir.path())
-        .env_remove("RUST_LOG")
         .stdin(stdin_read)
         .stdout(std::os::fd::OwnedFd::from(theirs))
         .stderr(Stdio::null())

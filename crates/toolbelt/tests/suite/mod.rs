@@ -8,5 +8,7 @@ mod cli;
 mod cron;
 mod mcp;
 mod sandbox;
+mod state;
 mod store;
+mod toolsets;
 mod web;

@@ -6,15 +6,10 @@ use std::process::{Command, Output, Stdio};
 
 /// `toolbelt <args> --root <root>` with standard input closed.
 fn toolbelt(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+    super::cli::bare_command()
         .args(args)
         .arg("--root")
         .arg(root)
-        .env_remove("TOOLBELT_ROOT")
-        .env_remove("TOOLBELT_STATE_DIR")
-        .env_remove("TOOLBELT_CONFIG")
-        .env_remove("TOOLBELT_DATABASE_URL")
-        .env_remove("TOOLBELT_TOKEN")
         .stdin(Stdio::null())
         .output()
         .unwrap()
@@ -37,10 +32,9 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 }
 
 /// Runs the servers against the store in `root` and checks each refuses to start,
-/// says `expected`, and leaves the state directory as it was.
-fn servers_refuse(root: &Path, expected: &[&str]) {
-    let state = root.join(".toolbelt");
-    let before = files(&state);
+/// says `expected`, and leaves the state directory `state` as it was.
+fn servers_refuse(root: &Path, state: &Path, expected: &[&str]) {
+    let before = files(state);
     for args in [
         &["mcp"][..],
         &[
@@ -58,7 +52,7 @@ fn servers_refuse(root: &Path, expected: &[&str]) {
             assert!(stderr.contains(e), "{args:?}: {e:?} not in {stderr}");
         }
         assert!(out.stdout.is_empty(), "{args:?}");
-        assert!(files(&state) == before, "{args:?} touched the store");
+        assert!(files(state) == before, "{args:?} touched the store");
     }
 }
 
@@ -71,8 +65,10 @@ fn a_corrupt_store_stops_the_servers_at_start_and_is_left_untouched() {
         b"not a database, a text file in its place\n".repeat(200),
     )
     .unwrap();
+    // The workspace's own .toolbelt/ holds a store: it is the one used.
     servers_refuse(
         dir.path(),
+        &dir.path().join(".toolbelt"),
         &["the store cannot be opened", "is corrupt", "left untouched"],
     );
 }
@@ -83,7 +79,8 @@ fn a_newer_store_stops_the_servers_at_start_and_is_left_untouched() {
     // A store made by this build (a server creates it at start, then stops at the
     // end of its input), then marked as written by a future schema.
     toolbelt(dir.path(), &["mcp"]);
-    let db = dir.path().join(".toolbelt/toolbelt.db");
+    let state = super::cli::state_dir(dir.path());
+    let db = state.join("toolbelt.db");
     assert!(db.is_file());
     let out = Command::new("python3")
         .arg("-c")
@@ -100,6 +97,7 @@ fn a_newer_store_stops_the_servers_at_start_and_is_left_untouched() {
     );
     servers_refuse(
         dir.path(),
+        &state,
         &["schema version 42", "upgrade toolbelt", "left untouched"],
     );
     // doctor says so too, and fails.
@@ -112,12 +110,9 @@ fn a_newer_store_stops_the_servers_at_start_and_is_left_untouched() {
 /// structured results, in order. The server ends with its input.
 fn mcp_session(root: &Path, calls: &[(&str, serde_json::Value)]) -> Vec<serde_json::Value> {
     use std::io::{BufRead, BufReader, Write};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbelt"))
+    let mut child = super::cli::bare_command()
         .args(["mcp", "--root"])
         .arg(root)
-        .env_remove("TOOLBELT_STATE_DIR")
-        .env_remove("TOOLBELT_CONFIG")
-        .env_remove("TOOLBELT_DATABASE_URL")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -445,7 +440,7 @@ fn the_seed003_profile_runs_the_planner_under_its_camel_case_names() {
     let analyze = schema("analyzePatterns");
     let description = analyze["description"].as_str().unwrap();
     assert!(
-        description.contains("`timeRange`") && !description.contains("`time_range`"),
+        description.contains("`endDate`") && !description.contains("`end_date`"),
         "{description}"
     );
     let read = schema("read_file");
