@@ -39,6 +39,11 @@ fn agent_command(
     cmd
 }
 
+/// A scripted provider of `kind` on 127.0.0.1 answering `replies` in order.
+fn scripted(kind: ProviderKind, replies: Vec<Reply>) -> ScriptedServer {
+    ScriptedServer::start(Script::new(kind, replies)).unwrap()
+}
+
 /// Runs `toolbelt agent <args>` to its end.
 fn agent(root: &Path, server: &ScriptedServer, kind: ProviderKind, args: &[&str]) -> Run {
     let mut cmd = agent_command(root, server, kind, args);
@@ -188,7 +193,7 @@ fn buggy_project() -> TempDir {
 fn multi_step_task_fixes_the_file(kind: ProviderKind) {
     let project = buggy_project();
     let answer = "Fixed `add` in calc.py: it subtracted. The tests pass.";
-    let server = ScriptedServer::start(Script::new(
+    let server = scripted(
         kind,
         vec![
             // Written a few bytes at a time: events and arguments split across reads.
@@ -201,8 +206,7 @@ fn multi_step_task_fixes_the_file(kind: ProviderKind) {
             Reply::call("bash", r#"{"command": "python3 test_calc.py"}"#),
             Reply::text(answer).chunked(5),
         ],
-    ))
-    .unwrap();
+    );
     let run = agent(
         project.path(),
         &server,
@@ -281,7 +285,7 @@ fn parallel_calls_are_answered_in_call_order_with_their_ids() {
         let dir = TempDir::new().unwrap();
         fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
         fs::write(dir.path().join("b.txt"), "bravo\n").unwrap();
-        let server = ScriptedServer::start(Script::new(
+        let server = scripted(
             kind,
             vec![
                 Reply::calls(vec![
@@ -290,8 +294,7 @@ fn parallel_calls_are_answered_in_call_order_with_their_ids() {
                 ]),
                 Reply::text("bravo then alpha"),
             ],
-        ))
-        .unwrap();
+        );
         let run = agent(dir.path(), &server, kind, &["-p", "read both"]);
         assert_eq!(run.code, 0, "{}", run.stderr);
         let requests = server.requests();
@@ -337,7 +340,7 @@ fn broken_arguments_and_an_unknown_tool_go_back_to_the_model() {
     let kind = ProviderKind::OpenAi;
     let dir = TempDir::new().unwrap();
     fs::write(dir.path().join("notes.txt"), "the notes\n").unwrap();
-    let server = ScriptedServer::start(Script::new(
+    let server = scripted(
         kind,
         vec![
             Reply::calls(vec![
@@ -347,8 +350,7 @@ fn broken_arguments_and_an_unknown_tool_go_back_to_the_model() {
             Reply::call("read_file", r#"{"path": "notes.txt",}"#),
             Reply::text("the notes say: the notes"),
         ],
-    ))
-    .unwrap();
+    );
     let run = agent(dir.path(), &server, kind, &["-p", "read the notes"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let requests = server.requests();
@@ -437,7 +439,7 @@ fn max_steps_ends_a_run_that_goes_on() {
 fn a_flood_of_output_reaches_the_model_bounded_with_its_last_error_line() {
     let kind = ProviderKind::OpenAi;
     let dir = TempDir::new().unwrap();
-    let server = ScriptedServer::start(Script::new(
+    let server = scripted(
         kind,
         vec![
             Reply::call(
@@ -446,8 +448,7 @@ fn a_flood_of_output_reaches_the_model_bounded_with_its_last_error_line() {
             ),
             Reply::text("it failed on the disk quota"),
         ],
-    ))
-    .unwrap();
+    );
     let run = agent(dir.path(), &server, kind, &["-p", "run it"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let requests = server.requests();
@@ -465,14 +466,13 @@ fn a_flood_of_output_reaches_the_model_bounded_with_its_last_error_line() {
 fn a_429_with_retry_after_is_retried() {
     for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
         let dir = TempDir::new().unwrap();
-        let server = ScriptedServer::start(Script::new(
+        let server = scripted(
             kind,
             vec![
                 Reply::error(429, Some("1"), "Rate limit reached for requests"),
                 Reply::text("hello after the wait"),
             ],
-        ))
-        .unwrap();
+        );
         let started = Instant::now();
         let run = agent(dir.path(), &server, kind, &["-p", "hi"]);
         assert_eq!(run.code, 0, "{kind}: {}", run.stderr);
@@ -490,15 +490,14 @@ fn a_429_with_retry_after_is_retried() {
 fn a_provider_that_keeps_failing_is_reported_with_its_own_words() {
     let kind = ProviderKind::OpenAi;
     let dir = TempDir::new().unwrap();
-    let server = ScriptedServer::start(Script::new(
+    let server = scripted(
         kind,
         vec![Reply::error(
             401,
             None,
             "Incorrect API key provided: the-scripted-refusal",
         )],
-    ))
-    .unwrap();
+    );
     let run = agent(dir.path(), &server, kind, &["-p", "hi"]);
     assert_eq!(run.code, 1);
     assert!(run.stdout.is_empty(), "{}", run.stdout);
@@ -515,7 +514,7 @@ fn the_text_protocol_runs_without_tools_in_the_request() {
     let kind = ProviderKind::OpenAi;
     let dir = TempDir::new().unwrap();
     fs::write(dir.path().join("answer.txt"), "forty-two\n").unwrap();
-    let server = ScriptedServer::start(Script::new(
+    let server = scripted(
         kind,
         vec![
             Reply::text(
@@ -523,8 +522,7 @@ fn the_text_protocol_runs_without_tools_in_the_request() {
             ),
             Reply::text("Thought: I have it.\nFinal Answer: forty-two"),
         ],
-    ))
-    .unwrap();
+    );
     let run = agent(
         dir.path(),
         &server,
@@ -550,7 +548,7 @@ fn the_text_protocol_runs_without_tools_in_the_request() {
 fn ctrl_c_during_a_long_command_kills_its_tree_and_the_run_can_go_on() {
     let kind = ProviderKind::OpenAi;
     let dir = TempDir::new().unwrap();
-    let server = ScriptedServer::start(Script::new(
+    let server = scripted(
         kind,
         vec![
             Reply::call(
@@ -559,8 +557,7 @@ fn ctrl_c_during_a_long_command_kills_its_tree_and_the_run_can_go_on() {
             ),
             Reply::text("it was stopped, so I stopped too"),
         ],
-    ))
-    .unwrap();
+    );
     let args = ["-p", "run the long job"];
     let mut cmd = agent_command(dir.path(), &server, kind, &args);
     let child = cmd
@@ -694,15 +691,14 @@ fn a_long_run_in_a_small_window_is_compacted_and_finishes() {
 fn continue_and_resume_go_on_from_a_transcript_and_list_shows_runs() {
     let kind = ProviderKind::Anthropic;
     let dir = TempDir::new().unwrap();
-    let server = ScriptedServer::start(Script::new(
+    let server = scripted(
         kind,
         vec![
             Reply::text("I will remember 7."),
             Reply::text("You said 7."),
             Reply::text("Still 7."),
         ],
-    ))
-    .unwrap();
+    );
     let first = agent(dir.path(), &server, kind, &["-p", "remember the number 7"]);
     assert_eq!(first.code, 0, "{}", first.stderr);
     let second = agent(
@@ -764,14 +760,13 @@ fn the_prompt_may_come_from_stdin_and_ask_rules_are_refused_without_a_person() {
         "[permissions]\nask = [\"bash(touch:*)\"]\n",
     )
     .unwrap();
-    let server = ScriptedServer::start(Script::new(
+    let server = scripted(
         kind,
         vec![
             Reply::call("bash", r#"{"command": "touch made.txt"}"#),
             Reply::text("I was not allowed to"),
         ],
-    ))
-    .unwrap();
+    );
     let args = ["-p", "-"];
     let mut cmd = agent_command(dir.path(), &server, kind, &args);
     let mut child = cmd
@@ -793,14 +788,13 @@ fn the_prompt_may_come_from_stdin_and_ask_rules_are_refused_without_a_person() {
     assert!(refused[0].1.contains("--yes"), "{refused:?}");
 
     // --yes approves it.
-    let server = ScriptedServer::start(Script::new(
+    let server = scripted(
         kind,
         vec![
             Reply::call("bash", r#"{"command": "touch made.txt"}"#),
             Reply::text("made"),
         ],
-    ))
-    .unwrap();
+    );
     let run = agent(dir.path(), &server, kind, &["-p", "make it", "--yes"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(dir.path().join("made.txt").exists());
