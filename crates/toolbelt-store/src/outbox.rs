@@ -12,6 +12,9 @@ use sqlx::{Any, Row, Transaction};
 use crate::error::{StoreError, StoreResult};
 use crate::store::Store;
 
+/// A query on the store's database.
+type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments>;
+
 /// Where a message is in its delivery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutboxStatus {
@@ -273,17 +276,15 @@ pub async fn claim_message(
 /// # Errors
 /// The query fails.
 pub async fn record_sent(store: &Store, id: &str, lease_until: i64, now: i64) -> StoreResult<bool> {
-    let done = sqlx::query(
-        "UPDATE outbox SET status = 'sent', sent_at = $1, lease_until = NULL, updated_at = $1 \
-         WHERE id = $2 AND status = 'sending' AND lease_until = $3",
+    release(
+        store,
+        id,
+        lease_until,
+        now,
+        "status = 'sent', sent_at = $3",
+        |q| q,
     )
-    .bind(now)
-    .bind(id)
-    .bind(lease_until)
-    .execute(store.pool())
-    .await?
-    .rows_affected();
-    Ok(done == 1)
+    .await
 }
 
 /// Gives message `id` back for another attempt at `next_attempt_at`, noting
@@ -299,19 +300,15 @@ pub async fn record_retry(
     error: &str,
     now: i64,
 ) -> StoreResult<bool> {
-    let done = sqlx::query(
-        "UPDATE outbox SET status = 'pending', next_attempt_at = $1, last_error = $2, lease_until = NULL, updated_at = $3 \
-         WHERE id = $4 AND status = 'sending' AND lease_until = $5",
+    release(
+        store,
+        id,
+        lease_until,
+        now,
+        "status = 'pending', next_attempt_at = $4, last_error = $5",
+        |q| q.bind(next_attempt_at).bind(error),
     )
-    .bind(next_attempt_at)
-    .bind(error)
-    .bind(now)
-    .bind(id)
-    .bind(lease_until)
-    .execute(store.pool())
-    .await?
-    .rows_affected();
-    Ok(done == 1)
+    .await
 }
 
 /// Gives up on message `id`, noting `error`. False when the lease was taken over
@@ -326,16 +323,35 @@ pub async fn record_failed(
     error: &str,
     now: i64,
 ) -> StoreResult<bool> {
-    let done = sqlx::query(
-        "UPDATE outbox SET status = 'failed', last_error = $1, lease_until = NULL, updated_at = $2 \
-         WHERE id = $3 AND status = 'sending' AND lease_until = $4",
+    release(
+        store,
+        id,
+        lease_until,
+        now,
+        "status = 'failed', last_error = $4",
+        |q| q.bind(error),
     )
-    .bind(error)
-    .bind(now)
+    .await
+}
+
+/// Ends the lease `lease_until` of message `id` at `now` with `set` (an SQL `SET`
+/// list whose values from `$4` on `bind` adds; `$1` is the id, `$2` the lease,
+/// `$3` now). False when the lease was taken over meanwhile.
+async fn release<'q>(
+    store: &Store,
+    id: &'q str,
+    lease_until: i64,
+    now: i64,
+    set: &str,
+    bind: impl FnOnce(AnyQuery<'q>) -> AnyQuery<'q>,
+) -> StoreResult<bool> {
+    let query = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE outbox SET {set}, lease_until = NULL, updated_at = $3 \
+         WHERE id = $1 AND status = 'sending' AND lease_until = $2"
+    )))
     .bind(id)
     .bind(lease_until)
-    .execute(store.pool())
-    .await?
-    .rows_affected();
+    .bind(now);
+    let done = bind(query).execute(store.pool()).await?.rows_affected();
     Ok(done == 1)
 }

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use toolbelt_agent::testing::{Consume, Reply, Script, ScriptedServer};
 use toolbelt_agent::{
     Agent, AgentEvent, AgentOptions, Message, Outcome, ProviderConfig, ProviderKind, RetryPolicy,
-    ToolEventForwarder, build_provider,
+    RunOutcome, ToolEventForwarder, build_provider,
 };
 use toolbelt_core::{Registry, Session};
 
@@ -21,7 +21,6 @@ fn agent_for(
     root: &TempDir,
     server: &ScriptedServer,
     kind: ProviderKind,
-    options: AgentOptions,
 ) -> (Agent, tokio::sync::mpsc::UnboundedReceiver<AgentEvent>) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let mut registry = Registry::new(Session::new(root.path()));
@@ -38,7 +37,17 @@ fn agent_for(
         max_delay: Duration::from_millis(50),
     };
     let provider = build_provider(config).unwrap();
-    (Agent::new(Arc::new(registry), provider, options, tx), rx)
+    (
+        Agent::new(Arc::new(registry), provider, AgentOptions::default(), tx),
+        rx,
+    )
+}
+
+/// Runs `prompt` on `agent`, bounded by [`RUN_TIMEOUT`].
+async fn run(agent: &mut Agent, prompt: &str, cancel: &CancellationToken) -> RunOutcome {
+    tokio::time::timeout(RUN_TIMEOUT, agent.run(prompt, cancel))
+        .await
+        .unwrap()
 }
 
 fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<AgentEvent>) -> Vec<AgentEvent> {
@@ -67,16 +76,9 @@ async fn an_embedded_agent_reports_its_run_as_events() {
         ],
     ))
     .unwrap();
-    let (mut agent, mut rx) = agent_for(
-        &root,
-        &server,
-        ProviderKind::Anthropic,
-        AgentOptions::default(),
-    );
+    let (mut agent, mut rx) = agent_for(&root, &server, ProviderKind::Anthropic);
     let cancel = CancellationToken::new();
-    let outcome = tokio::time::timeout(RUN_TIMEOUT, agent.run("plan it", &cancel))
-        .await
-        .unwrap();
+    let outcome = run(&mut agent, "plan it", &cancel).await;
     assert_eq!(outcome.outcome, Outcome::FinalAnswer, "{outcome:?}");
     assert_eq!(outcome.message, "all done");
     assert_eq!((outcome.steps, outcome.tool_calls), (2, 2));
@@ -150,16 +152,9 @@ async fn compaction_keeps_the_task_and_the_todo_list() {
     script.consume = Consume::WithTools;
     script.side_reply = Some(Reply::text("SUMMARY: big.txt was read twice."));
     let server = ScriptedServer::start(script).unwrap();
-    let (mut agent, _rx) = agent_for(
-        &root,
-        &server,
-        ProviderKind::OpenAi,
-        AgentOptions::default(),
-    );
+    let (mut agent, _rx) = agent_for(&root, &server, ProviderKind::OpenAi);
     let cancel = CancellationToken::new();
-    let first = tokio::time::timeout(RUN_TIMEOUT, agent.run("read big.txt and report", &cancel))
-        .await
-        .unwrap();
+    let first = run(&mut agent, "read big.txt and report", &cancel).await;
     assert_eq!(first.outcome, Outcome::FinalAnswer);
     let before = agent.messages().len();
     tokio::time::timeout(RUN_TIMEOUT, agent.compact_now(&cancel))
@@ -197,9 +192,7 @@ async fn compaction_keeps_the_task_and_the_todo_list() {
             .to_string()
             .contains("big.txt")
     );
-    let next = tokio::time::timeout(RUN_TIMEOUT, agent.run("anything else?", &cancel))
-        .await
-        .unwrap();
+    let next = run(&mut agent, "anything else?", &cancel).await;
     assert_eq!(next.message, "still here");
 }
 
@@ -215,25 +208,16 @@ async fn a_provider_failure_ends_the_run_keeping_the_conversation() {
         ],
     ))
     .unwrap();
-    let (mut agent, _rx) = agent_for(
-        &root,
-        &server,
-        ProviderKind::OpenAi,
-        AgentOptions::default(),
-    );
+    let (mut agent, _rx) = agent_for(&root, &server, ProviderKind::OpenAi);
     let cancel = CancellationToken::new();
-    let failed = tokio::time::timeout(RUN_TIMEOUT, agent.run("hello", &cancel))
-        .await
-        .unwrap();
+    let failed = run(&mut agent, "hello", &cancel).await;
     assert_eq!(failed.outcome, Outcome::Error);
     assert!(
         failed.message.contains("503") && failed.message.contains("the model is overloaded"),
         "{}",
         failed.message
     );
-    let again = tokio::time::timeout(RUN_TIMEOUT, agent.run("hello again", &cancel))
-        .await
-        .unwrap();
+    let again = run(&mut agent, "hello again", &cancel).await;
     assert_eq!(again.message, "back again");
     let last = server.requests().pop().unwrap();
     let text = last.body["messages"].to_string();

@@ -139,6 +139,26 @@ async fn post_json(
     outcome(response, explain, retry_in_body).await
 }
 
+/// [`post_json`] of `body` for `message` to a webhook whose errors are its body
+/// and that names no wait in it.
+async fn post_plain(
+    http: &reqwest::Client,
+    url: &Secret,
+    message: &Outgoing,
+    body: &Value,
+) -> Result<(), SendError> {
+    post_json(
+        http,
+        url.expose(),
+        &message.id,
+        body,
+        |b| b.to_string(),
+        no_wait,
+    )
+    .await
+    .map(drop)
+}
+
 /// The text at `pointer` in a JSON body, else the body.
 fn text_at(body: &str, pointer: &str) -> String {
     serde_json::from_str::<Value>(body)
@@ -189,16 +209,7 @@ pub(crate) async fn webhook(
     if !message.media.is_empty() {
         body["media"] = media_json(message);
     }
-    post_json(
-        http,
-        url.expose(),
-        &message.id,
-        &body,
-        |b| b.to_string(),
-        no_wait,
-    )
-    .await
-    .map(drop)
+    post_plain(http, url, message, &body).await
 }
 
 /// Telegram's `description`, else the body.
@@ -290,16 +301,7 @@ pub(crate) async fn slack(
     if let Some(reply_to) = &message.reply_to {
         body["thread_ts"] = json!(reply_to);
     }
-    post_json(
-        http,
-        url.expose(),
-        &message.id,
-        &body,
-        |b| b.to_string(),
-        no_wait,
-    )
-    .await
-    .map(drop)
+    post_plain(http, url, message, &body).await
 }
 
 /// Discord's `message`, else the body.
