@@ -358,11 +358,10 @@ fn user_state_home() -> Option<PathBuf> {
 /// could read it; then the workspace's directory in the user's state directory.
 fn token_dir(session: &Session) -> Result<PathBuf> {
     let dir = session.state_dir();
-    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let inside = session
         .roots()
         .iter()
-        .any(|r| dir.starts_with(r) || real(dir).starts_with(real(r)));
+        .any(|r| dir.starts_with(r) || real_path(dir).starts_with(real_path(r)));
     if !inside {
         return Ok(dir.to_path_buf());
     }
@@ -378,6 +377,11 @@ fn token_dir(session: &Session) -> Result<PathBuf> {
             dir.display()
         ),
     }
+}
+
+/// `path` with its links resolved, or as it is when it cannot be (it does not exist).
+fn real_path(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Makes `dir` (and its parents) when missing, readable by this user only.
@@ -420,8 +424,11 @@ fn hide_state(sandbox: Sandbox, roots: &[PathBuf], state_dir: &Path) -> Result<S
     }
     // A state directory holding a root (`--state-dir .`) cannot be hidden without
     // hiding the workspace.
-    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    dirs.retain(|dir| !roots.iter().any(|r| real(r).starts_with(real(dir))));
+    dirs.retain(|dir| {
+        !roots
+            .iter()
+            .any(|r| real_path(r).starts_with(real_path(dir)))
+    });
     for dir in &dirs {
         // The user's directories are made; a workspace's own is used only if there.
         if !roots.iter().any(|r| dir.starts_with(r)) {

@@ -577,11 +577,11 @@ fn ctrl_c_during_a_long_command_kills_its_tree_and_the_run_can_go_on() {
         thread::sleep(Duration::from_millis(20));
     };
     assert!(alive(sleep_pid));
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap(),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
     let run = finish(child, &args);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(

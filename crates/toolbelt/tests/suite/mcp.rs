@@ -68,6 +68,18 @@ impl Server {
     pub(super) fn answer(&self) -> Value {
         self.answers.recv_timeout(ANSWER_TIMEOUT).unwrap()
     }
+
+    /// Initializes the session and returns the answer to `tools/list`.
+    pub(super) fn tools_list(&mut self) -> Value {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "suite", "version": "1"}}});
+        self.send(&init.to_string());
+        assert_eq!(self.answer()["id"], 1);
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        self.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+        self.answer()
+    }
 }
 
 impl Drop for Server {
@@ -335,14 +347,7 @@ fn sigterm_stops_the_server_and_its_background_shells() {
 #[test]
 fn mcp_serves_seed003_names_and_camel_case_parameters() {
     let mut server = Server::start_with(&["--profile", "seed003"]);
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "suite", "version": "1"}}});
-    server.send(&init.to_string());
-    assert_eq!(server.answer()["id"], 1);
-    server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    server.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
-    let list = server.answer();
+    let list = server.tools_list();
     let tools = list["result"]["tools"].as_array().unwrap();
     let task = tools.iter().find(|t| t["name"] == "createTask").unwrap();
     let props = task["inputSchema"]["properties"].as_object().unwrap();

@@ -27,14 +27,7 @@ fn schema_names(root: &std::path::Path, args: &[&str]) -> Vec<String> {
 #[test]
 fn with_tools_coding_mcp_tools_list_is_exactly_the_coding_set() {
     let mut server = Server::start_with(&["--tools", "coding"]);
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "suite", "version": "1"}}});
-    server.send(&init.to_string());
-    assert_eq!(server.answer()["id"], 1);
-    server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    server.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
-    let list = server.answer();
+    let list = server.tools_list();
     let mut names: Vec<&str> = list["result"]["tools"]
         .as_array()
         .unwrap()
