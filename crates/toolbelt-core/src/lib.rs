@@ -56,6 +56,7 @@ pub mod calls;
 mod context;
 mod envelope;
 pub mod export;
+pub mod front_matter;
 pub mod output;
 pub mod policy;
 pub mod profile;

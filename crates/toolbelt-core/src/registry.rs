@@ -454,7 +454,10 @@ impl Registry {
         self.tools
             .values()
             .map(|e| {
-                let mut spec = e.tool.spec().clone();
+                let mut spec = e
+                    .tool
+                    .current_spec()
+                    .unwrap_or_else(|| e.tool.spec().clone());
                 if self.profile.param_case(&spec.name) == ParamCase::Camel {
                     camel_spec(&mut spec);
                 }
@@ -465,6 +468,14 @@ impl Registry {
                 spec
             })
             .collect()
+    }
+
+    /// A number that changes when a tool's [current spec](Tool::current_spec)
+    /// changes: a server that saw another value lists the tools again.
+    pub fn revision(&self) -> u64 {
+        self.tools.values().fold(0u64, |acc, e| {
+            acc.wrapping_mul(31).wrapping_add(e.tool.revision())
+        })
     }
 
     /// Executes one call with default options.

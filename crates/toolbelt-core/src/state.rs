@@ -82,6 +82,23 @@ pub fn user_state_home(xdg_state_home: Option<&Path>, home: Option<&Path>) -> Op
         .map(|h| h.join(".local").join("state").join("toolbelt"))
 }
 
+/// `$XDG_CONFIG_HOME/toolbelt` (when absolute), else `$HOME/.config/toolbelt`: where
+/// the user's own skills (`skills/`) and agent types (`agents/`) live. `None`
+/// without either. Pass the variables' values.
+pub fn user_config_home(xdg_config_home: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
+    if let Some(xdg) = xdg_config_home.filter(|p| p.is_absolute()) {
+        return Some(xdg.join("toolbelt"));
+    }
+    home.filter(|p| p.is_absolute())
+        .map(|h| h.join(".config").join("toolbelt"))
+}
+
+/// [`user_config_home`] from this process's environment.
+pub fn user_config_home_from_env() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).map(PathBuf::from);
+    user_config_home(var("XDG_CONFIG_HOME").as_deref(), var("HOME").as_deref())
+}
+
 /// The name of `root`'s state directory: its last component (letters, digits,
 /// `.`, `_` and `-`; other characters become `_`) and 12 hex digits of a hash of
 /// its canonical path, so two workspaces of the same name never share state.

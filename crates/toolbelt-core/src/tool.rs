@@ -55,6 +55,20 @@ pub trait Tool: Send + Sync + 'static {
     /// The tool's spec.
     fn spec(&self) -> &ToolSpec;
 
+    /// The spec as it is now, for a tool whose description follows something that
+    /// changes while it is served (the skills on disk, the agent types): `None`
+    /// (the default) means [`Tool::spec`]. Its name, schema and hints must stay
+    /// those of [`Tool::spec`]; only the description and title may change.
+    fn current_spec(&self) -> Option<ToolSpec> {
+        None
+    }
+
+    /// A number that changes whenever [`Tool::current_spec`] would give something
+    /// new; servers poll it to tell clients the tool list changed. Cheap to call.
+    fn revision(&self) -> u64 {
+        0
+    }
+
     /// Checks rules the schema cannot express (`start_line <= end_line`). Runs after
     /// schema validation.
     fn validate(&self, _args: &Value) -> Vec<Violation> {
