@@ -83,6 +83,14 @@ pub struct AgentOptions {
     pub instructions: Vec<(String, String)>,
     /// Where transcripts go (`<state>/agent/runs`); none: no transcript.
     pub transcript_dir: Option<PathBuf>,
+    /// Tokens (input and output) one turn may use; the turn stops once it has used
+    /// more. None: no limit.
+    pub token_budget: Option<u64>,
+    /// When the model answers while subagents it started in the background are
+    /// still running: wait for their reports and let the model go on with them
+    /// (true; for runs nobody watches, such as `-p`), or end the turn (false; the
+    /// reports arrive at the next turn).
+    pub wait_for_background: bool,
 }
 
 impl Default for AgentOptions {
@@ -97,6 +105,8 @@ impl Default for AgentOptions {
             system_prompt: None,
             instructions: Vec::new(),
             transcript_dir: None,
+            token_budget: None,
+            wait_for_background: false,
         }
     }
 }
@@ -113,6 +123,8 @@ pub enum Outcome {
     RepeatedCall,
     /// The run was cancelled (Ctrl-C).
     Cancelled,
+    /// The turn used more tokens than its budget.
+    TokenBudget,
     /// The provider failed (after its retries).
     Error,
 }
@@ -125,6 +137,7 @@ impl Outcome {
             Outcome::MaxSteps => "max_steps",
             Outcome::RepeatedCall => "repeated_call",
             Outcome::Cancelled => "cancelled",
+            Outcome::TokenBudget => "token_budget",
             Outcome::Error => "error",
         }
     }
@@ -206,6 +219,9 @@ pub struct Agent {
     started: bool,
     resumed: bool,
     call_seq: u64,
+    /// The subagents this agent starts (`task`, `spawn`): their reports come into
+    /// the conversation.
+    subagents: Option<crate::subagent::Subagents>,
 }
 
 impl Agent {
@@ -247,7 +263,17 @@ impl Agent {
             started: false,
             resumed: false,
             call_seq: 0,
+            subagents: None,
         }
+    }
+
+    /// Gives this agent the subagents its `task` and `spawn` tools start (the same
+    /// [`Subagents`](crate::Subagents) whose tools are in its registry): their
+    /// progress goes into this agent's events, and the reports of background ones
+    /// into its conversation, before its next model call.
+    pub fn set_subagents(&mut self, subagents: crate::subagent::Subagents) {
+        subagents.bind(self.events.clone(), &self.run_id);
+        self.subagents = Some(subagents);
     }
 
     /// Continues the conversation of the transcript at `path` (its later turns are
@@ -265,6 +291,9 @@ impl Agent {
         let loaded = transcript::load(path)?;
         let mut agent = Agent::new(registry, provider, options, events);
         agent.run_id = loaded.run_id;
+        if let Some(s) = &agent.subagents {
+            s.bind(agent.events.clone(), &agent.run_id);
+        }
         agent.messages = loaded.messages;
         agent.usage = loaded.usage;
         agent.transcript = Some(Transcript::append(path)?);
@@ -307,6 +336,9 @@ impl Agent {
         self.run_id = new_run_id();
         self.started = false;
         self.resumed = false;
+        if let Some(s) = &self.subagents {
+            s.bind(self.events.clone(), &self.run_id);
+        }
     }
 
     /// Compacts the history now (`/compact`): old tool results shortened, older
@@ -325,7 +357,10 @@ impl Agent {
         self.ensure_started();
         self.push(Message::user(prompt));
         let turn_start = self.messages.len() - 1;
-        let mut state = TurnState::default();
+        let mut state = TurnState {
+            usage_at_start: self.usage,
+            ..TurnState::default()
+        };
         let outcome = self.turn(turn_start, &mut state, cancel).await;
         let run_outcome = RunOutcome {
             outcome: outcome.0,
@@ -371,6 +406,19 @@ impl Agent {
                     ),
                 );
             }
+            if let Some(budget) = self.options.token_budget {
+                let used = self.usage.input_tokens + self.usage.output_tokens
+                    - (state.usage_at_start.input_tokens + state.usage_at_start.output_tokens);
+                if used > budget {
+                    return (
+                        Outcome::TokenBudget,
+                        format!(
+                            "stopped after using {used} tokens, more than its budget of {budget}"
+                        ),
+                    );
+                }
+            }
+            self.deliver_reports().await;
             self.fit_context(turn_start, cancel).await;
             state.steps += 1;
             self.emit(AgentEvent::StepStarted { step: state.steps });
@@ -398,9 +446,46 @@ impl Agent {
                 Protocol::Text => self.text_step(response, state, cancel).await,
             };
             if let Some(end) = outcome {
+                if end.0 == Outcome::FinalAnswer && self.wait_for_background(cancel).await {
+                    continue;
+                }
                 return end;
             }
         }
+    }
+
+    /// Puts the reports of background subagents that ended into the conversation.
+    async fn deliver_reports(&mut self) {
+        let Some(subagents) = self.subagents.clone() else {
+            return;
+        };
+        for report in subagents.take_reports().await {
+            self.push(Message::user(report));
+        }
+    }
+
+    /// After a final answer: when the options say so and background subagents of
+    /// this agent are still running, waits until one ends (true: the turn goes on
+    /// with its report).
+    async fn wait_for_background(&mut self, cancel: &CancellationToken) -> bool {
+        let Some(subagents) = self.subagents.clone() else {
+            return false;
+        };
+        if !self.options.wait_for_background {
+            return false;
+        }
+        let running = subagents.running_here();
+        if running == 0 && !subagents.has_reports() {
+            return false;
+        }
+        if running > 0 {
+            self.notice(format!(
+                "waiting for {running} background subagent{} to report",
+                if running == 1 { "" } else { "s" }
+            ));
+            subagents.wait_any(cancel).await;
+        }
+        !cancel.is_cancelled()
     }
 
     /// One step of native function calling; `Some` ends the turn.
@@ -1017,6 +1102,7 @@ struct CallResult {
 /// What one turn keeps track of.
 #[derive(Debug, Default)]
 struct TurnState {
+    usage_at_start: Usage,
     steps: usize,
     tool_calls: usize,
     nudges: usize,
@@ -1073,20 +1159,7 @@ fn system_prompt(registry: &Registry, options: &AgentOptions, tools: Option<&str
     let session = registry.session();
     let mut out = match &options.system_prompt {
         Some(custom) => custom.trim_end().to_string(),
-        None => {
-            let roots = session
-                .roots()
-                .iter()
-                .map(|r| r.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ");
-            format!(
-                "{BASE_PROMPT}\n\n# Environment\n- Working directory: {}\n- Workspace roots: {roots}\n- Platform: {}\n- Today: {}",
-                session.cwd().display(),
-                std::env::consts::OS,
-                chrono::Local::now().format("%Y-%m-%d"),
-            )
-        }
+        None => format!("{BASE_PROMPT}\n\n{}", environment(session)),
     };
     for (name, text) in &options.instructions {
         let text = text.trim();
@@ -1103,6 +1176,22 @@ fn system_prompt(registry: &Registry, options: &AgentOptions, tools: Option<&str
         );
     }
     out
+}
+
+/// The `# Environment` section of a system prompt: where the agent works.
+pub(crate) fn environment(session: &toolbelt_core::Session) -> String {
+    let roots = session
+        .roots()
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "# Environment\n- Working directory: {}\n- Workspace roots: {roots}\n- Platform: {}\n- Today: {}",
+        session.cwd().display(),
+        std::env::consts::OS,
+        chrono::Local::now().format("%Y-%m-%d"),
+    )
 }
 
 /// The built-in system prompt.

@@ -112,6 +112,33 @@ pub enum AgentEvent {
         /// The message.
         message: String,
     },
+    /// A subagent's progress, or its end: one line that a terminal updates in place
+    /// (`● task "find the config loader" — 7 tool calls`).
+    Subagent {
+        /// The subagent's id (`sa_...`).
+        task_id: String,
+        /// The `task` call that runs it; none for a background subagent (`spawn`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        /// Its description or label.
+        label: String,
+        /// Its agent type.
+        agent_type: String,
+        /// True when it runs in the background.
+        background: bool,
+        /// `queued`, `running`, `done`, `failed` or `stopped`.
+        state: String,
+        /// Model calls so far.
+        steps: usize,
+        /// Tool calls so far.
+        tool_calls: usize,
+        /// Its latest tool call in one line.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        last: Option<String>,
+        /// Its report (the final answer) or what ended it, once it has ended.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+    },
     /// Tokens of one model call, and the run's total so far.
     Usage {
         /// This call.

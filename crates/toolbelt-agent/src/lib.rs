@@ -17,6 +17,7 @@ mod compact;
 mod events;
 mod message;
 pub mod provider;
+pub mod subagent;
 mod summary;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -28,5 +29,8 @@ pub use message::{Message, ModelCall, ToolOutput, Usage};
 pub use provider::{
     ModelRequest, ModelResponse, Provider, ProviderConfig, ProviderError, ProviderKind,
     RetryPolicy, Secret, StopReason, StreamEvent, build_provider,
+};
+pub use subagent::{
+    AgentType, AgentTypes, SubagentLimits, SubagentSettings, Subagents, TypeProblem,
 };
 pub use summary::{call_summary, result_summary};

@@ -294,6 +294,16 @@ impl Registry {
         &self.session
     }
 
+    /// The approver asked when a rule says `ask`, if any.
+    pub fn approver(&self) -> Option<&Arc<dyn Approver>> {
+        self.approver.as_ref()
+    }
+
+    /// The sink of the calls' UI events, if any.
+    pub fn events(&self) -> Option<&Arc<dyn EventSink>> {
+        self.events.as_ref()
+    }
+
     /// The active profile.
     pub fn profile(&self) -> &Profile {
         &self.profile

@@ -45,6 +45,7 @@ mod planner;
 mod reviews;
 mod schema;
 mod store;
+mod subagents;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
@@ -90,6 +91,10 @@ pub use reviews::{
 pub use schema::LATEST_VERSION;
 pub use store::{
     Backend, DEFAULT_FILE_NAME, Location, QUICK_CHECK_MAX_BYTES, SQLITE_BUSY_TIMEOUT_MS, Store,
+};
+pub use subagents::{
+    SubagentProgress, SubagentTask, get_subagent_task, insert_subagent_task, list_subagent_tasks,
+    mark_subagent_delivered, undelivered_subagent_tasks, update_subagent_task,
 };
 pub use todos::{
     AppliedTodoChanges, DEFAULT_TODO_LIST, MAX_TODO_LIST_NAME_CHARS, StoredTodo, TodoChanges,

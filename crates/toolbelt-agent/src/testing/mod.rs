@@ -69,6 +69,23 @@ pub struct Script {
     /// [`Consume::WithTools`] (default: the text `ok`).
     #[serde(default)]
     pub side_reply: Option<Reply>,
+    /// Conversations with replies of their own: a request whose first user message
+    /// contains a route's `when` takes the route's next reply instead of the main
+    /// list's (the first matching route; once it has run out, `when_done`). Several
+    /// agents that talk to one server at once (subagents) each follow their own
+    /// script this way.
+    #[serde(default)]
+    pub routes: Vec<ScriptRoute>,
+}
+
+/// Replies for the conversations whose first user message contains `when`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptRoute {
+    /// Text the first user message contains.
+    pub when: String,
+    /// The replies, in order.
+    pub replies: Vec<Reply>,
 }
 
 impl Script {
@@ -80,7 +97,18 @@ impl Script {
             when_done: None,
             consume: Consume::Always,
             side_reply: None,
+            routes: Vec::new(),
         }
+    }
+
+    /// Answers the conversations whose first user message contains `when` with
+    /// `replies` (see [`Script::routes`]).
+    pub fn route(mut self, when: impl Into<String>, replies: Vec<Reply>) -> Script {
+        self.routes.push(ScriptRoute {
+            when: when.into(),
+            replies,
+        });
+        self
     }
 
     /// Only requests with tools use up replies; the others get `side_reply`.

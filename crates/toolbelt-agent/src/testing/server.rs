@@ -55,6 +55,8 @@ struct State {
     script: Script,
     /// The next reply of the script.
     next: usize,
+    /// The next reply of each route.
+    route_next: Vec<usize>,
     recorded: Vec<Recorded>,
 }
 
@@ -88,6 +90,7 @@ impl ScriptedServer {
             state: Mutex::new(State {
                 script,
                 next: 0,
+                route_next: Vec::new(),
                 recorded: Vec::new(),
             }),
         });
@@ -333,6 +336,27 @@ fn pick(state: &mut State, body: &Value) -> Reply {
         .get("tools")
         .and_then(Value::as_array)
         .is_some_and(|tools| !tools.is_empty());
+    let first_user = first_user_text(body);
+    if let Some(i) = state
+        .script
+        .routes
+        .iter()
+        .position(|r| !r.when.is_empty() && first_user.contains(&r.when))
+    {
+        if state.route_next.len() < state.script.routes.len() {
+            state.route_next.resize(state.script.routes.len(), 0);
+        }
+        let next = state.route_next[i];
+        return match state.script.routes[i].replies.get(next) {
+            Some(reply) => {
+                state.route_next[i] += 1;
+                reply.clone()
+            }
+            None => state.script.when_done.clone().unwrap_or_else(|| {
+                Reply::error(500, None, "the script's route has no more replies")
+            }),
+        };
+    }
     if state.script.consume == Consume::WithTools && !has_tools {
         return state
             .script
@@ -350,6 +374,29 @@ fn pick(state: &mut State, body: &Value) -> Reply {
             .when_done
             .clone()
             .unwrap_or_else(|| Reply::error(500, None, "the script has no more replies")),
+    }
+}
+
+/// The text of the first user message of a request in either wire format
+/// (a string, or the text parts of a list of blocks).
+fn first_user_text(body: &Value) -> String {
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        return String::new();
+    };
+    let Some(first) = messages
+        .iter()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+    else {
+        return String::new();
+    };
+    match first.get("content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
     }
 }
 

@@ -3,3 +3,4 @@
 mod agent;
 mod providers;
 mod scripted;
+mod subagents;

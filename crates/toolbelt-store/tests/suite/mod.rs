@@ -6,4 +6,5 @@ mod open;
 mod planner;
 mod reliability;
 mod reviews;
+mod subagents;
 mod todos;
