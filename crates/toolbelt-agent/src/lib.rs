@@ -31,6 +31,6 @@ pub use provider::{
     RetryPolicy, Secret, StopReason, StreamEvent, build_provider,
 };
 pub use subagent::{
-    AgentType, AgentTypes, SubagentLimits, SubagentSettings, Subagents, TypeProblem,
+    AgentType, AgentTypes, SubagentLimits, SubagentModel, SubagentSettings, Subagents, TypeProblem,
 };
 pub use summary::{call_summary, result_summary};

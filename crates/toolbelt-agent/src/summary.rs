@@ -33,6 +33,13 @@ pub fn call_summary(tool: &str, arguments: &Value) -> String {
         let thought = text("thought").unwrap_or_default();
         return clip(&format!("Think: \"{thought}\""));
     }
+    if lower == "task" || lower == "spawn" {
+        let what = text("description")
+            .or_else(|| text("label"))
+            .or_else(|| text("task"))
+            .unwrap_or_default();
+        return clip(&format!("{tool} \"{what}\""));
+    }
     let mut out = tool.to_string();
     if let Some(pattern) = text("pattern") {
         out.push_str(&format!(" \"{pattern}\""));
@@ -93,6 +100,7 @@ pub fn result_summary(env: &Envelope) -> String {
         ("entries", "entry", "entries"),
         ("results", "result", "results"),
         ("lines", "line", "lines"),
+        ("tool_calls", "tool call", "tool calls"),
     ] {
         if let Some(n) = count(key) {
             parts.push(format!("{n} {}", if n == 1 { one } else { many }));
@@ -156,6 +164,13 @@ mod tests {
         assert_eq!(
             call_summary("set_todo_list", &json!({"todos": [{}, {}]})),
             "set_todo_list (2 todos)"
+        );
+        assert_eq!(
+            call_summary(
+                "task",
+                &json!({"description": "find the config loader", "prompt": "..."})
+            ),
+            "task \"find the config loader\""
         );
         assert!(
             call_summary("bash", &json!({"command": "x".repeat(500)}))

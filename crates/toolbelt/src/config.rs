@@ -120,6 +120,27 @@ pub struct AgentConfig {
     pub context_window: Option<u64>,
     /// Tokens of one answer.
     pub max_tokens: Option<u32>,
+    /// `[agent.subagents]`: the limits of subagents (`task`, `spawn`).
+    #[serde(default)]
+    pub subagents: SubagentsConfig,
+}
+
+/// `[agent.subagents]`: how far subagents may go.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentsConfig {
+    /// Levels of subagents (1: subagents cannot start their own; at most 3).
+    pub max_depth: Option<usize>,
+    /// Subagents running at once (default 4).
+    pub max_running: Option<usize>,
+    /// Model calls one subagent may make (default 50).
+    pub max_steps: Option<usize>,
+    /// Seconds one `task` subagent may run (default and at most 600).
+    pub timeout_secs: Option<u64>,
+    /// Seconds one background subagent may run (default 1800).
+    pub background_timeout_secs: Option<u64>,
+    /// Tokens one subagent may use (default 2,000,000).
+    pub token_budget: Option<u64>,
 }
 
 /// `[tools]`: which tools are served, by toolset or name (`enable = ["coding",

@@ -163,10 +163,11 @@ pub fn run(
     call_log: bool,
     messaging: &Messaging,
     jobs: Option<&AgentJobs>,
+    subagents: Option<&toolbelt_agent::Subagents>,
 ) -> Result<ExitCode> {
     let (arguments, json_out) = match args.command {
         CronCommand::Run { once } => {
-            return run_foreground(registry, store, call_log, messaging, jobs, once);
+            return run_foreground(registry, store, call_log, messaging, jobs, subagents, once);
         }
         CronCommand::List { json } => (json!({"action": "list"}), json),
         CronCommand::Add {
@@ -213,6 +214,7 @@ pub fn run(
         vec![ToolCall::new("cron", arguments)],
         BatchMode::Sequential,
         &CallOptions::default(),
+        None,
     )?;
     let Some(env) = envs.into_iter().next() else {
         bail!("the call gave no result");
@@ -237,6 +239,7 @@ fn run_foreground(
     call_log: bool,
     messaging: &Messaging,
     jobs: Option<&AgentJobs>,
+    subagents: Option<&toolbelt_agent::Subagents>,
     once: bool,
 ) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -250,6 +253,9 @@ fn run_foreground(
     };
     if let Some(jobs) = jobs {
         jobs.attach(&registry);
+    }
+    if let Some(subagents) = subagents {
+        subagents.attach(&registry);
     }
     if once {
         let fired = rt.block_on(messaging.run_once())?;

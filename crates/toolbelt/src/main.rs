@@ -18,6 +18,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
+use toolbelt_agent::Subagents;
 use toolbelt_core::export::{self, Format};
 use toolbelt_core::output::OutputBudget;
 use toolbelt_core::profile::Profile;
@@ -406,6 +407,9 @@ struct Built {
     messaging: toolbelt_sched::Messaging,
     /// What runs the prompts of jobs, when `[agent]` names a model.
     jobs: Option<Arc<cron::AgentJobs>>,
+    /// The subagent tools' runtime, when they are served (`toolbelt agent`, or a
+    /// model set in `[agent]`); [`Subagents::attach`] it to the finished registry.
+    subagents: Option<Subagents>,
 }
 
 /// `sandbox`, hiding from commands the state directory, the serve token's and
@@ -451,6 +455,7 @@ fn run_calls(
     calls: Vec<ToolCall>,
     mode: BatchMode,
     opts: &CallOptions,
+    subagents: Option<&Subagents>,
 ) -> Result<Vec<toolbelt_core::Envelope>> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -474,6 +479,9 @@ fn run_calls(
         let _entered = rt.enter();
         start_call_log(registry, store, call_log)
     };
+    if let Some(subagents) = subagents {
+        subagents.attach(registry);
+    }
     let envs = rt.block_on(registry.execute_batch_with(calls, mode, opts));
     rt.block_on(flush_log(log.as_ref()));
     if uses_files {
@@ -517,7 +525,10 @@ async fn open_store(store: &StoreHandle) -> Result<()> {
         .context("the store cannot be opened")
 }
 
-fn build_registry(g: &Global) -> Result<Built> {
+/// Builds the registry of the command line's tools. `for_agent`: the subagent tools
+/// are served (their model is set by `toolbelt agent`); otherwise they are when
+/// `[agent]` (or the environment) names a model.
+fn build_registry(g: &Global, for_agent: bool) -> Result<Built> {
     let Settings {
         roots,
         file,
@@ -573,9 +584,21 @@ fn build_registry(g: &Global) -> Result<Built> {
             sandbox,
             web,
             store: Some(store.clone()),
+            ..BuiltinOptions::default()
         },
     )?;
     toolbelt_tools::register_messaging(&mut registry, &messaging)?;
+    let subagents = if for_agent || agent::job_settings(&file.agent).is_ok() {
+        let roots = registry.session().roots().to_vec();
+        let subagents = agent::subagents(&file.agent, &roots, &store);
+        subagents.register(&mut registry)?;
+        if !for_agent {
+            agent::configure_subagents_for_jobs(&subagents, &file.agent, &registry);
+        }
+        Some(subagents)
+    } else {
+        None
+    };
     let selection = file.tools.selection(g.tool_selection.as_deref());
     registry
         .select(&selection, toolbelt_tools::TOOLSETS)
@@ -588,6 +611,7 @@ fn build_registry(g: &Global) -> Result<Built> {
         agent: file.agent,
         messaging,
         jobs,
+        subagents,
     })
 }
 
@@ -602,7 +626,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         agent,
         messaging,
         jobs,
-    } = build_registry(&cli.global)?;
+        subagents,
+    } = build_registry(&cli.global, matches!(cli.command, Command::Agent(_)))?;
     match cli.command {
         Command::Tools { json, category } => {
             let category = match category {
@@ -682,6 +707,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 vec![ToolCall::new(tool, arguments)],
                 BatchMode::Sequential,
                 &opts,
+                subagents.as_ref(),
             )?;
             let Some(env) = envs.into_iter().next() else {
                 bail!("the call gave no result");
@@ -718,6 +744,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 allowed_origins,
                 (&messaging, jobs.as_deref()),
                 open,
+                subagents,
             )
         }
         Command::Batch(args) => {
@@ -726,7 +753,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 timeout: args.timeout_ms.map(Duration::from_millis),
                 ..CallOptions::default()
             };
-            let envs = run_calls(&mut registry, &store, call_log, calls, args.mode(), &opts)?;
+            let envs = run_calls(
+                &mut registry,
+                &store,
+                call_log,
+                calls,
+                args.mode(),
+                &opts,
+                subagents.as_ref(),
+            )?;
             if args.json {
                 out(&format!("{}\n", serde_json::to_string_pretty(&envs)?))?;
             } else {
@@ -752,8 +787,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
-        Command::Mcp => serve_mcp(registry, &store, call_log, &cli.global),
-        Command::Agent(args) => agent::run(args, registry, &store, call_log, &agent),
+        Command::Mcp => serve_mcp(registry, &store, call_log, &cli.global, subagents),
+        Command::Agent(args) => agent::run(args, registry, &store, call_log, &agent, subagents),
         Command::Log(args) => {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -777,6 +812,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             call_log,
             &messaging,
             jobs.as_deref(),
+            subagents.as_ref(),
         ),
         Command::Doctor { .. } => unreachable!("answered above"),
     }
@@ -802,6 +838,7 @@ fn serve(
     allowed_origins: Vec<String>,
     (messaging, jobs): (&toolbelt_sched::Messaging, Option<&cron::AgentJobs>),
     open: bool,
+    subagents: Option<Subagents>,
 ) -> Result<ExitCode> {
     let (mut config, shown) = match token {
         Token::Nothing => {
@@ -857,6 +894,9 @@ fn serve(
         let _entered = rt.enter();
         start_call_log(&mut registry, store, call_log)
     };
+    if let Some(subagents) = &subagents {
+        subagents.attach(&registry);
+    }
     // Jobs fire and the outbox drains while the server runs.
     let scheduler = {
         let _entered = rt.enter();
@@ -901,6 +941,7 @@ fn serve_mcp(
     store: &StoreHandle,
     call_log: bool,
     g: &Global,
+    subagents: Option<Subagents>,
 ) -> Result<ExitCode> {
     // One client, one request at a time mostly: a single-threaded runtime answers
     // without handing each message between threads (blocking file work still runs on
@@ -916,9 +957,14 @@ fn serve_mcp(
         let _entered = rt.enter();
         start_call_log(&mut registry, store, call_log)
     }]));
+    if let Some(subagents) = &subagents {
+        subagents.attach(&registry);
+    }
     let session = Arc::clone(registry.session());
     stamps::load(&session);
-    let mut server = toolbelt_server::McpServer::new(Arc::new(registry));
+    // The skills are served as prompts too, following the workspace's roots.
+    let skills = toolbelt_tools::Skills::from_env(session.roots());
+    let mut server = toolbelt_server::McpServer::new(Arc::new(registry)).with_skills(skills);
     if g.roots.is_empty() {
         let (profile, config, state_dir) =
             (g.profile.clone(), g.config.clone(), g.state_dir.clone());
@@ -945,9 +991,13 @@ fn serve_mcp(
                 mut registry,
                 store,
                 call_log,
+                subagents,
                 ..
-            } = build_registry(&global).map_err(|e| format!("{e:#}"))?;
+            } = build_registry(&global, false).map_err(|e| format!("{e:#}"))?;
             let writer = start_call_log(&mut registry, &store, call_log);
+            if let Some(subagents) = &subagents {
+                subagents.attach(&registry);
+            }
             if let Ok(mut all) = logs.lock() {
                 all.push(writer);
             }
@@ -1031,6 +1081,59 @@ fn doctor_store(location: &Location) -> Result<String> {
     })
 }
 
+/// How many skills each directory gives (the first of a name counts).
+fn skills_by_dir(
+    skills: &toolbelt_tools::Skills,
+    scan: &toolbelt_tools::SkillScan,
+) -> Vec<(PathBuf, usize)> {
+    skills
+        .dirs()
+        .into_iter()
+        .map(|dir| {
+            let count = scan.skills.iter().filter(|s| s.source == dir).count();
+            (dir, count)
+        })
+        .collect()
+}
+
+/// `doctor`'s lines on skills: how many from where, then each problem as a warning.
+fn skills_text(skills: &toolbelt_tools::Skills, scan: &toolbelt_tools::SkillScan) -> String {
+    let by_dir = skills_by_dir(skills, scan);
+    let mut text = if scan.skills.is_empty() {
+        let dirs: Vec<String> = by_dir
+            .iter()
+            .map(|(d, _)| d.display().to_string())
+            .collect();
+        format!("skills: none (looked in {})\n", dirs.join(", "))
+    } else {
+        let from: Vec<String> = by_dir
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(d, n)| format!("{n} in {}", d.display()))
+            .collect();
+        format!("skills: {} ({})\n", scan.skills.len(), from.join(", "))
+    };
+    for p in &scan.problems {
+        text.push_str(&format!("warning: skill skipped: {p}\n"));
+    }
+    text
+}
+
+/// `doctor --json`'s `skills`: the count, each directory searched with its count,
+/// and the problems.
+fn skills_json(skills: &toolbelt_tools::Skills, scan: &toolbelt_tools::SkillScan) -> Value {
+    let dirs: Vec<Value> = skills_by_dir(skills, scan)
+        .into_iter()
+        .map(|(path, count)| serde_json::json!({"path": path, "count": count}))
+        .collect();
+    let problems: Vec<Value> = scan
+        .problems
+        .iter()
+        .map(|p| serde_json::json!({"path": p.path, "message": p.message}))
+        .collect();
+    serde_json::json!({"count": scan.skills.len(), "dirs": dirs, "problems": problems})
+}
+
 /// `toolbelt doctor`: what this machine and the configuration allow.
 fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
     let settings = settings(g);
@@ -1079,12 +1182,15 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
         "unknown".to_string()
     };
     let tools = if ok {
-        build_registry(g)
+        build_registry(g, false)
             .map(|b| b.registry.definitions().len())
             .ok()
     } else {
         None
     };
+    // Broken skills are skipped where they are served: warnings, not failures.
+    let skills = toolbelt_tools::Skills::from_env(&roots);
+    let skill_scan = skills.scan();
     if json {
         let value = serde_json::json!({
             "ok": ok,
@@ -1103,6 +1209,7 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
                 "helper": helper,
                 "support": support,
             },
+            "skills": skills_json(&skills, &skill_scan),
             "problems": problems,
         });
         out(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
@@ -1121,6 +1228,7 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
         if let Some(n) = tools {
             text.push_str(&format!("tools: {n}\n"));
         }
+        text.push_str(&skills_text(&skills, &skill_scan));
         if let Some(store) = &store_report {
             text.push_str(&format!("store: {store}\n"));
         }

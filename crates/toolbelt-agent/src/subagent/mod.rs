@@ -17,8 +17,9 @@
 //! ```no_run
 //! # fn demo(mut registry: toolbelt_core::Registry, provider: std::sync::Arc<dyn toolbelt_agent::Provider>) {
 //! use std::sync::Arc;
-//! use toolbelt_agent::{Agent, AgentOptions, AgentTypes, SubagentSettings, Subagents};
-//! let subagents = Subagents::new(SubagentSettings::new(Arc::clone(&provider), AgentTypes::builtin()));
+//! use toolbelt_agent::{Agent, AgentOptions, AgentTypes, SubagentModel, SubagentSettings, Subagents};
+//! let subagents = Subagents::new(SubagentSettings::new(AgentTypes::builtin()));
+//! subagents.configure(SubagentModel::new(Arc::clone(&provider)));
 //! subagents.register(&mut registry).unwrap();
 //! subagents.attach(&registry);
 //! let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
@@ -87,9 +88,10 @@ impl Default for SubagentLimits {
     }
 }
 
-/// What subagents run with.
+/// The model subagents talk to, set once it is known
+/// ([`Subagents::configure`]).
 #[derive(Clone)]
-pub struct SubagentSettings {
+pub struct SubagentModel {
     /// The provider (the parent's).
     pub provider: Arc<dyn Provider>,
     /// The provider's configuration, for agent types that name another model;
@@ -99,6 +101,30 @@ pub struct SubagentSettings {
     /// instructions, transcripts); their system prompt, limits and transcript
     /// folder (`subagents/` under the parent's) are set per subagent.
     pub options: AgentOptions,
+}
+
+impl fmt::Debug for SubagentModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubagentModel")
+            .field("model", &self.provider.model())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SubagentModel {
+    /// Subagents on `provider` with the default options.
+    pub fn new(provider: Arc<dyn Provider>) -> SubagentModel {
+        SubagentModel {
+            provider,
+            provider_config: None,
+            options: AgentOptions::default(),
+        }
+    }
+}
+
+/// What subagents run with.
+#[derive(Clone)]
+pub struct SubagentSettings {
     /// The limits.
     pub limits: SubagentLimits,
     /// The agent types.
@@ -110,7 +136,6 @@ pub struct SubagentSettings {
 impl fmt::Debug for SubagentSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SubagentSettings")
-            .field("model", &self.provider.model())
             .field("limits", &self.limits)
             .field("types", &self.types.names())
             .finish_non_exhaustive()
@@ -118,13 +143,9 @@ impl fmt::Debug for SubagentSettings {
 }
 
 impl SubagentSettings {
-    /// Subagents on `provider` with `types`, the default options and limits, and no
-    /// store.
-    pub fn new(provider: Arc<dyn Provider>, types: AgentTypes) -> SubagentSettings {
+    /// Subagents of `types`, with the default limits and no store.
+    pub fn new(types: AgentTypes) -> SubagentSettings {
         SubagentSettings {
-            provider,
-            provider_config: None,
-            options: AgentOptions::default(),
             limits: SubagentLimits::default(),
             types,
             store: None,
@@ -152,6 +173,7 @@ impl fmt::Debug for Subagents {
 /// What every level shares.
 struct Shared {
     settings: SubagentSettings,
+    model: OnceLock<SubagentModel>,
     slots: Arc<Semaphore>,
     /// The parent's tools, without the subagent tools.
     base: OnceLock<Arc<Registry>>,
@@ -279,6 +301,7 @@ impl Subagents {
             shared: Arc::new(Shared {
                 slots: Arc::new(Semaphore::new(settings.limits.max_running)),
                 settings,
+                model: OnceLock::new(),
                 base: OnceLock::new(),
                 shutdown,
                 owner,
@@ -300,6 +323,17 @@ impl Subagents {
         registry.register_typed(tools::TaskStopTool::new(self.clone()))?;
         registry.register_typed(tools::TaskListTool::new(self.clone()))?;
         Ok(())
+    }
+
+    /// Sets the model subagents talk to. Once; later calls are ignored (false).
+    /// Until then their tools answer that no model is configured.
+    pub fn configure(&self, model: SubagentModel) -> bool {
+        self.shared.model.set(model).is_ok()
+    }
+
+    /// True once [`Subagents::configure`] was called.
+    pub fn is_configured(&self) -> bool {
+        self.shared.model.get().is_some()
     }
 
     /// Gives subagents the tools of `parent` (a fork of it, without the subagent
@@ -457,6 +491,12 @@ impl Subagents {
         let Some(base) = self.shared.base.get() else {
             return Err("the subagent tools are not attached to any tools".into());
         };
+        let Some(model) = self.shared.model.get() else {
+            return Err(
+                "no model is configured for subagents (set [agent] model in toolbelt.toml, or TOOLBELT_AGENT_MODEL)"
+                    .into(),
+            );
+        };
         let settings = &self.shared.settings;
         let mut registry = base.fork();
         registry.set_approver(base.approver().cloned());
@@ -490,20 +530,20 @@ impl Subagents {
                     .map_err(|e| format!("the subagent's tools cannot be set up: {e}"))?;
             }
         }
-        let provider = match (&spec.agent_type.model, &settings.provider_config) {
-            (Some(model), Some(config)) if model != settings.provider.model() => {
+        let provider = match (&spec.agent_type.model, &model.provider_config) {
+            (Some(name), Some(config)) if name != model.provider.model() => {
                 let mut config = config.clone();
-                config.model = model.clone();
+                config.model = name.clone();
                 build_provider(config).map_err(|e| {
                     format!(
-                        "the model {model:?} of agent type {:?} cannot be used: {e}",
+                        "the model {name:?} of agent type {:?} cannot be used: {e}",
                         spec.agent_type.name
                     )
                 })?
             }
-            _ => Arc::clone(&settings.provider),
+            _ => Arc::clone(&model.provider),
         };
-        let mut options = settings.options.clone();
+        let mut options = model.options.clone();
         options.system_prompt = Some(format!(
             "{}\n\n{}\n\n{SUBAGENT_RULES}",
             spec.agent_type.prompt.trim_end(),

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use toolbelt_agent::testing::{Recorded, Reply, Script, ScriptedServer};
 use toolbelt_agent::{
     Agent, AgentEvent, AgentOptions, AgentTypes, Message, Outcome, ProviderConfig, ProviderKind,
-    SubagentLimits, SubagentSettings, Subagents, build_provider,
+    SubagentLimits, SubagentModel, SubagentSettings, Subagents, build_provider,
 };
 use toolbelt_core::{Registry, Session, Status};
 use toolbelt_store::{Location, StoreHandle};
@@ -40,12 +40,14 @@ fn setup(
     let mut config = ProviderConfig::new(server.kind(), "scripted-model");
     config.base_url = server.base_url();
     let provider = build_provider(config.clone()).unwrap();
-    let mut settings = SubagentSettings::new(Arc::clone(&provider), types);
-    settings.provider_config = Some(config);
+    let mut settings = SubagentSettings::new(types);
     settings.limits = limits;
     settings.store = store;
-    settings.options.transcript_dir = Some(root.join(".state").join("runs"));
     let subagents = Subagents::new(settings);
+    let mut model = SubagentModel::new(Arc::clone(&provider));
+    model.provider_config = Some(config);
+    model.options.transcript_dir = Some(root.join(".state").join("runs"));
+    assert!(subagents.configure(model));
     subagents.register(&mut registry).unwrap();
     subagents.attach(&registry);
     Setup {

@@ -26,8 +26,9 @@ use clap::Args;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{
-    Agent, AgentEvent, AgentOptions, Outcome, Protocol, ProviderConfig, ProviderKind, RunOutcome,
-    Secret, ToolEventForwarder, build_provider, transcript,
+    Agent, AgentEvent, AgentOptions, AgentTypes, Outcome, Protocol, Provider, ProviderConfig,
+    ProviderKind, RunOutcome, Secret, SubagentLimits, SubagentModel, SubagentSettings, Subagents,
+    ToolEventForwarder, build_provider, transcript,
 };
 use toolbelt_core::Registry;
 use toolbelt_store::StoreHandle;
@@ -43,6 +44,9 @@ const MAX_INSTRUCTIONS_BYTES: usize = 64 * 1024;
 const MIN_CONTEXT_WINDOW: u64 = 2_000;
 /// How long calls cut off at the end may take to clean up.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
+/// How long background subagents may take to stop, and record that they did,
+/// when the process ends.
+pub const SUBAGENTS_GRACE: Duration = Duration::from_secs(5);
 
 /// How to set a model, shown when none is set.
 const NO_MODEL: &str = "no model is set: pass --model NAME, set TOOLBELT_AGENT_MODEL, \
@@ -120,6 +124,7 @@ pub fn run(
     store: &StoreHandle,
     call_log: bool,
     config: &AgentConfig,
+    subagents: Option<Subagents>,
 ) -> Result<ExitCode> {
     let state_dir = registry.session().state_dir().to_path_buf();
     let runs_dir = state_dir.join("agent").join("runs");
@@ -142,14 +147,20 @@ pub fn run(
         (None, false) => None,
     };
     let prompt = prompt(&args)?;
-    let options = options(&settings, &registry, runs_dir);
+    let mut options = options(&settings, &registry, runs_dir);
+    // Nobody is there to start another turn: the reports of background subagents
+    // are waited for.
+    options.wait_for_background = prompt.is_some();
     if settings.provider.api_key.is_none() && !is_local(&settings.provider.base_url) {
         eprintln!(
             "toolbelt: warning: {} is not set; {} will probably refuse the requests",
             settings.key_env, settings.provider.base_url
         );
     }
-    let provider = build_provider(settings.provider).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let provider = build_provider(settings.provider.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(subagents) = &subagents {
+        configure_subagents(subagents, &settings, &options, Arc::clone(&provider));
+    }
 
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
     registry.set_events(Some(Arc::new(ToolEventForwarder::new(
@@ -182,12 +193,18 @@ pub fn run(
         let _entered = rt.enter();
         crate::start_call_log(&mut registry, store, call_log)
     };
+    if let Some(subagents) = &subagents {
+        subagents.attach(&registry);
+    }
     let registry = Arc::new(registry);
-    let agent = match &resume {
+    let mut agent = match &resume {
         Some(path) => Agent::resume(Arc::clone(&registry), provider, options, events_tx, path)
             .map_err(|e| anyhow::anyhow!("cannot continue the run: {e}"))?,
         None => Agent::new(Arc::clone(&registry), provider, options, events_tx),
     };
+    if let Some(subagents) = &subagents {
+        agent.set_subagents(subagents.clone());
+    }
 
     let code = match prompt {
         Some(prompt) => {
@@ -237,9 +254,81 @@ pub fn run(
             ExitCode::SUCCESS
         }
     };
+    if let Some(subagents) = &subagents {
+        rt.block_on(subagents.shutdown(SUBAGENTS_GRACE));
+    }
     rt.block_on(crate::flush_log(log.as_ref()));
     rt.shutdown_timeout(SHUTDOWN_GRACE);
     Ok(code)
+}
+
+/// The subagents of the agents of this workspace (`task`, `spawn`): the agent
+/// types of `.toolbelt/agents/` in the roots and `agents/` in the user's config
+/// directory, the limits of `[agent.subagents]`, background reports kept in
+/// `store`. Their model is set later ([`configure_subagents`]).
+pub fn subagents(
+    config: &AgentConfig,
+    roots: &[std::path::PathBuf],
+    store: &StoreHandle,
+) -> Subagents {
+    let config_home = toolbelt_core::state::user_config_home_from_env();
+    let types = AgentTypes::load(&AgentTypes::dirs(roots, config_home.as_deref()));
+    let limits = subagent_limits(&config.subagents);
+    let mut settings = SubagentSettings::new(types);
+    settings.limits = limits;
+    settings.store = Some(store.clone());
+    Subagents::new(settings)
+}
+
+/// `[agent.subagents]` over the defaults.
+fn subagent_limits(c: &crate::config::SubagentsConfig) -> SubagentLimits {
+    let d = SubagentLimits::default();
+    SubagentLimits {
+        max_depth: c.max_depth.unwrap_or(d.max_depth),
+        max_running: c.max_running.unwrap_or(d.max_running),
+        max_steps: c.max_steps.unwrap_or(d.max_steps),
+        timeout: c.timeout_secs.map_or(d.timeout, Duration::from_secs),
+        background_timeout: c
+            .background_timeout_secs
+            .map_or(d.background_timeout, Duration::from_secs),
+        token_budget: c.token_budget.or(d.token_budget),
+    }
+}
+
+/// Gives `subagents` the model of `settings` (its provider already built), their
+/// options derived from the parent's `options`.
+pub fn configure_subagents(
+    subagents: &Subagents,
+    settings: &Settings,
+    options: &AgentOptions,
+    provider: Arc<dyn Provider>,
+) {
+    let mut options = options.clone();
+    options.system_prompt = None;
+    subagents.configure(SubagentModel {
+        provider,
+        provider_config: Some(settings.provider.clone()),
+        options,
+    });
+}
+
+/// Gives `subagents` the model that scheduled jobs use (`[agent]` and the
+/// environment); false when none is set.
+pub fn configure_subagents_for_jobs(
+    subagents: &Subagents,
+    file: &AgentConfig,
+    registry: &Registry,
+) -> bool {
+    let Ok(settings) = job_settings(file) else {
+        return false;
+    };
+    let Ok(provider) = build_provider(settings.provider.clone()) else {
+        return false;
+    };
+    let runs_dir = registry.session().state_dir().join("agent").join("runs");
+    let options = options(&settings, registry, runs_dir);
+    configure_subagents(subagents, &settings, &options, provider);
+    true
 }
 
 /// The options of a run on `registry`, its transcript in `runs_dir`.
@@ -632,6 +721,7 @@ mod tests {
             protocol: Some("text".into()),
             context_window: Some(50_000),
             max_tokens: Some(1_000),
+            subagents: crate::config::SubagentsConfig::default(),
         };
         let s = settings(&args(&[]), &file, &env(&[("MY_KEY", "sk-1")])).unwrap();
         assert_eq!(s.provider.kind, ProviderKind::Anthropic);

@@ -297,7 +297,7 @@ impl EventLines {
     }
 
     /// The lines `event` adds (none for the events shown otherwise: text, steps,
-    /// usage, the run's end).
+    /// usage, the run's end, a running subagent's progress).
     pub fn event(&mut self, event: &AgentEvent) -> Vec<String> {
         let p = self.paint;
         match event {
@@ -357,6 +357,27 @@ impl EventLines {
                 group(*tokens_after)
             ))],
             AgentEvent::Notice { message } => vec![p.yellow(&format!("! {message}"))],
+            // A background subagent that ended: one line, as a finished call.
+            AgentEvent::Subagent {
+                task_id,
+                label,
+                background: true,
+                state,
+                tool_calls,
+                ..
+            } if matches!(state.as_str(), "done" | "failed" | "stopped") => {
+                let status = match state.as_str() {
+                    "done" => "success",
+                    "failed" => "error",
+                    _ => "partial",
+                };
+                vec![tool_line(
+                    p,
+                    &format!("spawn \"{label}\" ({task_id})"),
+                    status,
+                    &format!("{state}, {}", plural(*tool_calls, "tool call")),
+                )]
+            }
             _ => Vec::new(),
         }
     }

@@ -425,6 +425,26 @@ impl Screen {
                 let next = self.lines.still_running().unwrap_or("thinking").to_string();
                 self.spin(&next);
             }
+            // A subagent at work: its progress is the spinner's one line.
+            AgentEvent::Subagent {
+                background: false,
+                state,
+                label,
+                tool_calls,
+                last,
+                ..
+            } if state == "running" || state == "queued" => {
+                let mut line = format!(
+                    "task \"{label}\" — {tool_calls} tool call{}",
+                    if *tool_calls == 1 { "" } else { "s" }
+                );
+                if state == "queued" {
+                    line.push_str(" (waiting for a free slot)");
+                } else if let Some(last) = last {
+                    line.push_str(&format!(" · {last}"));
+                }
+                self.spin(&line);
+            }
             AgentEvent::Compacted { .. } => {
                 self.compacted = true;
                 for line in self.lines.event(event) {

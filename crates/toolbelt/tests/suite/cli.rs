@@ -137,6 +137,11 @@ pub(super) fn bare_command() -> Command {
         command.env_remove(var);
     }
     command.env("XDG_STATE_HOME", state_home());
+    // The user's own skills and agent types stay out of the tests.
+    command.env(
+        "XDG_CONFIG_HOME",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("xdg-config"),
+    );
     command
 }
 
@@ -263,7 +268,16 @@ fn tool_names(run: &Run) -> Vec<String> {
 /// What the library exports for the built-ins, to compare the command's output with.
 fn library_definitions(root: &Path) -> Vec<toolbelt_core::ToolSpec> {
     let mut registry = Registry::new(Session::new(root));
-    toolbelt_tools::register_builtins(&mut registry).unwrap();
+    // As the binary under test sees them: no skills of the user's.
+    let skills = toolbelt_tools::Skills::discover(registry.session().roots(), None);
+    toolbelt_tools::register_builtins_with(
+        &mut registry,
+        toolbelt_tools::BuiltinOptions {
+            skills: Some(skills),
+            ..toolbelt_tools::BuiltinOptions::default()
+        },
+    )
+    .unwrap();
     registry.definitions()
 }
 
