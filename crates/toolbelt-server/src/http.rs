@@ -411,8 +411,10 @@ fn mount_mcp(
         .with_max_request_body_bytes(config.max_body_bytes)
         .with_cancellation_token(cancel);
     let registry = Arc::clone(registry);
+    // The skills are served as prompts too, as over stdio.
+    let skills = toolbelt_tools::Skills::from_env(registry.session().roots());
     let service = StreamableHttpService::new(
-        move || Ok(McpServer::new(Arc::clone(&registry))),
+        move || Ok(McpServer::new(Arc::clone(&registry)).with_skills(skills.clone())),
         Arc::clone(&sessions),
         mcp_config,
     );

@@ -2,9 +2,14 @@
 //!
 //! [`McpServer`] implements rmcp's [`ServerHandler`] over a [`Registry`]: the
 //! registry stays the one source of tools, validation, policy, limits and
-//! logging; this module only translates. `tools/list` is built once from the
-//! registry's specs (names as the active profile exposes them), `tools/call`
-//! runs [`Registry::execute_call`] and answers with the envelope.
+//! logging; this module only translates. `tools/list` is built from the
+//! registry's specs (names as the active profile exposes them) and built again
+//! when [`Registry::revision`] changes (a skill added on disk changes `skill`'s
+//! description); `tools/call` runs [`Registry::execute_call`] and answers with
+//! the envelope. With [`McpServer::with_skills`], the skills are also served as
+//! prompts. After the handshake, each connection checks both lists every
+//! [`LIST_POLL_INTERVAL`] and tells the client when one changed
+//! (`notifications/tools/list_changed`, `notifications/prompts/list_changed`).
 //!
 //! [`serve_stdio`] runs it over standard input and output, newline-delimited,
 //! behind a line filter: a line that is not JSON, or is longer than
@@ -12,14 +17,17 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
 
 use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
 use rmcp::ServiceExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, ResultType, ServerCapabilities, ServerConfig, Tool, ToolsCapability,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt, PromptMessage,
+    PromptsCapability, ProtocolVersion, ResultType, Role, ServerCapabilities, ServerConfig, Tool,
+    ToolsCapability,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, ServerInitializeError};
 use serde::Deserialize;
@@ -29,6 +37,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::export::{self, Format};
 use toolbelt_core::{CallOptions, Envelope, ErrorCode, ProgressSink, Registry, Status, ToolCall};
+use toolbelt_tools::Skills;
 
 /// The name the server gives in `initialize`.
 pub const SERVER_NAME: &str = "toolbelt";
@@ -40,6 +49,9 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// The deepest nesting of arrays and objects accepted in a message; deeper
 /// messages are answered with an invalid-request error.
 pub const MAX_JSON_DEPTH: usize = 100;
+
+/// How often a connection checks whether its tools or prompts changed.
+pub const LIST_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Capacity of the in-memory pipes between the line filter and the protocol
 /// engine, in bytes.
@@ -83,19 +95,36 @@ impl From<ServerInitializeError> for ServerError {
 /// a message for the log.
 pub type RegistryFactory = Arc<dyn Fn(Vec<PathBuf>) -> Result<Registry, String> + Send + Sync>;
 
-/// The registry as an MCP server. Cheap to clone: every clone shares the registry
-/// and the prepared tool list.
+/// The registry as an MCP server. Cheap to clone: every clone shares the registry,
+/// the skills and the prepared tool list.
 #[derive(Clone)]
 pub struct McpServer {
-    registry: Arc<RwLock<Arc<Registry>>>,
-    tools: Arc<Vec<Tool>>,
+    served: Arc<RwLock<Served>>,
+    listed: Arc<RwLock<Listed>>,
     rebuild: Option<RegistryFactory>,
+}
+
+/// What answers now.
+struct Served {
+    registry: Arc<Registry>,
+    /// The skills served as prompts, of the registry's roots.
+    skills: Option<Skills>,
+    /// Bumped whenever the registry is replaced.
+    generation: u64,
+}
+
+/// The tools as `tools/list` shows them, and the generation and registry
+/// revision they were built at.
+struct Listed {
+    at: (u64, u64),
+    tools: Arc<Vec<Tool>>,
 }
 
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let listed = self.listed.read().unwrap_or_else(PoisonError::into_inner);
         f.debug_struct("McpServer")
-            .field("tools", &self.tools.len())
+            .field("tools", &listed.tools.len())
             .field("follows_client_roots", &self.rebuild.is_some())
             .finish_non_exhaustive()
     }
@@ -104,12 +133,29 @@ impl std::fmt::Debug for McpServer {
 impl McpServer {
     /// A server for every tool of `registry`, named as its profile exposes them.
     pub fn new(registry: Arc<Registry>) -> McpServer {
-        let tools = mcp_tools(&registry);
+        let at = (0, registry.revision());
+        let tools = Arc::new(mcp_tools(&registry));
         McpServer {
-            registry: Arc::new(RwLock::new(registry)),
-            tools: Arc::new(tools),
+            served: Arc::new(RwLock::new(Served {
+                registry,
+                skills: None,
+                generation: 0,
+            })),
+            listed: Arc::new(RwLock::new(Listed { at, tools })),
             rebuild: None,
         }
+    }
+
+    /// Serves `skills` as MCP prompts too: `prompts/list` gives each skill (its
+    /// name and description), `prompts/get` its instructions as one user message.
+    /// When the registry follows the client's roots ([`McpServer::with_client_roots`]),
+    /// the skills follow them too ([`Skills::for_roots`]).
+    pub fn with_skills(self, skills: Skills) -> McpServer {
+        self.served
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .skills = Some(skills);
+        self
     }
 
     /// Makes the client's roots the workspace roots: after the handshake, and
@@ -127,12 +173,148 @@ impl McpServer {
 
     /// The registry that answers calls now.
     pub fn registry(&self) -> Arc<Registry> {
-        Arc::clone(&self.registry.read().unwrap_or_else(PoisonError::into_inner))
+        Arc::clone(&self.served().registry)
     }
 
-    /// The tools as `tools/list` shows them.
-    pub fn tools(&self) -> &[Tool] {
-        &self.tools
+    /// The skills served as prompts now, if any.
+    pub fn skills(&self) -> Option<Skills> {
+        self.served().skills.clone()
+    }
+
+    fn served(&self) -> std::sync::RwLockReadGuard<'_, Served> {
+        self.served.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The tools as `tools/list` shows them now: built again when the registry
+    /// was replaced or its [revision](Registry::revision) changed.
+    pub fn tools(&self) -> Arc<Vec<Tool>> {
+        let (registry, generation) = {
+            let served = self.served();
+            (Arc::clone(&served.registry), served.generation)
+        };
+        let at = (generation, registry.revision());
+        {
+            let listed = self.listed.read().unwrap_or_else(PoisonError::into_inner);
+            if listed.at == at {
+                return Arc::clone(&listed.tools);
+            }
+        }
+        let tools = Arc::new(mcp_tools(&registry));
+        *self.listed.write().unwrap_or_else(PoisonError::into_inner) = Listed {
+            at,
+            tools: Arc::clone(&tools),
+        };
+        tools
+    }
+
+    /// Serves `registry` from now on, the skills following its roots, and lists
+    /// its tools.
+    fn replace(&self, registry: Registry) {
+        let registry = Arc::new(registry);
+        let revision = registry.revision();
+        let tools = Arc::new(mcp_tools(&registry));
+        let mut served = self.served.write().unwrap_or_else(PoisonError::into_inner);
+        served.skills = served
+            .skills
+            .as_ref()
+            .map(|skills| skills.for_roots(registry.session().roots()));
+        served.registry = registry;
+        served.generation += 1;
+        *self.listed.write().unwrap_or_else(PoisonError::into_inner) = Listed {
+            at: (served.generation, revision),
+            tools,
+        };
+    }
+
+    /// What the tool list and the prompt list are made of now (the registry's
+    /// generation and the revision of its tools, of the skills): a change means
+    /// the list changed.
+    fn list_states(&self) -> ((u64, u64), (u64, u64)) {
+        let (registry, skills, generation) = {
+            let served = self.served();
+            (
+                Arc::clone(&served.registry),
+                served.skills.clone(),
+                served.generation,
+            )
+        };
+        let prompts = skills.map_or(0, |s| s.revision());
+        ((generation, registry.revision()), (generation, prompts))
+    }
+
+    /// Checks, every [`LIST_POLL_INTERVAL`] until the connection ends, whether
+    /// the tools or the prompts changed, and tells the client.
+    fn watch_lists(&self, peer: Peer<RoleServer>) {
+        let server = self.clone();
+        let prompts_served = self.served().skills.is_some();
+        // The tools as last listed (a client that listed them before now has seen
+        // those), the prompts as they are now.
+        let mut tools_seen = self
+            .listed
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .at;
+        let (_, mut prompts_seen) = self.list_states();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(LIST_POLL_INTERVAL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // The first tick completes at once.
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                if peer.is_transport_closed() {
+                    return;
+                }
+                let (tools_now, prompts_now) = server.list_states();
+                if tools_now != tools_seen {
+                    tools_seen = tools_now;
+                    if let Err(e) = peer.notify_tool_list_changed().await {
+                        tracing::debug!("cannot tell the client the tools changed: {e}");
+                    }
+                }
+                if prompts_served && prompts_now != prompts_seen {
+                    prompts_seen = prompts_now;
+                    if let Err(e) = peer.notify_prompt_list_changed().await {
+                        tracing::debug!("cannot tell the client the prompts changed: {e}");
+                    }
+                }
+            }
+        });
+    }
+
+    /// The skills as prompts.
+    fn prompts(&self) -> Vec<Prompt> {
+        let Some(skills) = self.skills() else {
+            return Vec::new();
+        };
+        skills
+            .scan()
+            .skills
+            .into_iter()
+            .map(|skill| Prompt::new(skill.name, Some(skill.description), None))
+            .collect()
+    }
+
+    /// One skill as a prompt: its instructions as a user message.
+    fn prompt(&self, name: &str) -> Result<GetPromptResult, McpError> {
+        let Some(skills) = self.skills() else {
+            return Err(McpError::invalid_params(
+                format!("there is no prompt named {name:?}: this server has no prompts"),
+                None,
+            ));
+        };
+        let skill = skills.get(name).map_err(|unknown| {
+            // The prompts are the skills: the message names them so.
+            McpError::invalid_params(
+                unknown.to_string(),
+                Some(json!({"prompt": name, "closest": unknown.closest, "available": unknown.available})),
+            )
+        })?;
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+            Role::User,
+            skill.instructions(),
+        )])
+        .with_description(skill.description))
     }
 
     /// Asks the client for its roots and rebuilds the registry on them, in the
@@ -151,7 +333,7 @@ impl McpServer {
         if !has_roots {
             return;
         }
-        let slot = Arc::clone(&self.registry);
+        let server = self.clone();
         tokio::spawn(async move {
             let roots = match peer.list_roots().await {
                 Ok(result) => result.roots,
@@ -171,9 +353,7 @@ impl McpServer {
                 return;
             }
             match rebuild(dirs) {
-                Ok(registry) => {
-                    *slot.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(registry);
-                }
+                Ok(registry) => server.replace(registry),
                 Err(e) => tracing::warn!("cannot use the client's roots: {e}"),
             }
         });
@@ -307,9 +487,14 @@ fn mcp_tools(registry: &Registry) -> Vec<Tool> {
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let mut tools = ToolsCapability::default();
-        tools.list_changed = Some(false);
+        tools.list_changed = Some(true);
         let mut capabilities = ServerCapabilities::default();
         capabilities.tools = Some(tools);
+        if self.served().skills.is_some() {
+            let mut prompts = PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            capabilities.prompts = Some(prompts);
+        }
         ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
@@ -324,10 +509,27 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+        Ok(ListToolsResult::with_all_items(self.tools().to_vec()))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(self.prompts()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.prompt(&request.name).map(GetPromptResponse::from)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.watch_lists(context.peer.clone());
         self.follow_roots(context.peer);
     }
 
@@ -336,7 +538,10 @@ impl ServerHandler for McpServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|t| t.name == name).cloned()
+        // Asked for input schemas, which never change while a registry serves: the
+        // list as last built will do, without looking at the disk.
+        let listed = self.listed.read().unwrap_or_else(PoisonError::into_inner);
+        listed.tools.iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(

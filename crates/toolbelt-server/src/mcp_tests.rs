@@ -15,10 +15,18 @@ use super::*;
 /// Every test gives up after this long.
 const TEST_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// A client that records the progress notifications it receives.
+/// A client that records the progress and list-changed notifications it receives.
 #[derive(Clone)]
 struct Recorder {
     progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+    changed: mpsc::UnboundedSender<Changed>,
+}
+
+/// A list the server said changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Changed {
+    Tools,
+    Prompts,
 }
 
 impl ClientHandler for Recorder {
@@ -32,6 +40,14 @@ impl ClientHandler for Recorder {
         _context: NotificationContext<RoleClient>,
     ) {
         let _ = self.progress.send(params);
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.changed.send(Changed::Tools);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.changed.send(Changed::Prompts);
     }
 }
 
@@ -47,18 +63,34 @@ impl Drop for Stopped {
 struct Harness {
     client: RunningService<RoleClient, Recorder>,
     progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    changed: mpsc::UnboundedReceiver<Changed>,
     cancelled: mpsc::UnboundedReceiver<()>,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
+}
+
+/// Registers the built-ins, `skill` serving the skills of the registry's roots
+/// only (never the user's own).
+fn register_builtins(registry: &mut Registry) {
+    let skills = Skills::discover(registry.session().roots(), None);
+    toolbelt_tools::register_builtins_with(
+        registry,
+        toolbelt_tools::BuiltinOptions {
+            skills: Some(skills),
+            ..toolbelt_tools::BuiltinOptions::default()
+        },
+    )
+    .unwrap();
 }
 
 /// A registry with the built-ins plus `count_to` (reports progress) and `wait`
-/// (runs until cancelled), over a temporary workspace with `hello.txt`.
+/// (runs until cancelled), over a temporary workspace with `hello.txt`, its skills
+/// served as prompts too.
 async fn harness() -> Harness {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("hello.txt"), "hello\nworld\n").unwrap();
     let mut registry =
         Registry::new(Session::new(dir.path()).with_state_dir(dir.path().join(".toolbelt")));
-    toolbelt_tools::register_builtins(&mut registry).unwrap();
+    register_builtins(&mut registry);
     let count_spec = ToolSpec::new(
         "count_to",
         "Counts to n, reporting progress.",
@@ -90,15 +122,18 @@ async fn harness() -> Harness {
             }
         })
         .unwrap();
-    let server = McpServer::new(Arc::new(registry));
+    let skills = Skills::discover(registry.session().roots(), None);
+    let server = McpServer::new(Arc::new(registry)).with_skills(skills);
     let (server_io, client_io) = tokio::io::duplex(PIPE_BYTES);
     tokio::spawn(async move {
         let running = server.serve(server_io).await.unwrap();
         let _ = running.waiting().await;
     });
     let (progress_tx, progress) = mpsc::unbounded_channel();
+    let (changed_tx, changed) = mpsc::unbounded_channel();
     let client = Recorder {
         progress: progress_tx,
+        changed: changed_tx,
     }
     .serve(client_io)
     .await
@@ -106,8 +141,9 @@ async fn harness() -> Harness {
     Harness {
         client,
         progress,
+        changed,
         cancelled,
-        _dir: dir,
+        dir,
     }
 }
 
@@ -136,7 +172,9 @@ async fn initialize_names_the_server_and_offers_tools() {
             env!("CARGO_PKG_VERSION")
         );
         let tools = info.capabilities.tools.clone().unwrap();
-        assert_eq!(tools.list_changed, Some(false));
+        assert_eq!(tools.list_changed, Some(true));
+        let prompts = info.capabilities.prompts.clone().unwrap();
+        assert_eq!(prompts.list_changed, Some(true));
         assert!(
             info.instructions
                 .as_deref()
@@ -182,6 +220,7 @@ async fn tools_list_has_every_builtin_with_annotations() {
                 "read_file",
                 "read_output",
                 "set_todo_list",
+                "skill",
                 "think",
                 "update_project",
                 "update_todos",
@@ -346,7 +385,7 @@ fn lines_server() -> (
 ) {
     let dir = tempfile::tempdir().unwrap();
     let mut registry = Registry::new(Session::new(dir.path()));
-    toolbelt_tools::register_builtins(&mut registry).unwrap();
+    register_builtins(&mut registry);
     let (client_in, server_in) = tokio::io::duplex(PIPE_BYTES);
     let (server_out, client_out) = tokio::io::duplex(PIPE_BYTES);
     tokio::spawn(serve_lines(
@@ -478,7 +517,7 @@ async fn the_2026_07_28_revision_works_without_a_handshake() {
         .await;
         let listed = answer(&mut output).await;
         assert_eq!(listed["result"]["resultType"], "complete");
-        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 33);
+        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 34);
         send(
             &mut input,
             &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
@@ -553,7 +592,7 @@ async fn malformed_lines_are_answered_and_the_server_goes_on() {
             .unwrap();
         let list = answer(&mut output).await;
         assert_eq!(list["id"], 3);
-        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 33);
+        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 34);
     })
     .await;
 }
@@ -593,7 +632,7 @@ impl ClientHandler for RootsClient {
 
 fn builtins_on(roots: Vec<PathBuf>) -> Result<Registry, String> {
     let mut registry = Registry::new(Session::new(roots[0].clone()).with_roots(roots));
-    toolbelt_tools::register_builtins(&mut registry).map_err(|e| e.to_string())?;
+    register_builtins(&mut registry);
     Ok(registry)
 }
 
@@ -668,4 +707,206 @@ fn tool_results_have_the_shape_of_the_mcp_export() {
         expected["resultType"] = json!("complete");
         assert_eq!(serde_json::to_value(call_result(env)).unwrap(), expected);
     }
+}
+
+/// Writes the skill `name` into the root's `.toolbelt/skills/`.
+fn write_skill(root: &std::path::Path, name: &str, description: &str, body: &str) -> PathBuf {
+    let folder = root.join(".toolbelt/skills").join(name);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: {description}\n---\n{body}"),
+    )
+    .unwrap();
+    folder
+}
+
+/// The `skill` tool's description in a `tools/list`.
+fn skill_description(tools: &[Tool]) -> String {
+    tools
+        .iter()
+        .find(|t| t.name == "skill")
+        .and_then(|t| t.description.as_deref())
+        .unwrap()
+        .to_string()
+}
+
+/// Waits for the server to say that `list` changed.
+async fn changed(h: &mut Harness, list: Changed) {
+    loop {
+        let got = tokio::time::timeout(Duration::from_secs(5), h.changed.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no notification that the {list:?} changed within 5 s"))
+            .unwrap();
+        if got == list {
+            return;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_skill_added_on_disk_is_announced_and_listed() {
+    with_timeout(async {
+        let mut h = harness().await;
+        let tools = h.client.list_all_tools().await.unwrap();
+        let before = skill_description(&tools);
+        assert!(
+            before.ends_with("No skills are installed at the moment."),
+            "{before}"
+        );
+        assert_eq!(h.client.list_all_prompts().await.unwrap(), Vec::new());
+
+        write_skill(
+            h.dir.path(),
+            "pdf",
+            "Fill PDF forms.",
+            "Use the form script.\n",
+        );
+        changed(&mut h, Changed::Tools).await;
+        let tools = h.client.list_all_tools().await.unwrap();
+        let after = skill_description(&tools);
+        assert!(
+            after.ends_with("\n\nSkills:\n- pdf: Fill PDF forms."),
+            "{after}"
+        );
+        changed(&mut h, Changed::Prompts).await;
+        let prompts = h.client.list_all_prompts().await.unwrap();
+        assert_eq!(
+            prompts,
+            vec![Prompt::new("pdf", Some("Fill PDF forms."), None)]
+        );
+
+        // Nothing changes: nothing is announced.
+        tokio::time::sleep(LIST_POLL_INTERVAL * 2).await;
+        assert_eq!(h.changed.try_recv().ok(), None);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn prompts_are_the_skills_instructions() {
+    with_timeout(async {
+        let h = harness().await;
+        let folder = write_skill(
+            h.dir.path(),
+            "pdf",
+            "Fill PDF forms.",
+            "Run `uv run scripts/fill.py`.\n",
+        );
+        write_skill(h.dir.path(), "docx", "Word files.", "Use python-docx.\n");
+        let names: Vec<String> = h
+            .client
+            .list_all_prompts()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(names, vec!["docx", "pdf"]);
+
+        let prompt = h
+            .client
+            .get_prompt(GetPromptRequestParams::new("pdf"))
+            .await
+            .unwrap();
+        assert_eq!(prompt.description.as_deref(), Some("Fill PDF forms."));
+        assert_eq!(prompt.messages.len(), 1);
+        assert_eq!(prompt.messages[0].role, Role::User);
+        let text = prompt.messages[0].content.as_text().unwrap().text.clone();
+        assert_eq!(
+            text,
+            format!(
+                "Skill \"pdf\" from the folder {} (run its scripts and open its files from there).\n\n\
+                 Run `uv run scripts/fill.py`.\n",
+                folder.display()
+            )
+        );
+
+        let err = h
+            .client
+            .get_prompt(GetPromptRequestParams::new("pdff"))
+            .await
+            .unwrap_err();
+        let rmcp::ServiceError::McpError(err) = err else {
+            panic!("not an MCP error: {err:?}");
+        };
+        assert_eq!(err.code, RpcCode::INVALID_PARAMS);
+        assert_eq!(
+            err.message,
+            "there is no skill named \"pdff\"; did you mean \"pdf\"?"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_skills_follow_the_clients_roots() {
+    with_timeout(async {
+        let start = tempfile::tempdir().unwrap();
+        let client_root = tempfile::tempdir().unwrap();
+        write_skill(
+            client_root.path(),
+            "theirs",
+            "In the client's root.",
+            "Body.\n",
+        );
+        let registry = builtins_on(vec![start.path().to_owned()]).unwrap();
+        let skills = Skills::discover(registry.session().roots(), None);
+        let server = McpServer::new(Arc::new(registry))
+            .with_skills(skills)
+            .with_client_roots(builtins_on);
+        let (server_io, client_io) = tokio::io::duplex(PIPE_BYTES);
+        tokio::spawn(async move {
+            let running = server.serve(server_io).await.unwrap();
+            let _ = running.waiting().await;
+        });
+        let client = RootsClient {
+            roots: Arc::new(std::sync::Mutex::new(vec![client_root.path().to_owned()])),
+        }
+        .serve(client_io)
+        .await
+        .unwrap();
+        loop {
+            let prompts = client.list_all_prompts().await.unwrap();
+            if prompts.iter().any(|p| p.name == "theirs") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let tools = client.list_all_tools().await.unwrap();
+        assert!(skill_description(&tools).contains("- theirs: In the client's root."));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_list_watch_ends_with_the_connection() {
+    with_timeout(async {
+        let dir = tempfile::tempdir().unwrap();
+        let mut registry = Registry::new(Session::new(dir.path()));
+        register_builtins(&mut registry);
+        let server = McpServer::new(Arc::new(registry));
+        let probe = server.clone();
+        let (server_io, client_io) = tokio::io::duplex(PIPE_BYTES);
+        tokio::spawn(async move {
+            let running = server.serve(server_io).await.unwrap();
+            let _ = running.waiting().await;
+        });
+        let (progress, _) = mpsc::unbounded_channel();
+        let (changed, _) = mpsc::unbounded_channel();
+        let client = Recorder { progress, changed }
+            .serve(client_io)
+            .await
+            .unwrap();
+        // The probe, the connection and, once the handshake is done, its watch.
+        while Arc::strong_count(&probe.served) < 3 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        client.cancel().await.unwrap();
+        // The watch notices within one interval that the client is gone.
+        while Arc::strong_count(&probe.served) > 1 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
 }

@@ -28,6 +28,8 @@
 //!   [`BashOutputTool`] (`bash_output`), [`WriteStdin`], [`KillShell`] and
 //!   [`ListShells`] reach through one shared [`toolbelt_exec::Shells`]. Commands
 //!   run in the sandbox of [`BuiltinOptions::sandbox`], when one is given.
+//! - [`SkillTool`] (`skill`): loads a skill's instructions; [`Skills`] finds the
+//!   skills (folders with a `SKILL.md`) in the workspace and the user's config home.
 //!
 //! [`TOOLSETS`] groups them (`files`, `search`, `shell`, `coding`, ...) for
 //! [`Registry::select`](toolbelt_core::Registry::select).
@@ -70,6 +72,7 @@ mod read_output;
 mod reviews;
 mod schedule;
 mod set_todo_list;
+mod skill;
 mod store;
 mod think;
 mod toolsets;
@@ -128,6 +131,11 @@ pub use schedule::cron::{
 pub use set_todo_list::{
     SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoInput, TodoListOutput, TodoStatus, render,
 };
+pub use skill::{
+    MAX_ENTRIES_PER_DIR, MAX_LISTED_DESCRIPTION_CHARS, MAX_LISTED_FILES, MAX_LISTED_SKILLS,
+    MAX_SKILL_FILE_BYTES, MAX_SKILL_NAME_LEN, SKILL_FILE, Skill, SkillOutput, SkillParams,
+    SkillProblem, SkillScan, SkillTool, Skills, UnknownSkill, skill_dirs,
+};
 pub use store::{StoreHandle, store_error};
 pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
 pub use toolsets::TOOLSETS;
@@ -163,6 +171,9 @@ pub struct BuiltinOptions {
     /// The store of todos and the planner; by default a SQLite file in the
     /// session's state directory, opened on first use.
     pub store: Option<StoreHandle>,
+    /// The skills `skill` serves; by default those of the session's roots and of
+    /// the user's config home, from the environment ([`Skills::from_env`]).
+    pub skills: Option<Skills>,
 }
 
 /// Registers every built-in tool with the default options. The shell tools share
@@ -222,6 +233,10 @@ pub fn register_builtins_with(
     registry.register_typed(WriteStdin::new(shells.clone()))?;
     registry.register_typed(KillShell::new(shells.clone()))?;
     registry.register_typed(ListShells::new(shells))?;
+    let skills = options
+        .skills
+        .unwrap_or_else(|| Skills::from_env(registry.session().roots()));
+    registry.register(SkillTool::new(skills))?;
     Ok(())
 }
 

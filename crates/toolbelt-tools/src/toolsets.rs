@@ -70,7 +70,19 @@ pub const TOOLSETS: &[Toolset] = &[
         ],
         &[],
     ),
-    Toolset::new("agent", "Subagents and skills.", &[], &[]),
+    Toolset::new(
+        "agent",
+        "Skills, and subagents (with a model configured).",
+        &[
+            "skill",
+            "task",
+            "spawn",
+            "task_output",
+            "task_stop",
+            "task_list",
+        ],
+        &[],
+    ),
     Toolset::new(
         "schedule",
         "Jobs that send messages on a schedule (with a channel configured).",

@@ -1191,6 +1191,20 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
     // Broken skills are skipped where they are served: warnings, not failures.
     let skills = toolbelt_tools::Skills::from_env(&roots);
     let skill_scan = skills.scan();
+    // The same for agent types, checked against the tools subagents would get.
+    let agent_types = if ok {
+        build_registry(g, true).ok().and_then(|b| {
+            let subagents = b.subagents?;
+            subagents.attach(&b.registry);
+            Some((
+                subagents.types().names().join(", "),
+                subagents.types().searched().to_vec(),
+                subagents.problems(),
+            ))
+        })
+    } else {
+        None
+    };
     if json {
         let value = serde_json::json!({
             "ok": ok,
@@ -1210,6 +1224,14 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
                 "support": support,
             },
             "skills": skills_json(&skills, &skill_scan),
+            "agent_types": agent_types.as_ref().map(|(names, dirs, problems)| serde_json::json!({
+                "names": names.split(", ").collect::<Vec<_>>(),
+                "dirs": dirs,
+                "problems": problems
+                    .iter()
+                    .map(|p| serde_json::json!({"path": p.path, "message": p.message}))
+                    .collect::<Vec<_>>(),
+            })),
             "problems": problems,
         });
         out(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
@@ -1229,6 +1251,20 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
             text.push_str(&format!("tools: {n}\n"));
         }
         text.push_str(&skills_text(&skills, &skill_scan));
+        if let Some((names, dirs, type_problems)) = &agent_types {
+            let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            text.push_str(&format!(
+                "agent types: {names} (looked in {})\n",
+                dirs.join(", ")
+            ));
+            for p in type_problems {
+                text.push_str(&format!(
+                    "warning: agent type skipped: {}: {}\n",
+                    p.path.display(),
+                    p.message
+                ));
+            }
+        }
         if let Some(store) = &store_report {
             text.push_str(&format!("store: {store}\n"));
         }

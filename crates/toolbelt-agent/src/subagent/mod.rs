@@ -800,8 +800,10 @@ impl Subagents {
             final_snapshot.tool_calls,
             result
         );
-        // Delivered unless the process is stopping (then it stays in the store).
-        if !self.shared.shutdown.is_cancelled() {
+        // Delivered to the agent that started it, if one listens and the process is
+        // not stopping; otherwise it stays for task_output (and in the store).
+        let bound = lock(&self.level.events).is_some();
+        if bound && !self.shared.shutdown.is_cancelled() {
             lock(&self.level.reports).push((spec.id.clone(), report));
         }
         lock(&self.level.running).remove(&spec.id);

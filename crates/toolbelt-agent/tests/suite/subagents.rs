@@ -680,3 +680,42 @@ async fn an_agent_type_from_a_file_gets_exactly_its_tools() {
         env.text
     );
 }
+
+/// What the subagent tools' definitions cost a model (o200k_base tokens of the
+/// OpenAI export), with the built-in types listed: printed, and bounded.
+#[test]
+fn the_subagent_tools_stay_within_their_token_budgets() {
+    let root = TempDir::new().unwrap();
+    let server = ScriptedServer::start(Script::new(ProviderKind::OpenAi, Vec::new())).unwrap();
+    let s = setup(
+        root.path(),
+        &server,
+        AgentTypes::builtin(),
+        SubagentLimits::default(),
+        None,
+    );
+    let bpe = tiktoken_rs::o200k_base().unwrap();
+    let budgets = [
+        ("task", 500),
+        ("spawn", 400),
+        ("task_output", 220),
+        ("task_stop", 120),
+        ("task_list", 100),
+    ];
+    let mut total = 0;
+    for (name, budget) in budgets {
+        let spec = s
+            .registry
+            .definitions()
+            .into_iter()
+            .find(|d| d.name == name)
+            .unwrap();
+        let json = toolbelt_core::export::export(&[spec], toolbelt_core::export::Format::OpenAi)
+            .to_string();
+        let tokens = bpe.encode_with_special_tokens(&json).len();
+        println!("{name:<12} {tokens:>5} tokens (budget {budget})");
+        assert!(tokens <= budget, "{name}: {tokens} tokens, over {budget}");
+        total += tokens;
+    }
+    println!("{:<12} {total:>5} tokens", "all");
+}

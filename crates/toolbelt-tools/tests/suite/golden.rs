@@ -9,7 +9,7 @@ use toolbelt_core::{Category, ErrorCode, SchemaValidator, ToolSpec};
 
 use super::{builtins, call, error_message, success_data};
 
-const BUILTIN_NAMES: [&str; 35] = [
+const BUILTIN_NAMES: [&str; 36] = [
     "analyze_patterns",
     "apply_patch",
     "bash",
@@ -37,6 +37,7 @@ const BUILTIN_NAMES: [&str; 35] = [
     "read_file",
     "read_output",
     "set_todo_list",
+    "skill",
     "think",
     "update_project",
     "update_todos",
@@ -160,7 +161,9 @@ async fn examples_of_think_and_set_todo_list_are_what_the_tools_return() {
         // build on each other (goal-1, then project-1...): its suite runs them in order;
         // the reviews' examples need reviews: their suite checks them on a store holding them.
         // message and cron answer with fresh ids and times: their suite checks their shapes.
+        // skill's example needs a skill on disk: its suite installs one and checks it.
         if spec.name == "read_output"
+            || spec.category == Category::Agent
             || spec.category == Category::Message
             || spec.category == Category::Schedule
             || spec.category == Category::Review

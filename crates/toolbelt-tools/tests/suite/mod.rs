@@ -18,6 +18,7 @@ mod read_file;
 mod read_output;
 mod reviews;
 mod set_todo_list;
+mod skill;
 mod store_writers;
 mod think;
 mod tokens;
@@ -38,10 +39,19 @@ fn builtins(root: &Path) -> Registry {
     registry_with(Session::new(root))
 }
 
-/// A registry holding the built-in tools in `session`.
+/// A registry holding the built-in tools in `session`; `skill` serves the skills
+/// of the session's roots only, never the user's own.
 fn registry_with(session: Session) -> Registry {
     let mut registry = Registry::new(session);
-    toolbelt_tools::register_builtins(&mut registry).unwrap();
+    let skills = toolbelt_tools::Skills::discover(registry.session().roots(), None);
+    toolbelt_tools::register_builtins_with(
+        &mut registry,
+        toolbelt_tools::BuiltinOptions {
+            skills: Some(skills),
+            ..toolbelt_tools::BuiltinOptions::default()
+        },
+    )
+    .unwrap();
     registry
 }
 

@@ -7,18 +7,20 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use toolbelt_core::export::{Format, export};
-use toolbelt_core::{Registry, Session, ToolSpec};
+use toolbelt_core::{Session, ToolSpec};
 use toolbelt_tools::TOOLSETS;
 
 /// Tokens one tool's definition may take.
 const MAX_TOOL_TOKENS: usize = 1_150;
 /// Tokens every built-in tool's definition may take together.
 const MAX_TOTAL_TOKENS: usize = 17_500;
+/// Tokens `skill`'s definition may take with its listing full: 50 skills with long
+/// descriptions, and more counted.
+const MAX_FULL_SKILL_TOKENS: usize = 3_200;
 
 /// Every built-in tool, `message` and `cron` with one channel.
 fn catalogue(dir: &std::path::Path) -> Vec<ToolSpec> {
-    let mut registry = Registry::new(Session::new(dir));
-    toolbelt_tools::register_builtins(&mut registry).unwrap();
+    let mut registry = super::registry_with(Session::new(dir));
     super::messaging::register(&mut registry, dir, &[]);
     registry.definitions()
 }
@@ -84,6 +86,37 @@ fn tool_definitions_stay_within_their_token_budgets() {
     );
 }
 
+/// The listing of skills in `skill`'s description is bounded however many skills
+/// there are and however long their descriptions.
+#[test]
+fn a_full_skill_listing_stays_within_its_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..80 {
+        let folder = dir.path().join(format!(".toolbelt/skills/skill-{i:02}"));
+        std::fs::create_dir_all(&folder).unwrap();
+        let description = "Converts, fills and checks documents of one kind; ".repeat(10);
+        std::fs::write(
+            folder.join("SKILL.md"),
+            format!(
+                "---\nname: skill-{i:02}-with-a-longer-name\ndescription: {description}\n---\n"
+            ),
+        )
+        .unwrap();
+    }
+    let specs = catalogue(dir.path());
+    let skill = specs.iter().find(|s| s.name == "skill").unwrap();
+    let bpe = tiktoken_rs::o200k_base().unwrap();
+    let tokens = bpe
+        .encode_ordinary(&openai_json(std::slice::from_ref(skill)))
+        .len();
+    println!("skill with 80 skills listed: {tokens} tokens");
+    assert!(skill.description.contains("... and 30 more"));
+    assert!(
+        tokens <= MAX_FULL_SKILL_TOKENS,
+        "skill's definition takes {tokens} tokens with a full listing, over {MAX_FULL_SKILL_TOKENS}"
+    );
+}
+
 /// Each tool of a category belongs to that category's set; every set names only
 /// tools there are; every tool is in some set.
 #[test]
@@ -109,10 +142,13 @@ fn the_toolsets_match_the_tools_categories() {
             set.name
         );
     }
+    // The subagent tools are registered by toolbelt-agent, with a model configured.
+    const SUBAGENT_TOOLS: [&str; 5] = ["task", "spawn", "task_output", "task_stop", "task_list"];
     for set in TOOLSETS {
         for tool in set.members(TOOLSETS) {
             assert!(
-                specs.iter().any(|s| s.name == tool),
+                specs.iter().any(|s| s.name == tool)
+                    || (set.name == "agent" && SUBAGENT_TOOLS.contains(&tool)),
                 "the {} set names {tool}, which is no tool",
                 set.name
             );

@@ -354,7 +354,7 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
     assert_eq!(run.code, 0, "{run:#?}");
     let tools = stdout_json(&run);
     let tools = tools.as_array().unwrap();
-    assert_eq!(tools.len(), 33);
+    assert_eq!(tools.len(), 34);
     let mut checked = 0;
     for tool in tools {
         let function = &tool["function"];
@@ -368,7 +368,7 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
     }
     // One object per tool, plus set_todo_list's todo, multi_edit's edit,
     // update_todos' added and updated todos, and update_project's updates.
-    assert_eq!(checked, 38);
+    assert_eq!(checked, 39);
 }
 
 #[test]
@@ -461,7 +461,7 @@ fn schema_usage_errors_exit_2() {
     let run = toolbelt(dir.path(), &["schema", "nope"]);
     assert_usage_error(
         &run,
-        "unknown tool \"nope\"; available: analyze_patterns, apply_patch, bash, bash_output, complete_task, create_goal, create_project, create_task, delete_project, edit_file, get_project, glob, grep, kill_shell, link_goal_to_project, list_dir, list_goals, list_projects, list_reviews, list_shells, list_tasks, multi_edit, read_file, read_output, set_todo_list, think, update_project, update_todos, web_fetch, web_search, write_file, write_review, write_stdin",
+        "unknown tool \"nope\"; available: analyze_patterns, apply_patch, bash, bash_output, complete_task, create_goal, create_project, create_task, delete_project, edit_file, get_project, glob, grep, kill_shell, link_goal_to_project, list_dir, list_goals, list_projects, list_reviews, list_shells, list_tasks, multi_edit, read_file, read_output, set_todo_list, skill, think, update_project, update_todos, web_fetch, web_search, write_file, write_review, write_stdin",
     );
 }
 
@@ -730,6 +730,7 @@ fn claude_profile_exposes_todo_write() {
             "Read",
             "read_output",
             "TodoWrite",
+            "skill",
             "think",
             "update_project",
             "update_todos",
@@ -816,6 +817,7 @@ fn config_file_in_the_root_sets_the_profile() {
             "ReadFile",
             "read_output",
             "SetTodoList",
+            "skill",
             "Think",
             "update_project",
             "update_todos",
@@ -856,6 +858,7 @@ fn config_file_in_the_root_sets_the_profile() {
             "read_file",
             "read_output",
             "set_todo_list",
+            "skill",
             "think",
             "update_project",
             "update_todos",
@@ -905,6 +908,7 @@ fn explicit_config_file_is_used() {
             "Read",
             "read_output",
             "TodoWrite",
+            "skill",
             "think",
             "update_project",
             "update_todos",

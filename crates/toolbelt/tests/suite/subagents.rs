@@ -177,3 +177,54 @@ fn subagent_tools_are_offered_only_with_a_model() {
         assert!(with.contains(&name.to_string()), "{name} missing: {with:?}");
     }
 }
+
+#[test]
+fn doctor_reports_broken_agent_types_and_keeps_the_good_ones() {
+    let root = TempDir::new().unwrap();
+    let agents = root.path().join(".toolbelt").join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("reviewer.md"),
+        "---\nname: reviewer\ndescription: Reviews diffs.\ntools: read_file, grep, no_such_tool\n---\nReview.\n",
+    )
+    .unwrap();
+    std::fs::write(agents.join("plain.md"), "Just text.\n").unwrap();
+    std::fs::write(
+        agents.join("bad.md"),
+        "---\nname: bad\ndescription: [x\n---\nBody\n",
+    )
+    .unwrap();
+    let child = command(root.path(), &["doctor", "--json"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = finish(child, &["doctor"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["ok"], true);
+    let types = &report["agent_types"];
+    assert_eq!(
+        types["names"],
+        json!(["general-purpose", "explore", "reviewer"])
+    );
+    let problems: Vec<String> = types["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}",
+                p["path"].as_str().unwrap(),
+                p["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert!(
+        problems[0].contains("bad.md") && problems[0].contains("line"),
+        "{problems:?}"
+    );
+    assert!(problems[1].contains("plain.md") && problems[1].contains("front matter"));
+    assert!(problems[2].contains("reviewer.md") && problems[2].contains("no_such_tool"));
+}

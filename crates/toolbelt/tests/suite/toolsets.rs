@@ -114,7 +114,8 @@ fn sets_and_names_combine_from_the_flag_the_environment_and_the_config() {
             "edit_file",
             "list_dir",
             "multi_edit",
-            "read_file"
+            "read_file",
+            "skill"
         ]
     );
 }
