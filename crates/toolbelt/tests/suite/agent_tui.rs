@@ -275,3 +275,50 @@ fn a_no_carries_its_reason_and_ctrl_c_keeps_the_conversation() {
     term.keys(&["C-c"]);
     term.wait_for(&["EXITED 0"]);
 }
+
+#[test]
+fn a_running_subagent_is_one_line_that_updates() {
+    let Some(tmux) = tmux() else {
+        eprintln!("skipping: tmux is not installed and cannot be installed here");
+        return;
+    };
+    let server = ScriptedServer::start(
+        Script::new(
+            ProviderKind::OpenAi,
+            vec![
+                Reply::call(
+                    "task",
+                    r#"{"description":"inspect the tree","prompt":"TUI-CHILD look around"}"#,
+                ),
+                Reply::text("parent done"),
+            ],
+        )
+        .route(
+            "TUI-CHILD",
+            vec![
+                Reply::call("bash", r#"{"command":"sleep 4"}"#),
+                Reply::text("child finished"),
+            ],
+        ),
+    )
+    .unwrap();
+    let (dir, command) = workspace(&server);
+    let term = Terminal::start(tmux, dir.path(), &command);
+    term.wait_for(&["/help for commands"]);
+    term.keys(&["-l", "look with a subagent"]);
+    term.keys(&["Enter"]);
+    // While the child works, its progress is the one updating line.
+    term.wait_for(&["task \"inspect the tree\" — 1 tool call · bash sleep 4"]);
+    // Then the call's line, folded to its count, and the parent's answer.
+    let screen = term.wait_for(&["● task \"inspect the tree\" — 1 tool call", "parent done"]);
+    assert_eq!(
+        screen
+            .matches("task \"inspect the tree\" — 1 tool call · bash")
+            .count(),
+        0,
+        "the progress line was left on the screen:\n{screen}"
+    );
+    term.keys(&["-l", "/exit"]);
+    term.keys(&["Enter"]);
+    term.wait_for(&["EXITED 0"]);
+}
