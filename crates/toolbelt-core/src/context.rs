@@ -28,6 +28,7 @@ pub struct Session {
     budget: OutputBudget,
     timeout: Duration,
     stamps: Arc<FileStamps>,
+    inline_file_work: bool,
 }
 
 impl Session {
@@ -41,6 +42,7 @@ impl Session {
             budget: OutputBudget::default(),
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
             stamps: Arc::new(FileStamps::new()),
+            inline_file_work: false,
         }
     }
 
@@ -75,6 +77,24 @@ impl Session {
     pub fn with_timeout(mut self, timeout: Duration) -> Session {
         self.timeout = timeout.min(Duration::from_millis(MAX_TIMEOUT_MS));
         self
+    }
+
+    /// Lets small file operations (a read, a write, an edit, a shallow listing) run
+    /// on the calling thread instead of a worker thread, where the roots are on local
+    /// filesystems. This saves the hand-over between threads, the larger part of a
+    /// small call's time, for a server answering one request at a time on a
+    /// single-threaded runtime; while such an operation runs, nothing else on that
+    /// thread does, so leave it off (the default) where calls must be cancellable
+    /// mid-operation or run side by side.
+    pub fn with_inline_file_work(mut self, inline: bool) -> Session {
+        self.inline_file_work = inline;
+        self
+    }
+
+    /// Whether small file operations may run on the calling thread
+    /// ([`Session::with_inline_file_work`]).
+    pub fn inline_file_work(&self) -> bool {
+        self.inline_file_work
     }
 
     /// Workspace roots.

@@ -984,7 +984,7 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 
 /// The call log's record of a final envelope.
 fn call_record(env: &Envelope, at_ms: i64) -> CallRecord {
-    let data_len = serde_json::to_string(&env.data).map_or(0, |s| s.len());
+    let data_len = json_len(&env.data);
     CallRecord {
         at_ms,
         tool: env.context.tool.clone(),
@@ -995,6 +995,22 @@ fn call_record(env: &Envelope, at_ms: i64) -> CallRecord {
         duration_ms: env.stats.time_ms,
         bytes_out: u64::try_from(env.text.len() + data_len).unwrap_or(u64::MAX),
     }
+}
+
+/// The length of `value` as compact JSON, counted without building the text.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value).map_or(0, |()| count.0)
 }
 
 fn unix_ms_now() -> i64 {

@@ -8,6 +8,8 @@
 //! - [`text`]: encodings, binary and image sniffing, numbered line rendering.
 //! - [`edit`] and [`diff`]: the string-replacement engine and unified diffs.
 //! - [`patch`]: the `*** Begin Patch` envelope, parsed and applied.
+//! - [`mounts`]: whether the roots are on local filesystems, where small operations
+//!   may run inline.
 //!
 //! ```
 //! use toolbelt_fs::{Jail, WriteOptions};
@@ -25,6 +27,7 @@ pub mod diff;
 pub mod edit;
 mod error;
 mod jail;
+pub mod mounts;
 pub mod patch;
 pub mod text;
 

@@ -15,6 +15,8 @@ use crate::store::Store;
 pub const CALL_LOG_QUEUE_CAPACITY: usize = 4096;
 /// Most records written in one transaction.
 pub const CALL_LOG_BATCH_MAX: usize = 256;
+/// How long the first record of a batch waits for more before the batch is written.
+pub const CALL_LOG_LINGER: std::time::Duration = std::time::Duration::from_millis(200);
 /// How long calls stay in the log: each batch written removes those older than
 /// this, counted back from the newest record of the batch.
 pub const CALL_LOG_RETENTION_MS: i64 = 90 * 24 * 60 * 60 * 1000;
@@ -26,7 +28,8 @@ enum Message {
 
 /// A [`CallLog`] that writes to the `calls` table. [`CallLog::record`] only puts
 /// the record on a queue; a background task writes what has queued up in one
-/// transaction per batch. When a batch cannot be written it is dropped with a
+/// transaction per batch, a batch being what arrives within [`CALL_LOG_LINGER`]
+/// of its first record (at most [`CALL_LOG_BATCH_MAX`]). When a batch cannot be written it is dropped with a
 /// warning: the log never fails a call. Cheap to clone (clones share the queue).
 ///
 /// Call [`CallLogWriter::flush`] before the process exits, so that nothing
@@ -87,16 +90,28 @@ async fn write_loop(store: StoreHandle, workspace: String, mut rx: mpsc::Receive
     while let Some(first) = rx.recv().await {
         let mut batch = Vec::new();
         let mut waiters = Vec::new();
+        // A batch waits for the records of the next moments, so that a busy server
+        // writes once per batch, not once per call; a flush writes at once.
+        let deadline = tokio::time::Instant::now() + CALL_LOG_LINGER;
         let mut next = Some(first);
         while let Some(message) = next.take() {
             match message {
                 Message::Record(r) => batch.push(r),
                 Message::Flush(w) => waiters.push(w),
             }
-            if batch.len() >= CALL_LOG_BATCH_MAX {
+            if batch.len() >= CALL_LOG_BATCH_MAX || !waiters.is_empty() {
                 break;
             }
-            next = rx.try_recv().ok();
+            next = match rx.try_recv() {
+                Ok(message) => Some(message),
+                Err(mpsc::error::TryRecvError::Disconnected) => None,
+                Err(mpsc::error::TryRecvError::Empty) => {
+                    tokio::time::timeout_at(deadline, rx.recv())
+                        .await
+                        .ok()
+                        .flatten()
+                }
+            };
         }
         if batch.is_empty() {
             // Only flushes: nothing to write.

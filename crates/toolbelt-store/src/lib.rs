@@ -59,8 +59,8 @@ pub use analysis::{
     Themes, TimeRange, WeekdayMood, analyze, analyze_patterns,
 };
 pub use calls::{
-    CALL_LOG_BATCH_MAX, CALL_LOG_QUEUE_CAPACITY, CALL_LOG_RETENTION_MS, CallEntry, CallFilter,
-    CallLogWriter, recent_calls,
+    CALL_LOG_BATCH_MAX, CALL_LOG_LINGER, CALL_LOG_QUEUE_CAPACITY, CALL_LOG_RETENTION_MS, CallEntry,
+    CallFilter, CallLogWriter, recent_calls,
 };
 pub use cron::{
     Claim, CronJob, CronJobStatus, FireMode, Firing, LastRun, MAX_CRON_NAME_CHARS, NewCronJob,

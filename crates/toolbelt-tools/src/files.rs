@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolbelt_core::policy::{Decision, Policy, Request};
@@ -43,13 +45,19 @@ pub(crate) struct Workspace {
     stamps: Arc<FileStamps>,
     policy: Option<Arc<Policy>>,
     tool: String,
+    /// Small operations may run on the calling thread ([`Workspace::run`]).
+    inline: bool,
 }
 
 /// Opens the session's roots for one call.
 pub(crate) fn workspace(ctx: &ToolContext) -> Result<Workspace, ToolError> {
     let session = ctx.session();
     let jail = jail_for(session.roots()).map_err(fs_error)?;
+    let inline = session.inline_file_work()
+        && !INLINE_TOO_SLOW.load(Ordering::Relaxed)
+        && toolbelt_fs::mounts::on_local_filesystems(session.roots());
     Ok(Workspace {
+        inline,
         jail,
         cwd: session.cwd().to_path_buf(),
         stamps: Arc::clone(session.file_stamps()),
@@ -328,5 +336,41 @@ pub(crate) async fn blocking<T: Send + 'static>(
             ErrorCode::Internal,
             format!("the file operation stopped unexpectedly: {err}"),
         )),
+    }
+}
+
+/// An operation run inline that takes longer than this marks the filesystem as
+/// too slow for it: from then on, every operation goes to a worker thread.
+const INLINE_SLOW: Duration = Duration::from_secs(1);
+
+/// Set once an inline operation took longer than [`INLINE_SLOW`].
+static INLINE_TOO_SLOW: AtomicBool = AtomicBool::new(false);
+
+impl Workspace {
+    /// Runs a small file operation: on this thread when the session allows it and
+    /// the roots are on local filesystems (no hand-over between threads, which costs
+    /// more than the operation), else on a worker thread like [`blocking`].
+    ///
+    /// # Security
+    /// Inline work is never done on a network or FUSE filesystem, where an operation
+    /// can hang for as long as its server is away; one that still takes over
+    /// [`INLINE_SLOW`] sends all later operations to worker threads.
+    pub async fn run<T: Send + 'static>(
+        self,
+        f: impl FnOnce(&Workspace) -> Result<T, ToolError> + Send + 'static,
+    ) -> Result<T, ToolError> {
+        if !self.inline {
+            return blocking(move || f(&self)).await;
+        }
+        let started = Instant::now();
+        let result = f(&self);
+        if started.elapsed() > INLINE_SLOW && !INLINE_TOO_SLOW.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                tool = %self.tool,
+                elapsed_ms = started.elapsed().as_millis(),
+                "a file operation took over a second; file work moves to worker threads"
+            );
+        }
+        result
     }
 }

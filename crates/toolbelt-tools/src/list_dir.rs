@@ -10,6 +10,9 @@ use toolbelt_search::tree::{self, Tree, TreeError, TreeNode, TreeOptions};
 
 use crate::files::{Workspace, blocking, fs_error, workspace};
 
+/// Deepest listing run inline where the session allows it (see `Workspace::run`).
+const MAX_INLINE_DEPTH: u32 = 3;
+
 /// Deepest `depth` accepted.
 pub const MAX_LIST_DEPTH: u32 = 20;
 /// Most entries one call shows.
@@ -143,7 +146,11 @@ impl TypedTool for ListDir {
 
     async fn call(&self, ctx: &ToolContext, p: ListDirParams) -> ToolResult<ListDirOutput> {
         let ws = workspace(ctx)?;
-        blocking(move || list(&ws, &p)).await
+        if p.depth.is_some_and(|d| d > MAX_INLINE_DEPTH) {
+            // A deep walk may take a while: not on the calling thread.
+            return blocking(move || list(&ws, &p)).await;
+        }
+        ws.run(move |ws| list(ws, &p)).await
     }
 }
 

@@ -8,10 +8,10 @@ use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
 use toolbelt_fs::text::{self, Encoding, RenderOptions, Sniffed};
-use toolbelt_fs::{EntryKind, FsError, WorkPath};
+use toolbelt_fs::{FsError, WorkPath};
 use toolbelt_search::tree::TreeOptions;
 
-use crate::files::{Workspace, blocking, fs_error, workspace};
+use crate::files::{Workspace, fs_error, workspace};
 use crate::list_dir::{ListDirNode, listing};
 
 /// The largest file read into memory; larger ones are refused with TOO_LARGE.
@@ -161,7 +161,7 @@ impl TypedTool for ReadFile {
         let ws = workspace(ctx)?;
         // Held to the session's output budget so the page is never cut and saved aside.
         let max_bytes = text::DEFAULT_MAX_OUTPUT_BYTES.min(ctx.session().budget().max_bytes);
-        blocking(move || read(&ws, &p, max_bytes)).await
+        ws.run(move |ws| read(ws, &p, max_bytes)).await
     }
 }
 
@@ -172,15 +172,12 @@ fn read(
 ) -> Result<Reply<ReadFileOutput>, ToolError> {
     let path = ws.resolve(&p.path)?;
     let shown = ws.display(&path);
-    let meta = match ws.jail.metadata(&path) {
-        Ok(meta) => meta,
-        Err(FsError::NotFound { .. }) => return Err(ws.not_found(&path)),
-        Err(e) => return Err(fs_error(e)),
+    // One look at the path: the read itself refuses a directory, listed instead.
+    let bytes = match ws.jail.read(&path, MAX_READ_BYTES) {
+        Err(FsError::IsADirectory { .. }) => return directory(&path, shown),
+        read => read,
     };
-    if meta.kind == EntryKind::Dir {
-        return directory(&path, shown);
-    }
-    let bytes = ws.jail.read(&path, MAX_READ_BYTES).map_err(|e| match e {
+    let bytes = bytes.map_err(|e| match e {
         FsError::TooLarge { size, .. } => ToolError::new(
             ErrorCode::TooLarge,
             format!(

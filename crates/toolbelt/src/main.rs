@@ -528,7 +528,11 @@ async fn open_store(store: &StoreHandle) -> Result<()> {
 /// Builds the registry of the command line's tools. `for_agent`: the subagent tools
 /// are served (their model is set by `toolbelt agent`); otherwise they are when
 /// `[agent]` (or the environment) names a model.
-fn build_registry(g: &Global, for_agent: bool) -> Result<Built> {
+///
+/// `inline_files`: small file operations run on the calling thread (see
+/// [`Session::with_inline_file_work`]): for `toolbelt mcp`, whose single-threaded
+/// runtime answers one request at a time.
+fn build_registry(g: &Global, for_agent: bool, inline_files: bool) -> Result<Built> {
     let Settings {
         roots,
         file,
@@ -552,7 +556,8 @@ fn build_registry(g: &Global, for_agent: bool) -> Result<Built> {
     let mut session = Session::new(first)
         .with_roots(roots)
         .with_state_dir(state_dir)
-        .with_budget(budget);
+        .with_budget(budget)
+        .with_inline_file_work(inline_files);
     if let Some(ms) = file.timeout_ms {
         session = session.with_timeout(Duration::from_millis(ms));
     }
@@ -627,7 +632,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         messaging,
         jobs,
         subagents,
-    } = build_registry(&cli.global, matches!(cli.command, Command::Agent(_)))?;
+    } = build_registry(
+        &cli.global,
+        matches!(cli.command, Command::Agent(_)),
+        matches!(cli.command, Command::Mcp),
+    )?;
     match cli.command {
         Command::Tools { json, category } => {
             let category = match category {
@@ -993,7 +1002,7 @@ fn serve_mcp(
                 call_log,
                 subagents,
                 ..
-            } = build_registry(&global, false).map_err(|e| format!("{e:#}"))?;
+            } = build_registry(&global, false, true).map_err(|e| format!("{e:#}"))?;
             let writer = start_call_log(&mut registry, &store, call_log);
             if let Some(subagents) = &subagents {
                 subagents.attach(&registry);
@@ -1182,7 +1191,7 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
         "unknown".to_string()
     };
     let tools = if ok {
-        build_registry(g, false)
+        build_registry(g, false, false)
             .map(|b| b.registry.definitions().len())
             .ok()
     } else {
@@ -1193,7 +1202,7 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
     let skill_scan = skills.scan();
     // The same for agent types, checked against the tools subagents would get.
     let agent_types = if ok {
-        build_registry(g, true).ok().and_then(|b| {
+        build_registry(g, true, false).ok().and_then(|b| {
             let subagents = b.subagents?;
             subagents.attach(&b.registry);
             Some((

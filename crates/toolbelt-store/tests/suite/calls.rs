@@ -355,3 +355,32 @@ async fn calls_older_than_the_retention_are_removed_as_new_ones_arrive() {
         assert_eq!(all(t.store.clone()).await, ["call-2", "call-3"]);
     }
 }
+
+/// A burst of calls is written as one batch once the first has waited
+/// CALL_LOG_LINGER, without a flush; nothing is written before that.
+#[tokio::test]
+async fn a_burst_is_written_after_the_linger_without_a_flush() {
+    let t = testing::sqlite().await.unwrap();
+    let writer = CallLogWriter::start(t.store.clone(), "/w");
+    let started = tokio::time::Instant::now();
+    for n in 0..20 {
+        writer.record(record(n, "think"));
+    }
+    // Before the linger has passed, the burst is still waiting.
+    tokio::time::sleep(toolbelt_store::CALL_LOG_LINGER / 4).await;
+    let early = recent_calls(&t.store, &all()).await.unwrap();
+    if started.elapsed() < toolbelt_store::CALL_LOG_LINGER {
+        assert_eq!(early.len(), 0, "written before the linger");
+    }
+    let deadline = started + Duration::from_secs(10);
+    let rows = loop {
+        let rows = recent_calls(&t.store, &all()).await.unwrap();
+        if !rows.is_empty() || tokio::time::Instant::now() > deadline {
+            break rows;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    // All at once: one transaction held the whole burst.
+    assert_eq!(rows.len(), 20);
+    assert!(started.elapsed() >= toolbelt_store::CALL_LOG_LINGER);
+}

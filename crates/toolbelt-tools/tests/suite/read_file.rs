@@ -365,3 +365,46 @@ async fn file_path_as_other_agents_send_it_is_repaired_and_recorded() {
         )]
     );
 }
+
+/// With inline file work, a read and a shallow listing run on the calling thread:
+/// they answer while every worker thread of the runtime is busy; without it, the
+/// read waits for a worker.
+#[test]
+fn inline_file_work_needs_no_worker_thread() {
+    let dir = TempDir::new().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    fs::write(root.join("a.txt"), "alpha\n").unwrap();
+    if !toolbelt_fs::mounts::on_local_filesystems(std::slice::from_ref(&root)) {
+        eprintln!("skipping: the temporary directory is not on a local filesystem");
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(1)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let busy = tokio::task::spawn_blocking(move || held.recv());
+        let inline = registry_with(Session::new(&root).with_inline_file_work(true));
+        let env = call(&inline, "read_file", json!({"path": "a.txt"})).await;
+        assert!(env.text.contains("alpha"), "{env:#?}");
+        let env = call(&inline, "list_dir", json!({"path": "."})).await;
+        assert!(env.text.contains("a.txt"), "{env:#?}");
+
+        let pooled = builtins(&root);
+        let waiting = tokio::time::timeout(
+            std::time::Duration::from_millis(300),
+            pooled.execute("read_file", json!({"path": "a.txt"})),
+        )
+        .await;
+        assert!(
+            waiting.is_err(),
+            "the read did not wait for the busy worker"
+        );
+        release.send(()).unwrap();
+        busy.await.unwrap().unwrap();
+        let env = call(&pooled, "read_file", json!({"path": "a.txt"})).await;
+        assert!(env.text.contains("alpha"), "{env:#?}");
+    });
+}
