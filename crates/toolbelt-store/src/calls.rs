@@ -130,6 +130,33 @@ async fn write_loop(store: StoreHandle, workspace: String, mut rx: mpsc::Receive
     }
 }
 
+/// Rows one INSERT of the call log holds at most (9 parameters each, well within
+/// SQLite's and PostgreSQL's limits on parameters).
+const CALL_LOG_ROWS_PER_INSERT: usize = 64;
+
+/// `INSERT INTO calls (...) VALUES ($1, ..., $9), ($10, ...)` for `rows` rows.
+fn insert_rows_sql(rows: usize) -> String {
+    const COLUMNS: usize = 9;
+    let mut sql = String::from(
+        "INSERT INTO calls (at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace) VALUES ",
+    );
+    for row in 0..rows {
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for column in 0..COLUMNS {
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&(row * COLUMNS + column + 1).to_string());
+        }
+        sql.push(')');
+    }
+    sql
+}
+
 fn as_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -142,21 +169,23 @@ async fn write_batch(store: &Store, workspace: &str, batch: &[CallRecord]) -> St
             .execute(&mut *tx)
             .await?;
     }
-    for r in batch {
-        sqlx::query(
-            "INSERT INTO calls (at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(r.at_ms)
-        .bind(&r.tool)
-        .bind(&r.call_id)
-        .bind(&r.args)
-        .bind(&r.status)
-        .bind(r.error_code.as_deref())
-        .bind(as_i64(r.duration_ms))
-        .bind(as_i64(r.bytes_out))
-        .bind(workspace)
-        .execute(&mut *tx)
-        .await?;
+    // Many rows a statement: one round trip to the database per chunk, not per call.
+    for chunk in batch.chunks(CALL_LOG_ROWS_PER_INSERT) {
+        // Only placeholders are built into the text; every value is bound.
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(insert_rows_sql(chunk.len())));
+        for r in chunk {
+            query = query
+                .bind(r.at_ms)
+                .bind(&r.tool)
+                .bind(&r.call_id)
+                .bind(&r.args)
+                .bind(&r.status)
+                .bind(r.error_code.as_deref())
+                .bind(as_i64(r.duration_ms))
+                .bind(as_i64(r.bytes_out))
+                .bind(workspace);
+        }
+        query.execute(&mut *tx).await?;
     }
     tx.commit().await?;
     Ok(())
