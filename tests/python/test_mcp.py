@@ -65,6 +65,7 @@ BUILTINS = {
     "write_review",
     "list_reviews",
     "analyze_patterns",
+    "skill",
 }
 
 # "legacy" speaks the initialize handshake (2025-11-25 and earlier); "auto" probes
@@ -145,6 +146,11 @@ def workspace(tmp_path: Path, search_engine: str) -> Path:
     (root / "src" / "main.rs").write_text('fn main() {\n    println!("hello");\n}\n')
     (root / "src" / "lib.rs").write_text("pub fn answer() -> u32 {\n    41\n}\n")
     (root / "notes.md").write_text("# Notes\n\nfirst\nsecond\n")
+    # A skill of the workspace's own, for the skill tool.
+    (root / ".toolbelt" / "skills" / "greet").mkdir(parents=True)
+    (root / ".toolbelt" / "skills" / "greet" / "SKILL.md").write_text(
+        "---\nname: greet\ndescription: Greets the user by name.\n---\nSay hello, using the user's name.\n"
+    )
     # Enough matching lines that a grep's output is spilled and read back with read_output.
     (root / "log.txt").write_text("".join(f"line {i} needle\n" for i in range(5000)))
     return root
@@ -287,6 +293,9 @@ async def call_every_builtin(client: Client, root: Path) -> set[str]:
 
     env = await call("think", {"thought": "Read main.rs, then change the greeting."})
     assert env["status"] == "success"
+
+    env = await call("skill", {"name": "greet"})
+    assert "Say hello, using the user's name." in env["text"]
 
     env = await call("web_search", {"query": "rust", "limit": 3})
     assert env["data"]["results"][0]["url"] == "https://tokio.rs/"
