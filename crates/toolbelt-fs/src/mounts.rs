@@ -148,20 +148,24 @@ fn is_local(fstype: &str) -> bool {
     LOCAL_FILESYSTEMS.contains(&fstype)
 }
 
-/// Whether `root` is on a local filesystem and everything mounted beneath it is too.
-/// The mount holding `root` is the deepest one whose point is an ancestor of it; of
-/// several on one point, the last listed (it hides the others).
+/// Whether every mount `root`'s path crosses (its own and those of its ancestors,
+/// which a listing's ignore rules are looked up in) and everything mounted beneath it
+/// are local filesystems. Of several mounts on one point, the last listed is the one
+/// seen.
 fn local_beneath(mounts: &[Mount], root: &Path) -> bool {
-    // `max_by_key` returns the last of equal maxima.
-    let holding = mounts
-        .iter()
-        .filter(|m| root.starts_with(&m.point))
-        .max_by_key(|m| m.point.components().count());
-    holding.is_some_and(|m| is_local(&m.fstype))
-        && mounts
-            .iter()
-            .filter(|m| m.point != root && m.point.starts_with(root))
-            .all(|m| is_local(&m.fstype))
+    let mut seen: HashMap<&Path, &str> = HashMap::new();
+    for m in mounts {
+        seen.insert(&m.point, &m.fstype);
+    }
+    let mut held = false;
+    for (point, fstype) in seen {
+        let above = root.starts_with(point);
+        held |= above;
+        if (above || point.starts_with(root)) && !is_local(fstype) {
+            return false;
+        }
+    }
+    held
 }
 
 #[cfg(test)]
@@ -200,6 +204,17 @@ mod tests {
         assert!(!verdict("/home/me/project"));
         assert!(!verdict("/home/me"));
         assert!(!verdict("/"));
+    }
+
+    #[test]
+    fn a_local_mount_inside_a_network_one_fails() {
+        // The listing looks for ignore files in the ancestors, on the network mount.
+        let table =
+            format!("{TABLE}51 40 0:51 / /work/shared\\040dir/scratch rw - tmpfs tmpfs rw\n");
+        assert!(!local_beneath(
+            &parse(&table),
+            Path::new("/work/shared dir/scratch/x")
+        ));
     }
 
     #[test]
