@@ -1,5 +1,6 @@
 //! Which filesystems the workspace roots live on: [`on_local_filesystems`] says
-//! whether every root, and everything mounted beneath it, is on a local filesystem
+//! whether every root, its ancestors and everything mounted beneath it are on local
+//! filesystems
 //! (ext4, xfs, btrfs, tmpfs, overlay...), where a small file operation cannot hang
 //! the way one on NFS, SMB, FUSE or 9p can when its server goes away. Callers run
 //! small operations inline only where this holds, and hand them to a thread
@@ -44,9 +45,9 @@ struct Table {
 
 static TABLE: Mutex<Option<Table>> = Mutex::new(None);
 
-/// True when every one of `roots` (canonical absolute paths) lies on a local
-/// filesystem and nothing mounted beneath any of them is another kind. False
-/// when the mount table cannot be read.
+/// True when every one of `roots` (canonical absolute paths), the directories above
+/// it and everything mounted beneath it lie on local filesystems. False when the
+/// mount table cannot be read.
 pub fn on_local_filesystems(roots: &[PathBuf]) -> bool {
     let mut guard = TABLE.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(table) = guard.as_mut()
