@@ -1,10 +1,9 @@
 //! Which filesystems the workspace roots live on: [`on_local_filesystems`] says
 //! whether every root, its ancestors and everything mounted beneath it are on local
-//! filesystems
-//! (ext4, xfs, btrfs, tmpfs, overlay...), where a small file operation cannot hang
-//! the way one on NFS, SMB, FUSE or 9p can when its server goes away. Callers run
-//! small operations inline only where this holds, and hand them to a thread
-//! otherwise.
+//! filesystems (ext4, xfs, btrfs, tmpfs, overlay...), where a small file operation
+//! cannot hang the way one on NFS, SMB, FUSE or 9p can when its server goes away.
+//! Callers run small operations inline only where this holds, and hand them to a
+//! thread otherwise.
 //!
 //! The answer follows the mount table: `/proc/self/mountinfo` is read once and
 //! read again only when the kernel reports a change on it (a `poll` with no wait,
