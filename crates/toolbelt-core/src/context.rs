@@ -79,8 +79,8 @@ impl Session {
         self
     }
 
-    /// Lets small file operations (a read, a write, an edit, a shallow listing) run
-    /// on the calling thread instead of a worker thread, where the roots are on local
+    /// Lets small file operations (a read, a shallow listing) run on the calling
+    /// thread instead of a worker thread, where the roots are on local
     /// filesystems. This saves the hand-over between threads, the larger part of a
     /// small call's time, for a server answering one request at a time on a
     /// single-threaded runtime; while such an operation runs, nothing else on that

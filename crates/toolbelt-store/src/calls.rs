@@ -31,8 +31,8 @@ enum Message {
 /// A [`CallLog`] that writes to the `calls` table. [`CallLog::record`] only puts
 /// the record on a queue; a background task writes what has queued up in one
 /// transaction per batch, a batch being what arrives within [`CALL_LOG_LINGER`]
-/// of its first record (at most [`CALL_LOG_BATCH_MAX`]). When a batch cannot be written it is dropped with a
-/// warning: the log never fails a call. Cheap to clone (clones share the queue).
+/// of its first record (at most [`CALL_LOG_BATCH_MAX`]). When a batch cannot be
+/// written it is dropped with a warning: the log never fails a call. Cheap to clone (clones share the queue).
 ///
 /// Call [`CallLogWriter::flush`] before the process exits, so that nothing
 /// recorded is lost.
@@ -132,10 +132,6 @@ async fn write_loop(store: StoreHandle, workspace: String, mut rx: mpsc::Receive
     }
 }
 
-/// Rows one INSERT of the call log holds at most (9 parameters each, well within
-/// SQLite's and PostgreSQL's limits on parameters).
-const CALL_LOG_ROWS_PER_INSERT: usize = 64;
-
 /// `INSERT INTO calls (...) VALUES ($1, ..., $9), ($10, ...)` for `rows` rows.
 fn insert_rows_sql(rows: usize) -> String {
     const COLUMNS: usize = 9;
@@ -164,6 +160,9 @@ fn as_i64(n: u64) -> i64 {
 }
 
 async fn write_batch(store: &Store, workspace: &str, batch: &[CallRecord]) -> StoreResult<()> {
+    if batch.is_empty() {
+        return Ok(());
+    }
     let mut tx = store.begin_write().await?;
     if let Some(newest) = batch.iter().map(|r| r.at_ms).max() {
         sqlx::query("DELETE FROM calls WHERE at_ms < $1")
@@ -171,24 +170,23 @@ async fn write_batch(store: &Store, workspace: &str, batch: &[CallRecord]) -> St
             .execute(&mut *tx)
             .await?;
     }
-    // Many rows a statement: one round trip to the database per chunk, not per call.
-    for chunk in batch.chunks(CALL_LOG_ROWS_PER_INSERT) {
-        // Only placeholders are built into the text; every value is bound.
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(insert_rows_sql(chunk.len())));
-        for r in chunk {
-            query = query
-                .bind(r.at_ms)
-                .bind(&r.tool)
-                .bind(&r.call_id)
-                .bind(&r.args)
-                .bind(&r.status)
-                .bind(r.error_code.as_deref())
-                .bind(as_i64(r.duration_ms))
-                .bind(as_i64(r.bytes_out))
-                .bind(workspace);
-        }
-        query.execute(&mut *tx).await?;
+    // The whole batch in one statement: one round trip to the database, not one a
+    // call. Only placeholders are built into the text; every value is bound (9 a
+    // row, far within SQLite's and PostgreSQL's limits at CALL_LOG_BATCH_MAX rows).
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(insert_rows_sql(batch.len())));
+    for r in batch {
+        query = query
+            .bind(r.at_ms)
+            .bind(&r.tool)
+            .bind(&r.call_id)
+            .bind(&r.args)
+            .bind(&r.status)
+            .bind(r.error_code.as_deref())
+            .bind(as_i64(r.duration_ms))
+            .bind(as_i64(r.bytes_out))
+            .bind(workspace);
     }
+    query.execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(())
 }
