@@ -2,7 +2,8 @@
 //!
 //! [`list_tree`] walks a directory with `read_dir` down to a depth and
 //! returns a [`Tree`]: the entries sorted (directories first, then by name), rendered
-//! as text in the tree format below, and as nested [`TreeNode`]s for JSON.
+//! as text in the tree format below, and as a flat list of [`TreeEntry`]s (paths
+//! relative to the listed directory) for JSON.
 //!
 //! ```text
 //! 📁 project/
@@ -41,12 +42,13 @@
 //! assert_eq!(tree.text, "📁 project/\n├── 📁 src/\n│   └── lib.rs\n└── README.md\n[3 entries: 1 directory, 2 files]");
 //! ```
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use crate::rules::Rules;
+use crate::rules::{Found, Rules};
 
 /// Entries shown by default.
 pub const DEFAULT_LIMIT_ENTRIES: usize = 500;
@@ -135,11 +137,12 @@ impl NodeKind {
     }
 }
 
-/// One entry of a listing, with the entries beneath it.
+/// One entry shown in a listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TreeNode {
-    /// Its file name (the label given to [`list_tree`] for the root).
-    pub name: String,
+pub struct TreeEntry {
+    /// Its path relative to the listed directory, `/`-separated; a directory's ends
+    /// with `/`.
+    pub path: String,
     /// What it is.
     pub kind: NodeKind,
     /// Its size in bytes, for files when sizes were asked for.
@@ -148,9 +151,6 @@ pub struct TreeNode {
     pub target: Option<String>,
     /// True for a directory of [`COLLAPSED_DIRS`] that was not descended into.
     pub collapsed: bool,
-    /// The entries shown beneath a directory whose contents were listed; `None` for
-    /// files and for directories below the depth limit or collapsed.
-    pub children: Option<Vec<TreeNode>>,
 }
 
 /// A listing.
@@ -158,8 +158,8 @@ pub struct TreeNode {
 pub struct Tree {
     /// The tree as text: the root line, one line per entry shown, then a summary line.
     pub text: String,
-    /// The entries shown (and the directories above the first of them), nested.
-    pub root: TreeNode,
+    /// The entries shown, in the order of the listing.
+    pub entries: Vec<TreeEntry>,
     /// Entries in the whole listing (after filters), shown or not.
     pub total_entries: usize,
     /// Directories among them.
@@ -218,8 +218,6 @@ struct Node {
     size: Option<u64>,
     target: Option<String>,
     collapsed: bool,
-    /// Contents listed (a directory above the depth limit, not collapsed).
-    expanded: bool,
     children: Vec<usize>,
     keep: bool,
 }
@@ -268,7 +266,6 @@ pub fn list_tree(dir: &Path, label: &str, opts: &TreeOptions) -> Result<Tree, Tr
         size: None,
         target: None,
         collapsed: false,
-        expanded: true,
         children: Vec::new(),
         keep: true,
     }];
@@ -277,7 +274,7 @@ pub fn list_tree(dir: &Path, label: &str, opts: &TreeOptions) -> Result<Tree, Tr
         depth,
         opts,
         matcher: matcher.as_ref(),
-        rules: opts.respect_gitignore.then(|| Rules::for_dir(dir)),
+        rules: None,
         nodes,
         truncated: false,
         unreadable: 0,
@@ -339,7 +336,7 @@ pub fn list_tree(dir: &Path, label: &str, opts: &TreeOptions) -> Result<Tree, Tr
         .count();
     let tree = Tree {
         text: String::new(),
-        root: page_tree(&nodes, 0, &page_set(page, &context)),
+        entries: page.iter().map(|l| entry(&nodes, l)).collect(),
         total_entries: total,
         dirs,
         files: total - dirs,
@@ -365,7 +362,7 @@ struct Walk<'a> {
     opts: &'a TreeOptions,
     /// The name glob, and whether it is matched against the relative path.
     matcher: Option<&'a (GlobMatcher, bool)>,
-    /// The ignore rules, when they apply.
+    /// The ignore rules, when they apply (from the listed directory's entries on).
     rules: Option<Rules>,
     nodes: Vec<Node>,
     truncated: bool,
@@ -384,19 +381,47 @@ impl Walk<'_> {
                 return;
             }
         };
+        // The whole directory is read first: which ignore files it holds decides
+        // what of it is listed.
+        let mut found = Found::default();
+        let entries: Vec<_> = entries
+            .filter_map(|entry| match entry {
+                Ok(entry) => {
+                    let name = entry.file_name();
+                    found.note(&name);
+                    Some((entry, name))
+                }
+                Err(e) => {
+                    self.failed(dir, &e);
+                    None
+                }
+            })
+            .collect();
+        if self.opts.respect_gitignore {
+            match &mut self.rules {
+                Some(rules) => rules.enter(dir, found),
+                None => self.rules = Some(Rules::for_dir(dir, found)),
+            }
+        }
+        self.visit_entries(entries, parent, level);
+        if level > 1
+            && let Some(rules) = &mut self.rules
+        {
+            rules.leave();
+        }
+    }
+
+    fn visit_entries(
+        &mut self,
+        entries: Vec<(std::fs::DirEntry, std::ffi::OsString)>,
+        parent: usize,
+        level: usize,
+    ) {
         let mut subdirs = Vec::new();
-        for entry in entries {
+        for (entry, file_name) in entries {
             if self.truncated {
                 return;
             }
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(e) => {
-                    self.failed(dir, &e);
-                    continue;
-                }
-            };
-            let file_name = entry.file_name();
             let name = file_name.to_string_lossy();
             if name == ".git" || (!self.opts.show_hidden && name.starts_with('.')) {
                 continue;
@@ -455,7 +480,6 @@ impl Walk<'_> {
                 size,
                 target,
                 collapsed,
-                expanded,
                 children: Vec::new(),
                 keep: self_match,
             });
@@ -465,13 +489,7 @@ impl Walk<'_> {
             }
         }
         for (path, id) in subdirs {
-            if let Some(rules) = &mut self.rules {
-                rules.enter(&path);
-            }
             self.visit(&path, id, level + 1);
-            if let Some(rules) = &mut self.rules {
-                rules.leave();
-            }
         }
     }
 
@@ -507,12 +525,18 @@ fn sort_children(nodes: &mut [Node]) {
 
 /// The sort key of a node: directories first, then by name ignoring case, then by
 /// name.
-fn order_key(n: &Node) -> (bool, String, String) {
-    (
-        n.kind != NodeKind::Dir,
-        n.name.to_lowercase(),
-        n.name.clone(),
-    )
+fn order_key(n: &Node) -> (bool, Cow<'_, str>, &str) {
+    let changes = if n.name.is_ascii() {
+        n.name.bytes().any(|b| b.is_ascii_uppercase())
+    } else {
+        n.name.chars().any(|c| c.to_lowercase().ne([c]))
+    };
+    let folded = if changes {
+        Cow::Owned(n.name.to_lowercase())
+    } else {
+        Cow::Borrowed(n.name.as_str())
+    };
+    (n.kind != NodeKind::Dir, folded, &n.name)
 }
 
 struct Line {
@@ -564,35 +588,24 @@ fn render_entry(out: &mut String, node: &Node) {
     }
 }
 
-fn page_set(page: &[Line], context: &[usize]) -> Vec<bool> {
-    let max = page
-        .iter()
-        .map(|l| l.node)
-        .chain(context.iter().copied())
-        .max()
-        .unwrap_or(0);
-    let mut set = vec![false; max + 1];
-    for &id in page.iter().map(|l| &l.node).chain(context) {
-        set[id] = true;
+/// The entry of `line`, with its path relative to the listed directory.
+fn entry(nodes: &[Node], line: &Line) -> TreeEntry {
+    let node = &nodes[line.node];
+    let mut path = String::with_capacity(node.name.len() + 1);
+    for &a in &line.ancestors {
+        path.push_str(&nodes[a].name);
+        path.push('/');
     }
-    set
-}
-
-fn page_tree(nodes: &[Node], id: usize, shown: &[bool]) -> TreeNode {
-    let node = &nodes[id];
-    TreeNode {
-        name: node.name.clone(),
+    path.push_str(&node.name);
+    if node.kind == NodeKind::Dir {
+        path.push('/');
+    }
+    TreeEntry {
+        path,
         kind: node.kind,
         size: node.size,
         target: node.target.clone(),
         collapsed: node.collapsed,
-        children: node.expanded.then(|| {
-            node.children
-                .iter()
-                .filter(|&&c| shown.get(c).copied().unwrap_or(false))
-                .map(|&c| page_tree(nodes, c, shown))
-                .collect()
-        }),
     }
 }
 

@@ -247,7 +247,8 @@ fn sizes_are_human_readable() {
         tree.text,
         "📁 demo/\n├── big.bin (12.3 KB)\n└── small.txt (2 B)\n[2 entries: 0 directories, 2 files]"
     );
-    assert_eq!(tree.root.children.as_ref().unwrap()[0].size, Some(12_345));
+    assert_eq!(tree.entries[0].path, "big.bin");
+    assert_eq!(tree.entries[0].size, Some(12_345));
 }
 
 #[test]
@@ -301,7 +302,7 @@ fn pages_repeat_the_directories_above_their_first_entry() {
 }
 
 #[test]
-fn the_json_tree_holds_the_shown_entries() {
+fn the_entries_are_the_shown_paths_in_listing_order() {
     let dir = project();
     let tree = list(
         dir.path(),
@@ -311,48 +312,65 @@ fn the_json_tree_holds_the_shown_entries() {
             ..TreeOptions::default()
         },
     );
-    let file = |name: &str| TreeNode {
-        name: name.to_string(),
+    let file = |path: &str| TreeEntry {
+        path: path.to_string(),
         kind: NodeKind::File,
         size: None,
         target: None,
         collapsed: false,
-        children: None,
     };
     assert_eq!(
-        tree.root,
-        TreeNode {
-            name: "demo".to_string(),
-            kind: NodeKind::Dir,
-            size: None,
-            target: None,
-            collapsed: false,
-            children: Some(vec![
-                TreeNode {
-                    name: "docs".to_string(),
-                    kind: NodeKind::Dir,
-                    size: None,
-                    target: None,
-                    collapsed: false,
-                    children: Some(vec![file("guide.md")]),
-                },
-                file("README.md"),
-            ]),
-        }
+        tree.entries,
+        vec![
+            TreeEntry {
+                path: "docs/".to_string(),
+                kind: NodeKind::Dir,
+                size: None,
+                target: None,
+                collapsed: false,
+            },
+            file("docs/guide.md"),
+            file("README.md"),
+        ]
     );
 }
 
 #[test]
-fn depth_limited_directories_have_no_children_in_json() {
+fn collapsed_directories_are_marked_and_pages_hold_their_own_entries() {
     let dir = project();
     let tree = list(dir.path(), TreeOptions::default());
-    let children = tree.root.children.unwrap();
-    let src = children.iter().find(|c| c.name == "src").unwrap();
-    assert_eq!(src.children, None);
-    let empty = children.iter().find(|c| c.name == "empty").unwrap();
-    assert_eq!(empty.children, None);
-    let modules = children.iter().find(|c| c.name == "node_modules").unwrap();
+    let modules = tree
+        .entries
+        .iter()
+        .find(|e| e.path == "node_modules/")
+        .unwrap();
     assert!(modules.collapsed);
+    assert!(tree.entries.iter().filter(|e| e.collapsed).count() == 1);
+    // A page that starts inside a directory holds its entries only, by whole path.
+    let deep = TreeOptions {
+        depth: 3,
+        ..TreeOptions::default()
+    };
+    let all: Vec<String> = list(dir.path(), deep.clone())
+        .entries
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    let page = list(
+        dir.path(),
+        TreeOptions {
+            offset: 4,
+            limit: 2,
+            ..deep
+        },
+    );
+    assert_eq!(
+        page.entries
+            .iter()
+            .map(|e| e.path.as_str())
+            .collect::<Vec<_>>(),
+        all[3..5].iter().map(String::as_str).collect::<Vec<_>>()
+    );
 }
 
 #[cfg(unix)]
@@ -424,20 +442,6 @@ fn errors() {
     assert!(matches!(err, TreeError::Io { .. }), "{err:?}");
 }
 
-/// The paths of every node in `node`'s subtree, relative to it, directories with a
-/// trailing `/`.
-fn listed_paths(node: &TreeNode, prefix: &str, out: &mut Vec<String>) {
-    for child in node.children.iter().flatten() {
-        let path = format!("{prefix}{}", child.name);
-        if child.kind == NodeKind::Dir {
-            out.push(format!("{path}/"));
-            listed_paths(child, &format!("{path}/"), out);
-        } else {
-            out.push(path);
-        }
-    }
-}
-
 fn all_listed(root: &Path, opts: TreeOptions) -> Vec<String> {
     let tree = list_tree(
         root,
@@ -449,8 +453,7 @@ fn all_listed(root: &Path, opts: TreeOptions) -> Vec<String> {
         },
     )
     .unwrap();
-    let mut out = Vec::new();
-    listed_paths(&tree.root, "", &mut out);
+    let mut out: Vec<String> = tree.entries.into_iter().map(|e| e.path).collect();
     out.sort();
     out
 }

@@ -107,7 +107,7 @@ pub use glob::{Glob, GlobFound, GlobParams, GlobResult, GlobSortParam};
 pub use grep::{Grep, GrepFile, GrepLine, GrepMode, GrepParams, GrepResult};
 pub use kill_shell::{KillShell, KillShellParams};
 pub use link_goal_to_project::{LinkGoalOutput, LinkGoalToProject, LinkGoalToProjectParams};
-pub use list_dir::{ListDir, ListDirNode, ListDirOutput, ListDirParams};
+pub use list_dir::{ListDir, ListDirOutput, ListDirParams};
 pub use list_goals::{ListGoals, ListGoalsOutput, ListGoalsParams};
 pub use list_projects::{ListProjects, ListProjectsOutput, ListProjectsParams};
 pub use list_reviews::{ListReviews, ListReviewsParams};

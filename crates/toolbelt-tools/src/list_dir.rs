@@ -1,4 +1,6 @@
-//! `list_dir`: a directory as a tree, in text and as JSON.
+//! `list_dir`: a directory as a tree in text, and as a list of paths in JSON.
+
+use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -6,7 +8,7 @@ use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
 use toolbelt_fs::EntryKind;
-use toolbelt_search::tree::{self, Tree, TreeError, TreeNode, TreeOptions};
+use toolbelt_search::tree::{self, Tree, TreeEntry, TreeError, TreeOptions};
 
 use crate::files::{Workspace, blocking, fs_error, workspace};
 
@@ -54,43 +56,6 @@ pub struct ListDirParams {
     pub respect_gitignore: Option<bool>,
 }
 
-/// One entry of the tree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct ListDirNode {
-    /// The entry's name (the listed path for the root).
-    pub name: String,
-    /// `dir`, `file`, `symlink` or `other` (FIFO, socket, device).
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Size in bytes (files, when `sizes` was asked for).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-    /// Where a symlink points (it is not followed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub target: Option<String>,
-    /// True for a dependency or build directory (`node_modules`, `target`, ...) that was not descended into; list it directly to see inside.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub collapsed: bool,
-    /// The entries shown beneath a directory whose contents were listed (absent below the depth limit).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub children: Option<Vec<ListDirNode>>,
-}
-
-impl From<TreeNode> for ListDirNode {
-    fn from(node: TreeNode) -> ListDirNode {
-        ListDirNode {
-            name: node.name,
-            kind: node.kind.as_str().to_string(),
-            size: node.size,
-            target: node.target,
-            collapsed: node.collapsed,
-            children: node
-                .children
-                .map(|c| c.into_iter().map(ListDirNode::from).collect()),
-        }
-    }
-}
-
 /// Result of `list_dir`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ListDirOutput {
@@ -108,8 +73,48 @@ pub struct ListDirOutput {
     pub next_offset: Option<usize>,
     /// True when the walk stopped early and the listing is incomplete.
     pub incomplete: bool,
-    /// The tree of the entries shown (with the directories above the first one).
-    pub tree: ListDirNode,
+    /// The entries shown, in the listing's order: paths relative to `path`, `/`-separated; a directory's ends with `/`.
+    pub entries: Vec<String>,
+    /// Size in bytes of each file shown, by entry path (when `sizes` was asked for).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sizes: BTreeMap<String, u64>,
+    /// Where each symlink shown points, by entry path (symlinks are listed, never followed).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub symlinks: BTreeMap<String, String>,
+    /// Dependency and build directories shown but not descended into (`node_modules/`, `target/`, ...); list one directly to see inside.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collapsed: Vec<String>,
+}
+
+/// The JSON form of a listing's entries.
+#[derive(Debug, Default)]
+struct Entries {
+    entries: Vec<String>,
+    sizes: BTreeMap<String, u64>,
+    symlinks: BTreeMap<String, String>,
+    collapsed: Vec<String>,
+}
+
+impl From<Vec<TreeEntry>> for Entries {
+    fn from(shown: Vec<TreeEntry>) -> Entries {
+        let mut out = Entries {
+            entries: Vec::with_capacity(shown.len()),
+            ..Entries::default()
+        };
+        for e in shown {
+            if let Some(size) = e.size {
+                out.sizes.insert(e.path.clone(), size);
+            }
+            if let Some(target) = e.target {
+                out.symlinks.insert(e.path.clone(), target);
+            }
+            if e.collapsed {
+                out.collapsed.push(e.path.clone());
+            }
+            out.entries.push(e.path);
+        }
+        out
+    }
 }
 
 /// The `list_dir` tool.
@@ -133,13 +138,7 @@ impl TypedTool for ListDir {
                 serde_json::json!({
                     "path": ".", "total_entries": 4, "dirs": 1, "files": 3, "shown": 4,
                     "next_offset": null, "incomplete": false,
-                    "tree": {"name": ".", "type": "dir", "children": [
-                        {"name": "src", "type": "dir", "children": [
-                            {"name": "main.rs", "type": "file"}
-                        ]},
-                        {"name": "Cargo.toml", "type": "file"},
-                        {"name": "README.md", "type": "file"}
-                    ]}
+                    "entries": ["src/", "src/main.rs", "Cargo.toml", "README.md"]
                 }),
             )
     }
@@ -208,6 +207,7 @@ pub(crate) fn listing(
 
 fn reply(path: String, tree: Tree) -> Reply<ListDirOutput> {
     let partial = tree.walk_truncated;
+    let shown = Entries::from(tree.entries);
     let out = ListDirOutput {
         path,
         total_entries: tree.total_entries,
@@ -216,7 +216,10 @@ fn reply(path: String, tree: Tree) -> Reply<ListDirOutput> {
         shown: tree.shown,
         next_offset: tree.next_offset,
         incomplete: tree.walk_truncated,
-        tree: tree.root.into(),
+        entries: shown.entries,
+        sizes: shown.sizes,
+        symlinks: shown.symlinks,
+        collapsed: shown.collapsed,
     };
     let stats = (out.shown, out.total_entries);
     Reply::new(out, tree.text)

@@ -12,7 +12,7 @@ use toolbelt_fs::{FsError, WorkPath};
 use toolbelt_search::tree::TreeOptions;
 
 use crate::files::{Workspace, fs_error, workspace};
-use crate::list_dir::{ListDirNode, listing};
+use crate::list_dir::listing;
 
 /// The largest file read into memory; larger ones are refused with TOO_LARGE.
 pub const MAX_READ_BYTES: u64 = 100_000_000;
@@ -104,9 +104,9 @@ pub struct ReadFileOutput {
     /// Binary (or an image too large to attach): what it looks like.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Directory: its entries, one level deep.
+    /// Directory: its entries, one level deep (subdirectories end with `/`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub listing: Option<ListDirNode>,
+    pub listing: Option<Vec<String>>,
 }
 
 impl ReadFileOutput {
@@ -300,7 +300,7 @@ fn directory(path: &WorkPath, shown: String) -> Result<Reply<ReadFileOutput>, To
         tree.text
     );
     let mut out = ReadFileOutput::new(shown, ReadKind::Directory, 0);
-    out.listing = Some(tree.root.into());
+    out.listing = Some(tree.entries.into_iter().map(|e| e.path).collect());
     Ok(Reply::new(out, text).stat("entries", tree.shown))
 }
 

@@ -1,4 +1,4 @@
-//! `list_dir`: the tree in text and JSON, and every parameter.
+//! `list_dir`: the tree in text, the paths in JSON, and every parameter.
 
 use std::fs;
 use std::path::Path;
@@ -59,18 +59,38 @@ async fn depth_two_as_text_and_json() {
     let dir = project();
     let env = list(dir.path(), json!({"path": ".", "depth": 2})).await;
     insta::assert_snapshot!("list_dir__depth_2", env.text);
+    let data = success_data(&env);
     assert_eq!(
-        success_data(&env)["tree"],
-        json!({"name": ".", "type": "dir", "children": [
-            {"name": "docs", "type": "dir", "children": [{"name": "guide.md", "type": "file"}]},
-            {"name": "node_modules", "type": "dir", "collapsed": true},
-            {"name": "src", "type": "dir", "children": [
-                {"name": "util", "type": "dir"},
-                {"name": "main.rs", "type": "file"}
-            ]},
-            {"name": "Cargo.toml", "type": "file"},
-            {"name": "README.md", "type": "file"}
-        ]})
+        data["entries"],
+        json!([
+            "docs/",
+            "docs/guide.md",
+            "node_modules/",
+            "src/",
+            "src/util/",
+            "src/main.rs",
+            "Cargo.toml",
+            "README.md"
+        ])
+    );
+    assert_eq!(data["collapsed"], json!(["node_modules/"]));
+    assert_eq!(data.get("sizes"), None);
+    assert_eq!(data.get("symlinks"), None);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn symlinks_are_entries_with_their_targets() {
+    let dir = project();
+    std::os::unix::fs::symlink("src/main.rs", dir.path().join("docs/main-link")).unwrap();
+    let env = list(dir.path(), json!({"path": "docs"})).await;
+    let data = success_data(&env);
+    assert_eq!(data["entries"], json!(["guide.md", "main-link"]));
+    assert_eq!(data["symlinks"], json!({"main-link": "src/main.rs"}));
+    assert!(
+        env.text.contains("main-link -> src/main.rs"),
+        "{}",
+        env.text
     );
 }
 
@@ -114,8 +134,12 @@ async fn pattern_dirs_only_and_sizes() {
 [3 entries: 1 directory, 2 files]"
     );
     assert_eq!(
-        success_data(&env)["tree"]["children"][1],
-        json!({"name": "main.rs", "type": "file", "size": 13})
+        success_data(&env)["entries"],
+        json!(["util/", "util/mod.rs", "main.rs"])
+    );
+    assert_eq!(
+        success_data(&env)["sizes"],
+        json!({"main.rs": 13, "util/mod.rs": 1})
     );
     let env = list(dir.path(), json!({"depth": 3, "dirs_only": true})).await;
     assert_eq!(
