@@ -1019,8 +1019,23 @@ fn unix_ms_now() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
+/// `call_` and a UUIDv7: the time in milliseconds, then 74 random bits. The bits
+/// come from keyed SipHash over a counter (the key drawn once per thread from the
+/// OS), not from a system call per call: unique within the process, and unguessable
+/// across processes.
 fn new_call_id() -> String {
-    format!("call_{}", uuid::Uuid::now_v7().simple())
+    use std::hash::{BuildHasher as _, RandomState};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    thread_local!(static KEY: RandomState = RandomState::new());
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let (hi, lo) = KEY.with(|k| (k.hash_one((n, 0u8)), k.hash_one((n, 1u8))));
+    let mut random = [0u8; 10];
+    random[..8].copy_from_slice(&hi.to_le_bytes());
+    random[8..].copy_from_slice(&lo.to_le_bytes()[..2]);
+    let ms = u64::try_from(unix_ms_now()).unwrap_or(0);
+    let id = uuid::Builder::from_unix_timestamp_millis(ms, &random).into_uuid();
+    format!("call_{}", id.simple())
 }
 
 /// Rewrites every description of `spec`: its own, its examples', and those inside

@@ -598,3 +598,25 @@ fn profiles_rename_mentions_and_camel_case_parameters() {
         "Like `range`, from `start_line` to `end_at`."
     );
 }
+
+#[test]
+fn call_ids_are_distinct_time_ordered_uuid_v7s() {
+    let before = unix_ms_now();
+    let ids: Vec<String> = (0..10_000).map(|_| new_call_id()).collect();
+    let after = unix_ms_now();
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), ids.len());
+    for id in &ids {
+        let uuid = uuid::Uuid::parse_str(id.strip_prefix("call_").unwrap()).unwrap();
+        assert_eq!(uuid.get_version_num(), 7, "{id}");
+        let (secs, nanos) = uuid.get_timestamp().unwrap().to_unix();
+        let ms = i64::try_from(secs * 1000 + u64::from(nanos / 1_000_000)).unwrap();
+        assert!(
+            (before..=after).contains(&ms),
+            "{id}: {ms} not in {before}..={after}"
+        );
+    }
+    // Another thread draws from its own key.
+    let other = std::thread::spawn(new_call_id).join().unwrap();
+    assert!(!distinct.contains(&other));
+}

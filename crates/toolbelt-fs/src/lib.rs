@@ -43,10 +43,11 @@ use sha2::{Digest, Sha256};
 /// SHA-256 of its bytes. read_file returns it; write tools accept it as
 /// `expected_hash`.
 pub fn content_hash(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
     let digest = Sha256::digest(bytes);
     let mut out = String::with_capacity(16);
     for b in digest.iter().take(8) {
-        out.push_str(&format!("{b:02x}"));
+        let _ = write!(out, "{b:02x}");
     }
     out
 }

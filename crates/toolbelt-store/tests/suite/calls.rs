@@ -384,3 +384,42 @@ async fn a_burst_is_written_after_the_linger_without_a_flush() {
     assert_eq!(rows.len(), 20);
     assert!(started.elapsed() >= toolbelt_store::CALL_LOG_LINGER);
 }
+
+/// The nice value of each of this process's SQLite worker threads.
+#[cfg(target_os = "linux")]
+fn sqlite_worker_nice() -> Vec<i64> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let Some((name, rest)) = stat.split_once(" (").and_then(|(_, s)| s.rsplit_once(") "))
+        else {
+            continue;
+        };
+        if name.starts_with("sqlx-sqlite-wor") {
+            // Fields from the 3rd on; the nice value is the 19th.
+            out.push(rest.split(' ').nth(16).unwrap().parse().unwrap());
+        }
+    }
+    out
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_log_writes_at_a_lower_priority_than_the_calls() {
+    let t = testing::sqlite().await.unwrap();
+    let writer = CallLogWriter::start(t.store.clone(), "/w");
+    let registry = registry(&writer);
+    assert!(
+        run(&registry, "lookup", json!({"name": "ada"}), "n1")
+            .await
+            .is_ok()
+    );
+    tokio::time::timeout(Duration::from_secs(10), writer.flush())
+        .await
+        .unwrap();
+    let nice = sqlite_worker_nice();
+    assert!(nice.contains(&10), "SQLite workers' nice values: {nice:?}");
+    assert_eq!(recent_calls(&t.store, &all()).await.unwrap().len(), 1);
+}
