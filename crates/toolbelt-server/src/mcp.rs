@@ -419,9 +419,11 @@ impl McpServer {
 /// [`toolbelt_core::calls::to_mcp_call_result`], built without a round trip
 /// through JSON values.
 fn call_result(mut env: Envelope) -> CallToolResult {
-    let mut content = vec![ContentBlock::text(env.text.clone())];
     // The data moves into the structured content instead of being copied.
     let mut data = std::mem::take(&mut env.data);
+    let mut structured = env.to_value();
+    // The text is in the structured content too; the content block takes the original.
+    let mut content = vec![ContentBlock::text(std::mem::take(&mut env.text))];
     let image = data
         .get_mut("image")
         .and_then(Value::as_object_mut)
@@ -439,7 +441,6 @@ fn call_result(mut env: Envelope) -> CallToolResult {
             content.push(ContentBlock::image(base64, mime));
         }
     }
-    let mut structured = env.to_value();
     if let Some(slot) = structured.get_mut("data") {
         *slot = data;
     }

@@ -9,7 +9,7 @@ use toolbelt_core::{CallLog, CallRecord};
 
 use crate::error::StoreResult;
 use crate::handle::StoreHandle;
-use crate::store::Store;
+use crate::store::{Backend, Store};
 
 /// Records waiting to be written; past this, new records are dropped with a warning.
 pub const CALL_LOG_QUEUE_CAPACITY: usize = 4096;
@@ -190,8 +190,11 @@ impl BackgroundWorkers {
     }
 }
 
-/// `INSERT INTO calls (...) VALUES ($1, ..., $9), ($10, ...)` for `rows` rows.
-fn insert_rows_sql(rows: usize) -> String {
+/// `INSERT INTO calls (...) VALUES (...), (...)` for `rows` rows: numbered
+/// placeholders (`$1`, ..., `$9`, `$10`, ...) for PostgreSQL, plain `?` for SQLite,
+/// whose binding looks every numbered name up in a list (a batch's binding would
+/// cost the square of its parameters).
+fn insert_rows_sql(rows: usize, backend: Backend) -> String {
     const COLUMNS: usize = 9;
     let mut sql = String::from(
         "INSERT INTO calls (at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace) VALUES ",
@@ -205,8 +208,13 @@ fn insert_rows_sql(rows: usize) -> String {
             if column > 0 {
                 sql.push_str(", ");
             }
-            sql.push('$');
-            sql.push_str(&(row * COLUMNS + column + 1).to_string());
+            match backend {
+                Backend::Sqlite => sql.push('?'),
+                Backend::Postgres => {
+                    sql.push('$');
+                    sql.push_str(&(row * COLUMNS + column + 1).to_string());
+                }
+            }
         }
         sql.push(')');
     }
@@ -231,7 +239,10 @@ async fn write_batch(store: &Store, workspace: &str, batch: &[CallRecord]) -> St
     // The whole batch in one statement: one round trip to the database, not one a
     // call. Only placeholders are built into the text; every value is bound (9 a
     // row, far within SQLite's and PostgreSQL's limits at CALL_LOG_BATCH_MAX rows).
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(insert_rows_sql(batch.len())));
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(insert_rows_sql(
+        batch.len(),
+        store.backend(),
+    )));
     for r in batch {
         query = query
             .bind(r.at_ms)
