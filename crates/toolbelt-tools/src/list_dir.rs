@@ -8,7 +8,7 @@ use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
 use toolbelt_fs::EntryKind;
-use toolbelt_search::tree::{self, Tree, TreeEntry, TreeError, TreeOptions};
+use toolbelt_search::tree::{self, Tree, TreeError, TreeOptions};
 
 use crate::files::{Workspace, blocking, fs_error, workspace};
 
@@ -84,37 +84,6 @@ pub struct ListDirOutput {
     /// Dependency and build directories shown but not descended into (`node_modules/`, `target/`, ...); list one directly to see inside.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub collapsed: Vec<String>,
-}
-
-/// The JSON form of a listing's entries.
-#[derive(Debug, Default)]
-struct Entries {
-    entries: Vec<String>,
-    sizes: BTreeMap<String, u64>,
-    symlinks: BTreeMap<String, String>,
-    collapsed: Vec<String>,
-}
-
-impl From<Vec<TreeEntry>> for Entries {
-    fn from(shown: Vec<TreeEntry>) -> Entries {
-        let mut out = Entries {
-            entries: Vec::with_capacity(shown.len()),
-            ..Entries::default()
-        };
-        for e in shown {
-            if let Some(size) = e.size {
-                out.sizes.insert(e.path.clone(), size);
-            }
-            if let Some(target) = e.target {
-                out.symlinks.insert(e.path.clone(), target);
-            }
-            if e.collapsed {
-                out.collapsed.push(e.path.clone());
-            }
-            out.entries.push(e.path);
-        }
-        out
-    }
 }
 
 /// The `list_dir` tool.
@@ -206,9 +175,7 @@ pub(crate) fn listing(
 }
 
 fn reply(path: String, tree: Tree) -> Reply<ListDirOutput> {
-    let partial = tree.walk_truncated;
-    let shown = Entries::from(tree.entries);
-    let out = ListDirOutput {
+    let mut out = ListDirOutput {
         path,
         total_entries: tree.total_entries,
         dirs: tree.dirs,
@@ -216,14 +183,26 @@ fn reply(path: String, tree: Tree) -> Reply<ListDirOutput> {
         shown: tree.shown,
         next_offset: tree.next_offset,
         incomplete: tree.walk_truncated,
-        entries: shown.entries,
-        sizes: shown.sizes,
-        symlinks: shown.symlinks,
-        collapsed: shown.collapsed,
+        entries: Vec::with_capacity(tree.entries.len()),
+        sizes: BTreeMap::new(),
+        symlinks: BTreeMap::new(),
+        collapsed: Vec::new(),
     };
+    for e in tree.entries {
+        if let Some(size) = e.size {
+            out.sizes.insert(e.path.clone(), size);
+        }
+        if let Some(target) = e.target {
+            out.symlinks.insert(e.path.clone(), target);
+        }
+        if e.collapsed {
+            out.collapsed.push(e.path.clone());
+        }
+        out.entries.push(e.path);
+    }
     let stats = (out.shown, out.total_entries);
     Reply::new(out, tree.text)
-        .partial(partial)
+        .partial(tree.walk_truncated)
         .stat("entries", stats.0)
         .stat("total_entries", stats.1)
 }
