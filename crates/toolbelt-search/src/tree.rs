@@ -249,15 +249,19 @@ pub fn list_tree(dir: &Path, label: &str, opts: &TreeOptions) -> Result<Tree, Tr
                 })
         })
         .transpose()?;
-    let meta = std::fs::metadata(dir).map_err(|source| TreeError::Io {
-        path: dir.to_path_buf(),
-        source,
+    // Opening it tells whether it is a directory: no separate look at its metadata.
+    let root_entries = std::fs::read_dir(dir).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotADirectory {
+            TreeError::NotADirectory {
+                path: dir.to_path_buf(),
+            }
+        } else {
+            TreeError::Io {
+                path: dir.to_path_buf(),
+                source,
+            }
+        }
     })?;
-    if !meta.is_dir() {
-        return Err(TreeError::NotADirectory {
-            path: dir.to_path_buf(),
-        });
-    }
 
     let depth = opts.depth.clamp(1, MAX_DEPTH);
     let nodes = vec![Node {
@@ -280,7 +284,7 @@ pub fn list_tree(dir: &Path, label: &str, opts: &TreeOptions) -> Result<Tree, Tr
         unreadable: 0,
         first_error: None,
     };
-    walk.visit(dir, 0, 1);
+    walk.visit_open(dir, root_entries, 0, 1);
     let Walk {
         mut nodes,
         truncated: walk_truncated,
@@ -374,13 +378,14 @@ impl Walk<'_> {
     /// Adds the entries of `dir` (node `parent`, whose entries are at `level`)
     /// and descends into its subdirectories down to the depth.
     fn visit(&mut self, dir: &Path, parent: usize, level: usize) {
-        let entries = match std::fs::read_dir(dir) {
-            Ok(entries) => entries,
-            Err(e) => {
-                self.failed(dir, &e);
-                return;
-            }
-        };
+        match std::fs::read_dir(dir) {
+            Ok(entries) => self.visit_open(dir, entries, parent, level),
+            Err(e) => self.failed(dir, &e),
+        }
+    }
+
+    /// [`Walk::visit`] of a directory already opened.
+    fn visit_open(&mut self, dir: &Path, entries: std::fs::ReadDir, parent: usize, level: usize) {
         // The whole directory is read first: which ignore files it holds decides
         // what of it is listed.
         let mut found = Found::default();
