@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 import httpx2 as httpx
 import pytest
+from jsonschema import Draft202012Validator
 from mcp import Client, StdioServerParameters
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
@@ -118,6 +119,11 @@ def search_engine() -> Iterator[str]:
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            if "missing" in self.path:
+                self.send_response(404)
+                self.send_header("content-length", "0")
+                self.end_headers()
+                return
             self.send_response(200)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(SEARCH_ANSWER)))
@@ -150,6 +156,13 @@ def workspace(tmp_path: Path, search_engine: str) -> Path:
     (root / ".toolbelt" / "skills" / "greet").mkdir(parents=True)
     (root / ".toolbelt" / "skills" / "greet" / "SKILL.md").write_text(
         "---\nname: greet\ndescription: Greets the user by name.\n---\nSay hello, using the user's name.\n"
+    )
+    # A 1x1 PNG, for an image read.
+    (root / "pixel.png").write_bytes(
+        bytes.fromhex(
+            "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de"
+            "0000000c4944415478da63f8cfc000000301010018dd8db40000000049454e44ae426082"
+        )
     )
     # Enough matching lines that a grep's output is spilled and read back with read_output.
     (root / "log.txt").write_text("".join(f"line {i} needle\n" for i in range(5000)))
@@ -206,6 +219,22 @@ def envelope(result: Any) -> dict[str, Any]:
     env = result.structured_content
     assert isinstance(env, dict), f"structuredContent is not the envelope: {result!r}"
     return env
+
+
+def assert_conforms(schemas: dict[str, Any], tool: str, result: Any) -> None:
+    """The result's structuredContent is valid against the tool's outputSchema, by a
+    strict JSON Schema 2020-12 validator (the schema itself checked first, formats
+    too)."""
+    schema = schemas[tool]
+    assert schema is not None, f"{tool} has no outputSchema"
+    Draft202012Validator.check_schema(schema)
+    validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    violations = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(result.structured_content)]
+    assert not violations, f"{tool}: structuredContent does not match its outputSchema: {violations[:5]}"
+
+
+async def output_schemas(client: Client) -> dict[str, Any]:
+    return {t.name: t.output_schema for t in (await client.list_tools()).tools}
 
 
 def assert_ok(result: Any, tool: str) -> dict[str, Any]:
@@ -283,12 +312,15 @@ async def test_initialize_and_list_tools(toolbelt_bin: str, workspace: Path, mod
 
 
 async def call_every_builtin(client: Client, root: Path) -> set[str]:
-    """Calls each built-in with valid arguments; returns the names called."""
+    """Calls each built-in with valid arguments, each result checked against the
+    tool's outputSchema; returns the names called."""
     called: set[str] = set()
+    schemas = await output_schemas(client)
 
     async def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
         result = await client.call_tool(name, args)
         called.add(name)
+        assert_conforms(schemas, name, result)
         return assert_ok(result, name)
 
     env = await call("think", {"thought": "Read main.rs, then change the greeting."})
@@ -416,7 +448,40 @@ async def call_every_builtin(client: Client, root: Path) -> set[str]:
 async def test_call_every_builtin(toolbelt_bin: str, workspace: Path, mode: str) -> None:
     async with stdio_client(toolbelt_bin, workspace, mode) as client:
         called = await call_every_builtin(client, workspace)
+        failed = await fail_every_builtin(client)
     assert called == BUILTINS
+    assert failed == BUILTINS
+
+
+async def fail_every_builtin(client: Client) -> set[str]:
+    """Errors of every built-in (and an image read): each result's structuredContent
+    is valid against the tool's outputSchema; returns the names that failed."""
+    schemas = await output_schemas(client)
+    failed: set[str] = set()
+
+    async def fail(name: str, args: dict[str, Any], code: str) -> dict[str, Any]:
+        result = await client.call_tool(name, args)
+        assert result.is_error is True, f"{name} {args} did not fail: {text_of(result)}"
+        assert_conforms(schemas, name, result)
+        env = envelope(result)
+        assert env["error"]["code"] == code, f"{name}: {env['error']}"
+        failed.add(name)
+        return env
+
+    for name in sorted(BUILTINS):
+        await fail(name, {"not_a_parameter": 1}, "INVALID_PARAMS")
+    # Errors a tool itself reports, with what it found.
+    env = await fail("read_file", {"path": "note.md"}, "NOT_FOUND")
+    assert "notes.md" in env["text"]
+    await fail("bash", {"command": "echo out; exit 3"}, "NONZERO_EXIT")
+    await fail("edit_file", {"path": "src/main.rs", "old_string": "no such text", "new_string": "x"}, "INVALID_PARAMS")
+    await fail("edit_file", {"path": "log.txt", "old_string": "line 1 needle", "new_string": "x"}, "CONFLICT")
+    await fail("web_fetch", {"url": SEARCH_URL[0] + "missing"}, "HTTP_STATUS")
+    # An image: the text and the image as content, the envelope whole.
+    result = await client.call_tool("read_file", {"path": "pixel.png"})
+    assert [c.type for c in result.content] == ["text", "image"], result.content
+    assert_conforms(schemas, "read_file", result)
+    return failed
 
 
 @pytest.mark.anyio

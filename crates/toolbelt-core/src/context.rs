@@ -156,6 +156,8 @@ pub struct ToolContext {
     progress: Option<Arc<dyn ProgressSink>>,
     events: Option<Arc<dyn EventSink>>,
     policy: Option<Arc<Policy>>,
+    /// The call's own output budget, over the session's.
+    budget: Option<OutputBudget>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -180,7 +182,21 @@ impl ToolContext {
             progress: None,
             events: None,
             policy: None,
+            budget: None,
         }
+    }
+
+    /// Holds this call's output to `budget` instead of the session's (none: the
+    /// session's).
+    pub fn with_budget(mut self, budget: Option<OutputBudget>) -> ToolContext {
+        self.budget = budget;
+        self
+    }
+
+    /// The output budget of this call: its own, else the session's. Tools that
+    /// page their output fit a page to it.
+    pub fn budget(&self) -> &OutputBudget {
+        self.budget.as_ref().unwrap_or(&self.session.budget)
     }
 
     /// Uses `token` for cancellation.
@@ -262,6 +278,6 @@ impl ToolContext {
     /// A sink that keeps output within the session's budget and spills the full
     /// output to `<state>/tool-output/<output_id>.txt` when it grows past it.
     pub fn output_sink(&self) -> OutputSink {
-        OutputSink::new(self.session.budget().clone(), self.session.spill_dir())
+        OutputSink::new(self.budget().clone(), self.session.spill_dir())
     }
 }

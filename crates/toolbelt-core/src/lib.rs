@@ -89,7 +89,7 @@ pub use repair::repair_arguments;
 pub use retry::{retry_after, retry_after_ms};
 pub use schema::schema_for;
 pub use secret::Secret;
-pub use spec::{Category, Example, Hints, ToolSpec};
+pub use spec::{Category, Example, Hints, MAX_DESCRIPTION_CHARS, ToolSpec};
 pub use stamps::{FileStamps, Stamp};
 pub use tool::{
     BoxFuture, FnTool, Reply, Tool, ToolError, ToolResult, Typed, TypedTool, Violation,

@@ -17,6 +17,7 @@ use crate::context::{EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolConte
 /// Time a tool that enforces its own timeout gets beyond the maximum, to clean up.
 const OWN_TIMEOUT_SLACK: Duration = Duration::from_secs(30);
 use crate::envelope::{Envelope, ErrorCode};
+use crate::output::OutputBudget;
 use crate::policy::{Decision, Policy, Request};
 use crate::profile::{
     ParamCase, Profile, camel_case, camel_message, camel_schema, camel_violation, property_names,
@@ -92,6 +93,11 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// Receives progress.
     pub progress: Option<Arc<dyn ProgressSink>>,
+    /// Overrides the session's output budget for this call: the text the
+    /// caller's reader takes in one piece (an MCP client that cuts long
+    /// results, say). Tools that page (read_file, read_output, bash) fit their
+    /// pages to it, and longer texts are cut to it and spilled.
+    pub budget: Option<OutputBudget>,
 }
 
 impl CallOptions {
@@ -101,6 +107,7 @@ impl CallOptions {
             cancel: self.cancel.as_ref().map(CancellationToken::child_token),
             timeout: self.timeout,
             progress: self.progress.clone(),
+            budget: self.budget.clone(),
         }
     }
 }
@@ -693,6 +700,7 @@ impl Registry {
         // 4. The call: timeout, cancellation, panics contained.
         let cancel = opts.cancel.unwrap_or_default();
         let ctx = ToolContext::new(Arc::clone(&self.session), canonical, call_id)
+            .with_budget(opts.budget)
             .with_cancel(cancel.child_token())
             .with_progress(opts.progress)
             .with_events(self.events.clone())
@@ -747,22 +755,18 @@ impl Registry {
         }
 
         // 5. Output budget.
-        if env.text.len() > self.session.budget().max_bytes {
-            self.enforce_budget(&mut env);
+        if env.text.len() > ctx.budget().max_bytes {
+            self.enforce_budget(&mut env, ctx.budget());
         }
         (env, canonical_owned, repairs)
     }
 
-    fn enforce_budget(&self, env: &mut Envelope) {
-        match crate::output::apply_budget(
-            &env.text,
-            self.session.budget(),
-            &self.session.spill_dir(),
-        ) {
+    fn enforce_budget(&self, env: &mut Envelope, budget: &OutputBudget) {
+        match crate::output::apply_budget(&env.text, budget, &self.session.spill_dir()) {
             Ok(captured) => captured.apply_to(env),
             Err(e) => {
                 tracing::error!("could not spill output: {e}");
-                crate::output::truncate_in_memory(&env.text, self.session.budget()).apply_to(env);
+                crate::output::truncate_in_memory(&env.text, budget).apply_to(env);
             }
         }
     }

@@ -128,6 +128,12 @@ pub struct Example {
     pub output: Value,
 }
 
+/// The longest tool description, in characters, that every client passes on
+/// whole: Claude Code cuts longer ones to this length and appends
+/// "… [truncated]". Descriptions that list things (skills, channels) stop
+/// listing before it.
+pub const MAX_DESCRIPTION_CHARS: usize = 2048;
+
 /// The full description of a tool: everything a model, an MCP client or a UI needs.
 ///
 /// Specs are plain data. The canonical `name` is snake_case; name profiles change the

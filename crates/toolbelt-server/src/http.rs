@@ -74,6 +74,8 @@ const ACCEPT_ERROR_BACKOFF_MS: u64 = 50;
 const TOKEN_QUERY_NAMES: [&str; 3] = ["access_token", "token", "api_key"];
 /// The MCP session header.
 const MCP_SESSION_HEADER: &str = "mcp-session-id";
+/// The header naming the MCP protocol revision of a request.
+const MCP_PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// How the HTTP server runs.
 #[derive(Clone)]
@@ -100,6 +102,8 @@ pub struct ServeConfig {
     /// A one-time login code for the web page ([`crate::web::new_login_code`]),
     /// good for one login within [`crate::web::LOGIN_CODE_TTL_SECS`].
     pub login_code: Option<String>,
+    /// How `/mcp` shapes its results (structured content, output budget).
+    pub mcp: crate::mcp::McpOptions,
 }
 
 impl ServeConfig {
@@ -125,6 +129,7 @@ impl ServeConfig {
             header_read_timeout: Duration::from_secs(DEFAULT_HEADER_READ_TIMEOUT_SECS),
             store: None,
             login_code: None,
+            mcp: crate::mcp::McpOptions::default(),
         }
     }
 }
@@ -338,7 +343,7 @@ struct Guard {
     allowed_origins: Vec<String>,
     max_body_bytes: usize,
     max_sessions: usize,
-    sessions: Option<Arc<McpSessions>>,
+    sessions: Option<McpEndpoint>,
     /// The page's sessions and the wrong-token limiter.
     web: Arc<Web>,
 }
@@ -396,29 +401,165 @@ fn build_router(
 }
 
 /// Adds the MCP endpoint (one [`McpServer`] per session over the shared registry);
-/// returns the session manager for the session cap. Host and Origin are checked by
-/// [`security`] in front of it, so rmcp's own checks are off; its body limit is ours.
+/// returns it for the session cap. Host and Origin are checked by [`security`] in
+/// front of it, so rmcp's own checks are off; its body limit is ours.
 fn mount_mcp(
     api: Router,
     registry: &Arc<Registry>,
     config: &ServeConfig,
     cancel: CancellationToken,
-) -> (Router, Option<Arc<McpSessions>>) {
-    let sessions = Arc::new(McpSessions::default());
+) -> (Router, Option<McpEndpoint>) {
+    let registry = Arc::clone(registry);
+    let options = config.mcp;
+    // The skills are served as prompts too, as over stdio.
+    let skills = toolbelt_tools::Skills::from_env(registry.session().roots());
+    let factory = move || {
+        Ok(McpServer::new(Arc::clone(&registry))
+            .with_skills(skills.clone())
+            .with_options(options))
+    };
     let mcp_config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_max_request_body_bytes(config.max_body_bytes)
         .with_cancellation_token(cancel);
-    let registry = Arc::clone(registry);
-    // The skills are served as prompts too, as over stdio.
-    let skills = toolbelt_tools::Skills::from_env(registry.session().roots());
-    let service = StreamableHttpService::new(
-        move || Ok(McpServer::new(Arc::clone(&registry)).with_skills(skills.clone())),
-        Arc::clone(&sessions),
-        mcp_config,
+    let modern_sessions = Arc::new(McpSessions::default());
+    let mut legacy_sessions = McpSessions::default();
+    legacy_sessions.session_config.sse_retry = None;
+    let legacy_sessions = Arc::new(legacy_sessions);
+    let endpoint = McpEndpoint {
+        modern: StreamableHttpService::new(
+            factory.clone(),
+            Arc::clone(&modern_sessions),
+            mcp_config.clone(),
+        ),
+        legacy: StreamableHttpService::new(
+            factory,
+            Arc::clone(&legacy_sessions),
+            mcp_config.with_sse_retry(None),
+        ),
+        modern_sessions,
+        legacy_sessions,
+        max_body_bytes: config.max_body_bytes,
+    };
+    let app = api.route(
+        "/mcp",
+        axum::routing::any(mcp_endpoint).with_state(endpoint.clone()),
     );
-    (api.route_service("/mcp", service), Some(sessions))
+    (app, Some(endpoint))
+}
+
+/// The protocol revision from which streams open with a priming event (an event
+/// id and a retry time with empty data, SEP-1699) so that a client can resume
+/// them. Clients of older revisions parse every event's data as JSON and fail on
+/// an empty one (the TypeScript SDK before 2025-11-25: "Unexpected end of JSON
+/// input", and gemini-cli then lists no tools).
+const PRIMING_SINCE: &str = "2025-11-25";
+
+/// The MCP endpoint: the same server twice over, with priming events for clients
+/// of [`PRIMING_SINCE`] and later and without for older ones, each with its own
+/// sessions (a session keeps the revision it was opened with).
+#[derive(Clone)]
+struct McpEndpoint {
+    modern: StreamableHttpService<McpServer, McpSessions>,
+    legacy: StreamableHttpService<McpServer, McpSessions>,
+    modern_sessions: Arc<McpSessions>,
+    legacy_sessions: Arc<McpSessions>,
+    max_body_bytes: usize,
+}
+
+impl McpEndpoint {
+    /// The live sessions.
+    async fn sessions(&self) -> usize {
+        self.modern_sessions.sessions.read().await.len()
+            + self.legacy_sessions.sessions.read().await.len()
+    }
+
+    /// Whether `request` comes from a client of a revision before
+    /// [`PRIMING_SINCE`]: by its `MCP-Protocol-Version` header, else by the
+    /// session it names, else, for `initialize`, by the revision it asks for.
+    /// The body, when read, comes back in the request.
+    async fn is_legacy(&self, request: Request) -> Result<(bool, Request), Response> {
+        let headers = request.headers();
+        if let Some(version) = headers
+            .get(MCP_PROTOCOL_VERSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            return Ok((version.trim() < PRIMING_SINCE, request));
+        }
+        if let Some(session) = headers
+            .get(MCP_SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            let legacy = self
+                .legacy_sessions
+                .sessions
+                .read()
+                .await
+                .contains_key(session);
+            return Ok((legacy, request));
+        }
+        if request.method() != Method::POST {
+            return Ok((false, request));
+        }
+        let (parts, body) = request.into_parts();
+        let bytes = axum::body::to_bytes(body, self.max_body_bytes)
+            .await
+            .map_err(|_| {
+                refuse(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "TOO_LARGE",
+                    &format!(
+                        "the request body is over the limit of {} bytes",
+                        self.max_body_bytes
+                    ),
+                )
+            })?;
+        let legacy = initialize_version(&bytes).is_some_and(|v| v.as_str() < PRIMING_SINCE);
+        Ok((
+            legacy,
+            Request::from_parts(parts, axum::body::Body::from(bytes)),
+        ))
+    }
+}
+
+/// The protocol revision an `initialize` request asks for (`""` when it names
+/// none); `None` for any other message.
+fn initialize_version(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Message {
+        method: Option<String>,
+        #[serde(default)]
+        params: Option<Value>,
+    }
+    let message: Message = serde_json::from_slice(body).ok()?;
+    (message.method.as_deref() == Some("initialize")).then(|| {
+        message
+            .params
+            .as_ref()
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    })
+}
+
+/// `/mcp`: hands the request to the server of its client's revision.
+async fn mcp_endpoint(State(endpoint): State<McpEndpoint>, request: Request) -> Response {
+    use tower::ServiceExt as _;
+    let (legacy, request) = match endpoint.is_legacy(request).await {
+        Ok(routed) => routed,
+        Err(refused) => return refused,
+    };
+    let service = if legacy {
+        endpoint.legacy
+    } else {
+        endpoint.modern
+    };
+    match service.oneshot(request).await {
+        Ok(response) => response.map(axum::body::Body::new),
+        Err(never) => match never {},
+    }
 }
 
 // ---------------------------------------------------------------- security
@@ -497,11 +638,11 @@ async fn checks(guard: &Guard, request: Request, next: Next) -> Response {
             ),
         );
     }
-    if let Some(sessions) = &guard.sessions {
+    if let Some(endpoint) = &guard.sessions {
         let new_session = path == "/mcp"
             && method == Method::POST
             && !request.headers().contains_key(MCP_SESSION_HEADER);
-        if new_session && sessions.sessions.read().await.len() >= guard.max_sessions {
+        if new_session && endpoint.sessions().await >= guard.max_sessions {
             let mut response = refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "TOO_MANY_SESSIONS",

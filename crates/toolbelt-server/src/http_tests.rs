@@ -636,7 +636,10 @@ mod mcp_client {
     #[tokio::test]
     async fn rmcp_client_lists_and_calls_tools_with_the_token() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let server = start(&dir, config()).await;
+        let mut config = config();
+        // The envelope is what this test reads.
+        config.mcp.structured_content = crate::StructuredContent::Always;
+        let server = start(&dir, config).await;
         let url = format!("http://{}/mcp", server.addr);
         let transport = StreamableHttpClientTransport::from_config(
             StreamableHttpClientTransportConfig::with_uri(url).auth_header(TOKEN),
@@ -767,4 +770,54 @@ async fn without_a_token_a_reachable_address_is_refused() {
         )
         .contains("token: None")
     );
+}
+
+/// An `initialize` over HTTP asking for `version`: the answer's body.
+async fn initialize_over_http(version: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {},
+        "clientInfo": {"name": "gemini-cli-mcp-client", "version": "0.61.0"}}});
+    let (status, _, bytes) = crate::test_support::respond(
+        app(&dir),
+        request("POST", "/mcp")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .body(Body::from(body.to_string()))
+            .expect("request"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    String::from_utf8(bytes.to_vec()).expect("UTF-8")
+}
+
+/// Clients of 2025-06-18 and before parse every event's data as JSON: they get no
+/// priming event (empty data); 2025-11-25 clients get one, to resume streams.
+#[tokio::test]
+async fn priming_events_only_for_clients_that_parse_them() {
+    for version in ["2025-06-18", "2025-03-26", "2024-11-05"] {
+        let text = initialize_over_http(version).await;
+        for event in text.split("\n\n").filter(|e| !e.trim().is_empty()) {
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim)
+                .collect();
+            assert!(
+                !data.is_empty()
+                    && data
+                        .iter()
+                        .all(|d| serde_json::from_str::<Value>(d).is_ok()),
+                "{version}: an event whose data is not JSON: {event:?}"
+            );
+        }
+        assert!(text.contains("\"serverInfo\""), "{version}: {text}");
+    }
+    let modern = initialize_over_http("2025-11-25").await;
+    let priming = modern.split("\n\n").next().unwrap_or_default();
+    assert!(
+        priming.lines().any(|l| l == "id: 0") && priming.lines().any(|l| l.trim() == "data:"),
+        "{modern}"
+    );
+    assert!(modern.contains("\"serverInfo\""), "{modern}");
 }

@@ -11,4 +11,4 @@ mod test_support;
 pub mod web;
 
 pub use http::{ServeConfig, load_or_create_token, router, serve};
-pub use mcp::{McpServer, ServerError, serve_stdio};
+pub use mcp::{McpOptions, McpServer, ServerError, StructuredContent, serve_stdio};

@@ -26,16 +26,20 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt, PromptMessage,
-    PromptsCapability, ProtocolVersion, ResultType, Role, ServerCapabilities, ServerConfig, Tool,
-    ToolsCapability,
+    PromptsCapability, ProtocolVersion, ResultType, Role, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool, ToolsCapability,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, ServerInitializeError};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, RoleServer, ServerInitializeError,
+    SubscriptionContext,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::export::{self, Format};
+use toolbelt_core::output::OutputBudget;
 use toolbelt_core::{CallOptions, Envelope, ErrorCode, ProgressSink, Registry, Status, ToolCall};
 use toolbelt_tools::Skills;
 
@@ -60,10 +64,100 @@ const PIPE_BYTES: usize = 256 * 1024;
 /// What `initialize` tells the client about this server.
 const INSTRUCTIONS: &str = "toolbelt gives you typed, validated tools over the workspace \
 roots: read, write and edit files, apply patches, list directories, glob and grep, plan with \
-a todo list and think. Every result carries a short text for you and the full structured \
-envelope (status, data, stats, error with a hint on what to do next). Paths are relative to \
-the workspace root or absolute inside it. Large outputs are cut to a budget; the rest is \
-saved and can be paged with read_output.";
+a todo list and think. Every result is a short text written for you; an error says what went \
+wrong and what to do next. Paths are relative to the workspace root or absolute inside it. \
+Large outputs are cut to a budget; the rest is saved and can be paged with read_output.";
+
+/// Whether tool results carry the envelope as `structuredContent` (and
+/// `tools/list` the tools' `outputSchema`), or only the text the model reads.
+///
+/// Agent clients differ in what they show the model: Claude Code and Codex give
+/// it `structuredContent` serialised as JSON whenever a result has it, in place
+/// of the text content, so the model would read the whole envelope (two to
+/// eight times the text, newlines escaped) instead of the text written for it.
+/// Clients that are programs or inspectors want the data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StructuredContent {
+    /// Structured content for the clients known to use it as data rather than
+    /// hand it to a model ([`client_wants_structured`]); the text alone for the rest.
+    #[default]
+    Auto,
+    /// Structured content (and output schemas) for every client.
+    Always,
+    /// The text (and images) only, for every client.
+    Never,
+}
+
+impl StructuredContent {
+    /// The names accepted by [`StructuredContent::parse`].
+    pub const NAMES: [&'static str; 3] = ["auto", "always", "never"];
+
+    /// `auto`, `always` or `never`.
+    pub fn parse(s: &str) -> Option<StructuredContent> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(StructuredContent::Auto),
+            "always" => Some(StructuredContent::Always),
+            "never" => Some(StructuredContent::Never),
+            _ => None,
+        }
+    }
+
+    /// Whether a client named `client` (its `clientInfo.name`; none when it gave
+    /// none) gets structured content.
+    pub fn for_client(self, client: Option<&str>) -> bool {
+        match self {
+            StructuredContent::Always => true,
+            StructuredContent::Never => false,
+            StructuredContent::Auto => client.is_some_and(client_wants_structured),
+        }
+    }
+}
+
+/// Clients that read `structuredContent` as data, by `clientInfo.name`: the MCP
+/// Inspector (`inspector-cli`, `inspector-tui`, `mcp-inspector`) and the official
+/// Python SDK's default name (programs, tests and agents that read the text
+/// content). Every other client, the agent CLIs among
+/// them, gets the text: for a client that shows the model `structuredContent`
+/// when present, the text is only what the model reads when there is none.
+pub fn client_wants_structured(client: &str) -> bool {
+    let name = client.trim().to_ascii_lowercase();
+    STRUCTURED_CLIENTS
+        .iter()
+        .any(|known| name == *known || name.starts_with(&format!("{known}-")))
+}
+
+/// How an MCP server shapes its results for its clients.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpOptions {
+    /// Whether results carry `structuredContent` (see [`StructuredContent`]).
+    pub structured_content: StructuredContent,
+    /// The text of every result is held to this many bytes (none: the client's
+    /// known cut, [`client_output_budget`], else the session's budget).
+    pub output_budget: Option<usize>,
+}
+
+/// See [`client_wants_structured`].
+const STRUCTURED_CLIENTS: [&str; 3] = ["mcp", "mcp-inspector", "inspector"];
+
+/// The output budget of an MCP client that cuts long tool results, by
+/// `clientInfo.name`, in bytes: under the client's own cut, so that what toolbelt
+/// pages (read_file, read_output, bash) is never cut in the middle by the client
+/// while toolbelt's footer says it was shown. `None`: the session's budget.
+pub fn client_output_budget(client: &str) -> Option<usize> {
+    let name = client.trim().to_ascii_lowercase();
+    CLIENT_BUDGETS
+        .iter()
+        .find(|(prefix, _)| name.starts_with(prefix))
+        .map(|&(_, bytes)| bytes)
+}
+
+/// See [`client_output_budget`]. Codex keeps at most 10,000 bytes of a tool
+/// result for the model (its head and tail, the middle replaced by a marker);
+/// 8,000 leaves room for its wrapping and for a result's image.
+const CLIENT_BUDGETS: [(&str, usize); 1] = [("codex", CODEX_OUTPUT_BYTES)];
+
+/// The budget for Codex, below its 10,000-byte cut of a tool result.
+pub const CODEX_OUTPUT_BYTES: usize = 8_000;
 
 /// JSON-RPC's code for input that is not JSON.
 const PARSE_ERROR_CODE: i64 = -32700;
@@ -102,6 +196,9 @@ pub struct McpServer {
     served: Arc<RwLock<Served>>,
     listed: Arc<RwLock<Listed>>,
     rebuild: Option<RegistryFactory>,
+    structured: StructuredContent,
+    /// The output budget of every call, over the client's and the session's.
+    budget: Option<usize>,
 }
 
 /// What answers now.
@@ -118,6 +215,28 @@ struct Served {
 struct Listed {
     at: (u64, u64),
     tools: Arc<Vec<Tool>>,
+    /// The same tools without `outputSchema`, for clients that get no structured
+    /// content (a declared output schema obliges the server to send it).
+    plain: Arc<Vec<Tool>>,
+}
+
+impl Listed {
+    fn new(at: (u64, u64), registry: &Registry) -> Listed {
+        let tools = mcp_tools(registry);
+        let plain = tools
+            .iter()
+            .cloned()
+            .map(|mut tool| {
+                tool.output_schema = None;
+                tool
+            })
+            .collect();
+        Listed {
+            at,
+            tools: Arc::new(tools),
+            plain: Arc::new(plain),
+        }
+    }
 }
 
 impl std::fmt::Debug for McpServer {
@@ -133,17 +252,50 @@ impl std::fmt::Debug for McpServer {
 impl McpServer {
     /// A server for every tool of `registry`, named as its profile exposes them.
     pub fn new(registry: Arc<Registry>) -> McpServer {
-        let at = (0, registry.revision());
-        let tools = Arc::new(mcp_tools(&registry));
+        let listed = Listed::new((0, registry.revision()), &registry);
         McpServer {
             served: Arc::new(RwLock::new(Served {
                 registry,
                 skills: None,
                 generation: 0,
             })),
-            listed: Arc::new(RwLock::new(Listed { at, tools })),
+            listed: Arc::new(RwLock::new(listed)),
             rebuild: None,
+            structured: StructuredContent::default(),
+            budget: None,
         }
+    }
+
+    /// Shapes results as `options` say.
+    pub fn with_options(self, options: McpOptions) -> McpServer {
+        self.with_structured_content(options.structured_content)
+            .with_output_budget(options.output_budget)
+    }
+
+    /// Sends structured content as `mode` says (default: [`StructuredContent::Auto`]).
+    pub fn with_structured_content(mut self, mode: StructuredContent) -> McpServer {
+        self.structured = mode;
+        self
+    }
+
+    /// Holds every tool result to `max_bytes` of text (none: the client's known
+    /// cut, [`client_output_budget`], else the session's budget).
+    pub fn with_output_budget(mut self, max_bytes: Option<usize>) -> McpServer {
+        self.budget = max_bytes;
+        self
+    }
+
+    /// Whether the client of `context` gets structured content.
+    fn structured_for(&self, context: &RequestContext<RoleServer>) -> bool {
+        self.structured.for_client(client_name(context).as_deref())
+    }
+
+    /// The output budget of a call of `context`.
+    fn budget_for(&self, context: &RequestContext<RoleServer>) -> Option<OutputBudget> {
+        let bytes = self
+            .budget
+            .or_else(|| client_name(context).and_then(|name| client_output_budget(&name)))?;
+        Some(OutputBudget::with_max_bytes(bytes))
     }
 
     /// Serves `skills` as MCP prompts too: `prompts/list` gives each skill (its
@@ -188,6 +340,18 @@ impl McpServer {
     /// The tools as `tools/list` shows them now: built again when the registry
     /// was replaced or its [revision](Registry::revision) changed.
     pub fn tools(&self) -> Arc<Vec<Tool>> {
+        self.listing(true)
+    }
+
+    /// The tools, with output schemas when `structured`, built again when needed.
+    fn listing(&self, structured: bool) -> Arc<Vec<Tool>> {
+        let pick = |listed: &Listed| {
+            Arc::clone(if structured {
+                &listed.tools
+            } else {
+                &listed.plain
+            })
+        };
         let (registry, generation) = {
             let served = self.served();
             (Arc::clone(&served.registry), served.generation)
@@ -196,14 +360,12 @@ impl McpServer {
         {
             let listed = self.listed.read().unwrap_or_else(PoisonError::into_inner);
             if listed.at == at {
-                return Arc::clone(&listed.tools);
+                return pick(&listed);
             }
         }
-        let tools = Arc::new(mcp_tools(&registry));
-        *self.listed.write().unwrap_or_else(PoisonError::into_inner) = Listed {
-            at,
-            tools: Arc::clone(&tools),
-        };
+        let listed = Listed::new(at, &registry);
+        let tools = pick(&listed);
+        *self.listed.write().unwrap_or_else(PoisonError::into_inner) = listed;
         tools
     }
 
@@ -212,7 +374,7 @@ impl McpServer {
     fn replace(&self, registry: Registry) {
         let registry = Arc::new(registry);
         let revision = registry.revision();
-        let tools = Arc::new(mcp_tools(&registry));
+        let mut listed = Listed::new((0, revision), &registry);
         let mut served = self.served.write().unwrap_or_else(PoisonError::into_inner);
         served.skills = served
             .skills
@@ -220,10 +382,8 @@ impl McpServer {
             .map(|skills| skills.for_roots(registry.session().roots()));
         served.registry = registry;
         served.generation += 1;
-        *self.listed.write().unwrap_or_else(PoisonError::into_inner) = Listed {
-            at: (served.generation, revision),
-            tools,
-        };
+        listed.at = (served.generation, revision);
+        *self.listed.write().unwrap_or_else(PoisonError::into_inner) = listed;
     }
 
     /// What the tool list and the prompt list are made of now (the registry's
@@ -395,7 +555,9 @@ impl McpServer {
             progress: progress
                 .as_ref()
                 .map(|p| Arc::clone(&p.sink) as Arc<dyn ProgressSink>),
+            budget: self.budget_for(&context),
         };
+        let structured = self.structured_for(&context);
         let env = registry
             .execute_call(ToolCall::new(name, arguments), opts)
             .await;
@@ -409,50 +571,46 @@ impl McpServer {
                 .map_or_else(String::new, |e| e.message.clone());
             return Err(McpError::invalid_params(message, None));
         }
-        Ok(call_result(env))
+        Ok(call_result(env, structured))
     }
 }
 
-/// The envelope as an MCP tool result: its text as text content, the envelope
-/// as `structuredContent`, `isError` for errors, an image as image content (its
-/// bytes not repeated in `structuredContent`). The same shape as
+/// The envelope as an MCP tool result: its text as text content, an image as
+/// image content, `isError` for errors and, when `structured`, the whole
+/// envelope as `structuredContent` (valid against the tool's `outputSchema`, the
+/// image's bytes included). The same shape as
 /// [`toolbelt_core::calls::to_mcp_call_result`], built without a round trip
 /// through JSON values.
-fn call_result(mut env: Envelope) -> CallToolResult {
-    // The data moves into the structured content instead of being copied.
-    let mut data = std::mem::take(&mut env.data);
-    let mut structured = env.to_value();
-    // The text is in the structured content too; the content block takes the original.
+fn call_result(mut env: Envelope, structured: bool) -> CallToolResult {
+    let structured_content = structured.then(|| env.to_value());
     let mut content = vec![ContentBlock::text(std::mem::take(&mut env.text))];
-    let image = data
-        .get_mut("image")
-        .and_then(Value::as_object_mut)
-        .filter(|image| {
-            image
-                .get("mime_type")
-                .and_then(Value::as_str)
-                .is_some_and(|m| m.starts_with("image/"))
-                && image.get("data").is_some_and(Value::is_string)
-        });
-    if let Some(image) = image {
-        // Checked above: a string mime type and a string of data.
-        let mime = image["mime_type"].as_str().unwrap_or_default().to_string();
-        if let Some(Value::String(base64)) = image.remove("data") {
-            content.push(ContentBlock::image(base64, mime));
-        }
-    }
-    if let Some(slot) = structured.get_mut("data") {
-        *slot = data;
+    if let Some((mime, data)) = toolbelt_core::calls::image_of(&env) {
+        content.push(ContentBlock::image(data.to_owned(), mime.to_owned()));
     }
     let mut result = if env.status == Status::Error {
         CallToolResult::error(content)
     } else {
         CallToolResult::success(content)
     };
-    result.structured_content = Some(structured);
+    result.structured_content = structured_content;
     // Required from 2026-07-28 on; rmcp strips it again for older peers.
     result.result_type = Some(ResultType::COMPLETE);
     result
+}
+
+/// The client's `clientInfo.name`: from the request's `_meta` (2026-07-28, no
+/// handshake), else from the handshake.
+fn client_name(context: &RequestContext<RoleServer>) -> Option<String> {
+    context
+        .meta
+        .client_info()
+        .map(|info| info.name)
+        .or_else(|| {
+            context
+                .peer
+                .peer_info()
+                .map(|info| info.client_info.name.clone())
+        })
 }
 
 /// The local directory a `file://` root URI names, when it is one.
@@ -508,9 +666,12 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools().to_vec()))
+        let structured = self.structured_for(&context);
+        Ok(ListToolsResult::with_all_items(
+            self.listing(structured).to_vec(),
+        ))
     }
 
     async fn list_prompts(
@@ -536,6 +697,51 @@ impl ServerHandler for McpServer {
 
     async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
         self.follow_roots(context.peer);
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // The lists this server tells about; rmcp keeps of them what the client
+        // asked for and what `get_info` advertises (prompts only with skills).
+        let mut accepted = SubscriptionFilter::new();
+        accepted.tools_list_changed = Some(true);
+        accepted.prompts_list_changed = Some(true);
+        Some(accepted)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        // From 2026-07-28 on, list changes travel on the client's
+        // `subscriptions/listen` stream: checked as often as for older clients.
+        let sink = subscription.sink().clone();
+        let (mut tools_seen, mut prompts_seen) = self.list_states();
+        let mut tick = tokio::time::interval(LIST_POLL_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                _ = tick.tick() => {}
+            }
+            let (tools_now, prompts_now) = self.list_states();
+            if tools_now != tools_seen {
+                tools_seen = tools_now;
+                if sink.accepted().tools_list_changed == Some(true)
+                    && let Err(e) = sink.notify_tool_list_changed().await
+                {
+                    tracing::debug!("cannot tell the subscriber the tools changed: {e}");
+                }
+            }
+            if prompts_now != prompts_seen {
+                prompts_seen = prompts_now;
+                if sink.accepted().prompts_list_changed == Some(true)
+                    && let Err(e) = sink.notify_prompt_list_changed().await
+                {
+                    tracing::debug!("cannot tell the subscriber the prompts changed: {e}");
+                }
+            }
+        }
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -123,7 +123,10 @@ async fn harness() -> Harness {
         })
         .unwrap();
     let skills = Skills::discover(registry.session().roots(), None);
-    let server = McpServer::new(Arc::new(registry)).with_skills(skills);
+    // The envelope is what these tests look at.
+    let server = McpServer::new(Arc::new(registry))
+        .with_skills(skills)
+        .with_structured_content(StructuredContent::Always);
     let (server_io, client_io) = tokio::io::duplex(PIPE_BYTES);
     tokio::spawn(async move {
         let running = server.serve(server_io).await.unwrap();
@@ -494,7 +497,8 @@ async fn the_2026_07_28_revision_works_without_a_handshake() {
         let (mut input, mut output, _dir) = lines_server();
         let meta = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            // The client named in `_meta` (no handshake): the Inspector gets the envelope.
+            "io.modelcontextprotocol/clientInfo": {"name": "inspector-cli", "version": "1"},
             "io.modelcontextprotocol/clientCapabilities": {},
         });
         send(
@@ -705,7 +709,19 @@ fn tool_results_have_the_shape_of_the_mcp_export() {
     for env in envelopes {
         let mut expected = toolbelt_core::calls::to_mcp_call_result(&env);
         expected["resultType"] = json!("complete");
-        assert_eq!(serde_json::to_value(call_result(env)).unwrap(), expected);
+        assert_eq!(
+            serde_json::to_value(call_result(env.clone(), true)).unwrap(),
+            expected
+        );
+        // Without structured content: the same, less the envelope.
+        expected
+            .as_object_mut()
+            .unwrap()
+            .remove("structuredContent");
+        assert_eq!(
+            serde_json::to_value(call_result(env, false)).unwrap(),
+            expected
+        );
     }
 }
 

@@ -216,7 +216,7 @@ impl TypedTool for Bash {
             .timeout
             .unwrap_or_else(|| session.timeout().as_secs().max(1))
             .clamp(1, MAX_BASH_TIMEOUT_SECS);
-        let budget = session.budget();
+        let budget = ctx.budget();
         let room = budget.max_bytes.saturating_sub(STATUS_RESERVE_BYTES);
         let stdout_budget = (room * 3 / 4).max(MIN_STREAM_BUDGET);
         let stderr_budget = room.saturating_sub(stdout_budget).max(MIN_STREAM_BUDGET);

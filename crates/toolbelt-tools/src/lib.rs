@@ -51,6 +51,7 @@ mod create_goal;
 mod create_project;
 mod create_task;
 mod delete_project;
+mod describe;
 mod edit_file;
 mod files;
 mod get_project;

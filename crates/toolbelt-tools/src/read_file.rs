@@ -160,7 +160,7 @@ impl TypedTool for ReadFile {
     async fn call(&self, ctx: &ToolContext, p: ReadFileParams) -> ToolResult<ReadFileOutput> {
         let ws = workspace(ctx)?;
         // Held to the session's output budget so the page is never cut and saved aside.
-        let max_bytes = text::DEFAULT_MAX_OUTPUT_BYTES.min(ctx.session().budget().max_bytes);
+        let max_bytes = text::DEFAULT_MAX_OUTPUT_BYTES.min(ctx.budget().max_bytes);
         ws.run(move |ws| read(ws, &p, max_bytes)).await
     }
 }

@@ -77,7 +77,7 @@ impl TypedTool for ReadOutput {
             .clamp(1, MAX_READ_LIMIT_LINES);
         let dir = ctx.session().spill_dir();
         // The page is held to the session's budget so it is never cut and spilled again.
-        let max_page_bytes = ctx.session().budget().max_bytes;
+        let max_page_bytes = ctx.budget().max_bytes;
         let offset = p.offset.unwrap_or(1);
         let page = read_spilled_within(&dir, &p.output_id, offset, limit, max_page_bytes).map_err(|e| {
             match e {

@@ -52,6 +52,10 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 /// context_window = 128000       # tokens
 /// max_tokens = 8192             # tokens of one answer
 ///
+/// [mcp]                         # toolbelt mcp and /mcp of toolbelt serve
+/// structured_content = "auto"   # auto, always or never (see `toolbelt mcp --help`)
+/// output_budget = 8000          # bytes of one result's text (default: per client)
+///
 /// [tools]                       # default: every tool
 /// enable = ["coding", "web"]    # toolsets or tool names
 /// disable = ["bash"]
@@ -93,6 +97,9 @@ pub struct FileConfig {
     /// `[tools]`: the tools served.
     #[serde(default)]
     pub tools: ToolsConfig,
+    /// `[mcp]`: how MCP results are shaped.
+    #[serde(default)]
+    pub mcp: McpConfig,
     /// `[channels.NAME]`: the channels of the `message` and `cron` tools.
     #[serde(default)]
     pub channels: std::collections::BTreeMap<String, toolbelt_sched::ChannelConfig>,
@@ -213,6 +220,75 @@ pub struct ShellConfig {
     pub network: Option<bool>,
 }
 
+/// `[mcp]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// `auto`, `always` or `never`.
+    pub structured_content: Option<String>,
+    /// Bytes of one result's text.
+    pub output_budget: Option<usize>,
+}
+
+impl McpConfig {
+    /// The options: `flags` (`--structured-content`, `--output-budget`) over the file.
+    ///
+    /// # Errors
+    ///
+    /// An unknown structured-content mode or a budget below the smallest one.
+    pub fn options(&self, flags: &McpFlags) -> Result<toolbelt_server::McpOptions> {
+        let mode = match (flags.structured_content, &self.structured_content) {
+            (Some(mode), _) => mode,
+            (None, Some(name)) => toolbelt_server::StructuredContent::parse(name).with_context(|| {
+                format!(
+                    "invalid [mcp] structured_content {name:?} in the config file; choose one of: {}",
+                    toolbelt_server::StructuredContent::NAMES.join(", ")
+                )
+            })?,
+            (None, None) => toolbelt_server::StructuredContent::default(),
+        };
+        let budget = flags.output_budget.or(self.output_budget);
+        if let Some(bytes) = budget
+            && bytes < MIN_OUTPUT_BYTES
+        {
+            bail!("the MCP output budget must be at least {MIN_OUTPUT_BYTES} bytes (got {bytes})");
+        }
+        Ok(toolbelt_server::McpOptions {
+            structured_content: mode,
+            output_budget: budget,
+        })
+    }
+}
+
+/// The MCP flags of `toolbelt mcp` and `toolbelt serve`.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct McpFlags {
+    /// Whether MCP tool results carry the envelope as structuredContent (and tools
+    /// their outputSchema): auto (the MCP Inspector and the Python SDK's default
+    /// client get it; agent clients such as Claude Code, Codex and gemini-cli get the
+    /// text written for the model), always, or never. Default: [mcp]
+    /// structured_content, else auto.
+    #[arg(long, value_name = "auto|always|never", value_parser = parse_structured)]
+    pub structured_content: Option<toolbelt_server::StructuredContent>,
+    /// Bytes of text one MCP tool result may hold; longer output is cut (head, tail
+    /// and error lines kept) and saved for read_output, and read_file pages fit it.
+    /// Default: [mcp] output_budget, else 8000 for Codex (which cuts results past
+    /// 10,000 bytes) and [output] max_bytes for other clients.
+    #[arg(long, value_name = "BYTES")]
+    pub output_budget: Option<usize>,
+}
+
+fn parse_structured(
+    value: &str,
+) -> std::result::Result<toolbelt_server::StructuredContent, String> {
+    toolbelt_server::StructuredContent::parse(value).ok_or_else(|| {
+        format!(
+            "{value:?} is not a structured-content mode; choose one of: {}",
+            toolbelt_server::StructuredContent::NAMES.join(", ")
+        )
+    })
+}
+
 /// `[output]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -238,11 +314,11 @@ impl FileConfig {
                 base.join(url).display().to_string()
             }
         });
-        if let Some(max) = cfg.output.max_bytes
+        if let Some(max) = cfg.output.max_bytes.or(cfg.mcp.output_budget)
             && max < MIN_OUTPUT_BYTES
         {
             bail!(
-                "invalid config file {}: output.max_bytes must be at least {MIN_OUTPUT_BYTES}",
+                "invalid config file {}: output.max_bytes and mcp.output_budget must be at least {MIN_OUTPUT_BYTES}",
                 path.display()
             );
         }

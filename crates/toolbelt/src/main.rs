@@ -181,6 +181,8 @@ enum Command {
         /// for 10 minutes), besides the token.
         #[arg(long)]
         open: bool,
+        #[command(flatten)]
+        mcp: config::McpFlags,
     },
     /// Serve the tools over MCP on standard input and output.
     ///
@@ -188,7 +190,7 @@ enum Command {
     /// (set RUST_LOG, e.g. RUST_LOG=info). Without --root the workspace is the
     /// current directory.
     #[command(after_help = MCP_CLIENT_HELP)]
-    Mcp,
+    Mcp(config::McpFlags),
     /// Show the call log: the last calls made through any interface, newest last, with
     /// their status, error code, duration, bytes returned and arguments (secrets
     /// redacted).
@@ -403,6 +405,8 @@ struct Built {
     call_log: bool,
     /// `[agent]` of the config file.
     agent: config::AgentConfig,
+    /// `[mcp]` of the config file.
+    mcp: config::McpConfig,
     /// The channels, outbox and scheduler (`message`, `cron`, `toolbelt serve`).
     messaging: toolbelt_sched::Messaging,
     /// What runs the prompts of jobs, when `[agent]` names a model.
@@ -614,6 +618,7 @@ fn build_registry(g: &Global, for_agent: bool, inline_files: bool) -> Result<Bui
         store,
         call_log,
         agent: file.agent,
+        mcp: file.mcp,
         messaging,
         jobs,
         subagents,
@@ -629,13 +634,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         store,
         call_log,
         agent,
+        mcp,
         messaging,
         jobs,
         subagents,
     } = build_registry(
         &cli.global,
         matches!(cli.command, Command::Agent(_)),
-        matches!(cli.command, Command::Mcp),
+        matches!(cli.command, Command::Mcp(_)),
     )?;
     match cli.command {
         Command::Tools { json, category } => {
@@ -738,6 +744,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             no_token,
             allowed_origins,
             open,
+            mcp: flags,
         } => {
             let token = if no_token {
                 Token::Nothing
@@ -753,6 +760,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 allowed_origins,
                 (&messaging, jobs.as_deref()),
                 open,
+                mcp.options(&flags)?,
                 subagents,
             )
         }
@@ -796,7 +804,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
-        Command::Mcp => serve_mcp(registry, &store, call_log, &cli.global, subagents),
+        Command::Mcp(flags) => {
+            let options = mcp.options(&flags)?;
+            serve_mcp(registry, &store, call_log, &cli.global, options, subagents)
+        }
         Command::Agent(args) => agent::run(args, registry, &store, call_log, &agent, subagents),
         Command::Log(args) => {
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -847,6 +858,7 @@ fn serve(
     allowed_origins: Vec<String>,
     (messaging, jobs): (&toolbelt_sched::Messaging, Option<&cron::AgentJobs>),
     open: bool,
+    mcp: toolbelt_server::McpOptions,
     subagents: Option<Subagents>,
 ) -> Result<ExitCode> {
     let (mut config, shown) = match token {
@@ -887,6 +899,7 @@ fn serve(
         }
     };
     config.allowed_origins = allowed_origins;
+    config.mcp = mcp;
     // The web page reads the call log, todos and planner from the tools' store.
     config.store = Some(store.clone());
     if open && config.token.is_some() {
@@ -950,6 +963,7 @@ fn serve_mcp(
     store: &StoreHandle,
     call_log: bool,
     g: &Global,
+    options: toolbelt_server::McpOptions,
     subagents: Option<Subagents>,
 ) -> Result<ExitCode> {
     // One client, one request at a time mostly: a single-threaded runtime answers
@@ -973,7 +987,9 @@ fn serve_mcp(
     stamps::load(&session);
     // The skills are served as prompts too, following the workspace's roots.
     let skills = toolbelt_tools::Skills::from_env(session.roots());
-    let mut server = toolbelt_server::McpServer::new(Arc::new(registry)).with_skills(skills);
+    let mut server = toolbelt_server::McpServer::new(Arc::new(registry))
+        .with_skills(skills)
+        .with_options(options);
     if g.roots.is_empty() {
         let (profile, config, state_dir) =
             (g.profile.clone(), g.config.clone(), g.state_dir.clone());

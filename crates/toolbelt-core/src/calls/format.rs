@@ -52,25 +52,17 @@ pub fn to_anthropic_tool_result(tool_use_id: &str, env: &Envelope) -> Value {
 }
 
 /// An MCP `tools/call` result: the text as content, the whole envelope as
-/// `structuredContent`, and `isError` for error envelopes. An image result
-/// (`data.image`) becomes an image content item; its bytes are not repeated in
-/// `structuredContent`.
+/// `structuredContent` (valid against the tool's MCP `outputSchema`), and
+/// `isError` for error envelopes. An image result (`data.image`) becomes an image
+/// content item too.
 pub fn to_mcp_call_result(env: &Envelope) -> Value {
     let mut content = vec![json!({"type": "text", "text": env.text})];
-    let mut structured = env.to_value();
     if let Some((mime, data)) = image_of(env) {
         content.push(json!({"type": "image", "data": data, "mimeType": mime}));
-        if let Some(image) = structured
-            .get_mut("data")
-            .and_then(|d| d.get_mut("image"))
-            .and_then(Value::as_object_mut)
-        {
-            image.remove("data");
-        }
     }
     json!({
         "content": content,
-        "structuredContent": structured,
+        "structuredContent": env.to_value(),
         "isError": env.status == Status::Error,
     })
 }

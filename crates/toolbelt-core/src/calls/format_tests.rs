@@ -159,10 +159,11 @@ fn image_results_become_image_content() {
             {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
         ])
     );
-    // The bytes are not sent twice.
+    // The structured content is the whole envelope: valid against the output
+    // schema, which requires the image's data.
     assert_eq!(
         mcp["structuredContent"]["data"]["image"],
-        json!({"mime_type": "image/png", "bytes": 8})
+        json!({"mime_type": "image/png", "data": "iVBORw0KGgo=", "bytes": 8})
     );
     let anthropic = to_anthropic_tool_result("toolu_1", &env);
     assert_eq!(

@@ -41,6 +41,7 @@
 
 mod common;
 mod gemini;
+mod mcp;
 mod strict;
 mod text;
 
@@ -49,6 +50,7 @@ use std::fmt;
 use serde_json::{Map, Value, json};
 
 pub use gemini::{check_gemini, gemini_schema};
+pub use mcp::envelope_schema;
 pub use strict::{check_strict, strict_schema};
 pub use text::text_prompt;
 
@@ -178,7 +180,7 @@ pub fn export_tool(spec: &ToolSpec, format: Format) -> Value {
             "input_schema": parameters,
         }),
         Format::Gemini => gemini_declaration(spec),
-        Format::Mcp => mcp_tool(spec, parameters),
+        Format::Mcp => mcp::mcp_tool(spec, parameters),
         Format::Text => Value::String(text::tool_section(spec)),
     };
     out.sort_all_objects();
@@ -236,58 +238,6 @@ fn gemini_declaration(spec: &ToolSpec) -> Value {
     let mut out = Value::Object(declaration);
     out.sort_all_objects();
     out
-}
-
-fn mcp_tool(spec: &ToolSpec, mut input: Value) -> Value {
-    if let (Some(dialect), Value::Object(root)) = (spec.input_schema.get("$schema"), &mut input) {
-        root.insert("$schema".to_owned(), dialect.clone());
-    }
-    let hints = spec.hints;
-    let mut tool = json!({
-        "name": spec.name,
-        "title": spec.title,
-        "description": spec.description,
-        "inputSchema": input,
-        "annotations": {
-            "title": spec.title,
-            "readOnlyHint": hints.read_only,
-            "destructiveHint": hints.destructive,
-            "idempotentHint": hints.idempotent,
-            "openWorldHint": hints.open_world,
-        },
-    });
-    // `structuredContent` is the whole envelope, so that is what `outputSchema`
-    // describes (clients check the one against the other), with the tool's own
-    // result schema at `data`.
-    if let (Some(output), Value::Object(tool)) = (&spec.output_schema, &mut tool) {
-        tool.insert("outputSchema".to_owned(), envelope_schema(output));
-    }
-    tool
-}
-
-/// The JSON Schema of a result envelope whose `data` follows `data_schema`. The
-/// data schema's `$defs` move to the root, so its `#/$defs/...` references hold.
-fn envelope_schema(data_schema: &Value) -> Value {
-    let mut data = clean_root(data_schema);
-    drop_foreign_formats(&mut data);
-    let defs = data.as_object_mut().and_then(|d| d.remove("$defs"));
-    let mut schema = json!({
-        "type": "object",
-        "description": "The result envelope: `data` is the tool's result, `text` what the model reads.",
-        "properties": {
-            "status": {"enum": ["success", "partial", "error"]},
-            "data": data,
-            "text": {"type": "string"},
-            "stats": {"type": "object"},
-            "context": {"type": "object"},
-            "error": {"type": "object"},
-        },
-        "required": ["status", "data", "text"],
-    });
-    if let (Some(defs), Value::Object(root)) = (defs, &mut schema) {
-        root.insert("$defs".to_owned(), defs);
-    }
-    schema
 }
 
 #[cfg(test)]

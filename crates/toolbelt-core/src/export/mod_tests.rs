@@ -221,8 +221,18 @@ fn mcp_entries_carry_annotations_and_envelope_output_schemas() {
         read["outputSchema"]["required"],
         json!(["status", "data", "text"])
     );
+    // An error envelope's data is any object; the tool's data schema applies to
+    // the others.
     assert_eq!(
         read["outputSchema"]["properties"]["data"]["type"],
+        json!("object")
+    );
+    assert_eq!(
+        read["outputSchema"]["if"],
+        json!({"properties": {"status": {"const": "error"}}})
+    );
+    assert_eq!(
+        read["outputSchema"]["else"]["properties"]["data"]["type"],
         json!("object")
     );
     assert_eq!(read["inputSchema"]["type"], json!("object"));
@@ -231,7 +241,7 @@ fn mcp_entries_carry_annotations_and_envelope_output_schemas() {
     let http = export_tool(&http_request_spec(), Format::Mcp);
     assert_eq!(http["outputSchema"]["type"], json!("object"), "{http}");
     assert_eq!(
-        http["outputSchema"]["properties"]["data"]["type"],
+        http["outputSchema"]["else"]["properties"]["data"]["type"],
         json!("string")
     );
     assert_eq!(http["annotations"]["destructiveHint"], json!(true));

@@ -104,7 +104,7 @@ fn registry_definitions_export_for_every_consumer() {
     let mcp = export(&specs, Format::Mcp);
     assert_eq!(mcp[0]["annotations"]["readOnlyHint"], json!(true));
     assert_eq!(
-        mcp[0]["outputSchema"]["properties"]["data"]["required"],
+        mcp[0]["outputSchema"]["else"]["properties"]["data"]["required"],
         json!(["query", "max_results", "case_sensitive", "scope"])
     );
 

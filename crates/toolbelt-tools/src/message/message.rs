@@ -80,23 +80,27 @@ pub(crate) fn delivery_wait(ctx: &ToolContext) -> i64 {
         .max(0)
 }
 
-/// The configured channels as the descriptions list them.
-pub(crate) fn channel_list(messaging: &Messaging) -> String {
+/// `base` and the configured channels as the descriptions list them, within
+/// [`toolbelt_core::MAX_DESCRIPTION_CHARS`].
+pub(crate) fn with_channels(base: &str, messaging: &Messaging) -> String {
     let channels = messaging.channels();
-    let mut out = String::from("\n\nConfigured channels:");
-    for name in channels.names() {
-        if let Some(c) = channels.get(name) {
-            let mut notes = vec![c.kind().as_str().to_string()];
-            if c.needs_chat_id() {
-                notes.push("needs chat_id".into());
-            }
-            if !c.takes_media() {
-                notes.push("no attachments".into());
-            }
-            out.push_str(&format!("\n- `{name}` ({})", notes.join(", ")));
+    let lines = channels.names().into_iter().filter_map(|name| {
+        let c = channels.get(name)?;
+        let mut notes = vec![c.kind().as_str().to_string()];
+        if c.needs_chat_id() {
+            notes.push("needs chat_id".into());
         }
-    }
-    out
+        if !c.takes_media() {
+            notes.push("no attachments".into());
+        }
+        Some(format!("\n- `{name}` ({})", notes.join(", ")))
+    });
+    crate::describe::with_listing(
+        format!("{base}\n\nConfigured channels:"),
+        lines,
+        0,
+        |left| format!("\n... and {left} more (a wrong name gets the full list)"),
+    )
 }
 
 fn output(m: &OutboxMessage) -> MessageOutput {
@@ -200,11 +204,7 @@ impl TypedTool for Message {
     type Output = MessageOutput;
 
     fn spec(&self) -> ToolSpec {
-        let description = format!(
-            "{}{}",
-            include_str!("message.md").trim_end(),
-            channel_list(&self.messaging)
-        );
+        let description = with_channels(include_str!("message.md").trim_end(), &self.messaging);
         ToolSpec::describe("message", description)
             .title("Send Message")
             .category(Category::Message)

@@ -16,7 +16,7 @@ use toolbelt_store::{
 };
 
 use super::workspace_key;
-use crate::message::message::{channel_list, delivery_reply, delivery_wait};
+use crate::message::message::{delivery_reply, delivery_wait, with_channels};
 
 /// What to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -320,17 +320,19 @@ impl TypedTool for Cron {
     type Output = CronOutput;
 
     fn spec(&self) -> ToolSpec {
-        let channels = if self.messaging.channels().is_empty() {
-            "\n\nNo channel is configured: jobs run prompts, their answers kept as each job's last run.".to_string()
-        } else {
-            channel_list(&self.messaging)
-        };
         let prompts = if self.messaging.runs_prompts() {
             ""
         } else {
             "\n\nPrompts are not available here (no agent is configured): jobs send messages."
         };
-        let description = format!("{}{channels}{prompts}", include_str!("cron.md").trim_end());
+        let base = format!("{}{prompts}", include_str!("cron.md").trim_end());
+        let description = if self.messaging.channels().is_empty() {
+            format!(
+                "{base}\n\nNo channel is configured: jobs run prompts, their answers kept as each job's last run."
+            )
+        } else {
+            with_channels(&base, &self.messaging)
+        };
         ToolSpec::describe("cron", description)
             .title("Scheduled Jobs")
             .category(Category::Schedule)

@@ -171,7 +171,9 @@ impl Tool for SkillTool {
     }
 }
 
-/// The tool's description: `base`, then every skill as `- name: description`.
+/// The tool's description: `base`, then every skill as `- name: description`,
+/// as many as fit in [`toolbelt_core::MAX_DESCRIPTION_CHARS`] (at most
+/// [`MAX_LISTED_SKILLS`]).
 fn describe(base: &str, catalog: &Catalog) -> String {
     let mut text = base.to_string();
     if catalog.skills.is_empty() {
@@ -179,19 +181,17 @@ fn describe(base: &str, catalog: &Catalog) -> String {
         return text;
     }
     text.push_str("\n\nSkills:");
-    for skill in catalog.skills.iter().take(MAX_LISTED_SKILLS) {
-        let _ = write!(
-            text,
+    let lines = catalog.skills.iter().take(MAX_LISTED_SKILLS).map(|skill| {
+        format!(
             "\n- {}: {}",
             skill.name,
             shorten(&skill.description, MAX_LISTED_DESCRIPTION_CHARS)
-        );
-    }
-    let more = catalog.skills.len().saturating_sub(MAX_LISTED_SKILLS);
-    if more > 0 {
-        let _ = write!(text, "\n... and {more} more: call skill with a name");
-    }
-    text
+        )
+    });
+    let unlisted = catalog.skills.len().saturating_sub(MAX_LISTED_SKILLS);
+    crate::describe::with_listing(text, lines, unlisted, |left| {
+        format!("\n... and {left} more: call skill with a name (an unknown name lists the closest)")
+    })
 }
 
 /// `text` on one line, cut to `max` characters with "...".

@@ -56,6 +56,69 @@ fn definitions() -> Vec<ToolSpec> {
     registry.definitions()
 }
 
+/// Claude Code cuts a description past 2048 characters ("… [truncated]"): no
+/// built-in's passes it, under any profile, also when the lists in descriptions
+/// are long (80 skills with long descriptions, 60 channels).
+#[test]
+fn no_description_passes_the_length_clients_keep() {
+    let dir = TempDir::new().unwrap();
+    for i in 0..80 {
+        let skill = dir.path().join(format!(".toolbelt/skills/skill-{i:02}"));
+        std::fs::create_dir_all(&skill).unwrap();
+        let description = format!(
+            "Use for task number {i}, {}",
+            "does a long and careful thing. ".repeat(10)
+        );
+        std::fs::write(
+            skill.join("SKILL.md"),
+            format!("---\nname: skill-{i:02}\ndescription: {description}\n---\nDo it.\n"),
+        )
+        .unwrap();
+    }
+    let channels: Vec<(String, toolbelt_sched::ChannelConfig)> = (0..60)
+        .map(|i| {
+            let config = toolbelt_sched::ChannelConfig {
+                kind: Some(toolbelt_sched::ChannelKind::File),
+                ..toolbelt_sched::ChannelConfig::default()
+            };
+            (format!("team-channel-with-a-long-name-{i:02}"), config)
+        })
+        .collect();
+    let extra: Vec<(&str, toolbelt_sched::ChannelConfig)> = channels
+        .iter()
+        .map(|(n, c)| (n.as_str(), c.clone()))
+        .collect();
+    for profile in toolbelt_core::profile::Profile::NAMES {
+        let mut registry = builtins(dir.path());
+        super::messaging::register(&mut registry, dir.path(), &extra);
+        registry.set_profile(toolbelt_core::profile::Profile::by_name(profile).unwrap());
+        let Value::Array(tools) = export(&registry.definitions(), Format::Mcp) else {
+            panic!("the MCP export is a list");
+        };
+        assert_eq!(tools.len(), BUILTIN_NAMES.len());
+        for tool in tools {
+            let description = tool["description"].as_str().unwrap();
+            let chars = description.chars().count();
+            assert!(
+                chars <= toolbelt_core::MAX_DESCRIPTION_CHARS,
+                "{profile}: {} has a description of {chars} characters:\n{description}",
+                tool["name"]
+            );
+        }
+        // The lists were cut, and say how to reach the rest.
+        let skill = registry
+            .definitions()
+            .into_iter()
+            .find(|s| s.name == "skill")
+            .unwrap();
+        assert!(
+            skill.description.contains("more: call skill with a name"),
+            "{}",
+            skill.description
+        );
+    }
+}
+
 #[test]
 fn definitions_list_every_builtin_in_a_stable_order() {
     let names: Vec<String> = definitions().into_iter().map(|s| s.name).collect();

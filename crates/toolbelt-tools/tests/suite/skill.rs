@@ -198,7 +198,9 @@ fn more_than_fifty_skills_are_counted_not_listed() {
     assert!(text.contains("\n- s49: A skill."), "{text}");
     assert!(!text.contains("- s50"), "{text}");
     assert!(
-        text.ends_with("\n... and 3 more: call skill with a name"),
+        text.ends_with(
+            "\n... and 3 more: call skill with a name (an unknown name lists the closest)"
+        ),
         "{text}"
     );
 }

@@ -25,13 +25,20 @@ impl Server {
         Server::start_with(&[])
     }
 
-    /// `toolbelt mcp --root <a new directory> <args>`.
+    /// `toolbelt mcp --root <a new directory> <args>`, with the envelope as
+    /// structured content unless `args` say otherwise (the tests read it).
     pub(super) fn start_with(args: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("hello.txt"), "hello\n").unwrap();
+        let structured: &[&str] = if args.contains(&"--structured-content") {
+            &[]
+        } else {
+            &["--structured-content", "always"]
+        };
         let mut child = super::cli::bare_command()
             .args(["mcp", "--root"])
             .arg(dir.path())
+            .args(structured)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -209,7 +216,7 @@ fn mcp_serves_over_a_pipe_and_a_socket_and_leaves_them_blocking() {
     let stdin_seen = stdin_read.try_clone().unwrap();
     let stdout_seen = theirs.try_clone().unwrap();
     let mut child = super::cli::bare_command()
-        .args(["mcp", "--root"])
+        .args(["mcp", "--structured-content", "always", "--root"])
         .arg(dir.path())
         .stdin(stdin_read)
         .stdout(std::os::fd::OwnedFd::from(theirs))
@@ -385,5 +392,164 @@ fn mcp_serves_seed003_names_and_camel_case_parameters() {
     assert_eq!(
         project["result"]["structuredContent"]["data"]["stats"]["total"], 1,
         "{project}"
+    );
+}
+
+impl Server {
+    /// Initializes as the client `name`, then answers `tools/list` and a
+    /// `read_file` of `path`: (the tools, the call's result).
+    fn as_client(&mut self, name: &str, path: &str) -> (Vec<Value>, Value) {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": name, "version": "1"}}});
+        self.send(&init.to_string());
+        assert_eq!(self.answer()["id"], 1);
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        self.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+        let tools = self.answer()["result"]["tools"].as_array().unwrap().clone();
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "read_file", "arguments": {"path": path}}})
+            .to_string(),
+        );
+        (tools, self.answer()["result"].clone())
+    }
+}
+
+/// A 30 KB file of 371 numbered lines.
+fn long_file(dir: &std::path::Path) {
+    let text: String = (1..=371)
+        .map(|n| format!("line {n:04}: the quick brown fox jumps over the lazy dog, again\n"))
+        .collect();
+    std::fs::write(dir.join("long.txt"), text).unwrap();
+}
+
+#[test]
+fn agent_clients_read_the_text_and_inspectors_get_the_envelope() {
+    // Claude Code, Codex and gemini-cli show the model structuredContent when a
+    // result has it: by default they get the text (and no output schema, which
+    // would oblige the server to send it).
+    for agent in [
+        "claude-code",
+        "codex-mcp-client",
+        "gemini-cli-mcp-client",
+        "an-agent",
+    ] {
+        let mut server = Server::start_with(&["--structured-content", "auto"]);
+        let (tools, result) = server.as_client(agent, "hello.txt");
+        assert!(
+            tools.iter().all(|t| t.get("outputSchema").is_none()),
+            "{agent}"
+        );
+        assert_eq!(result.get("structuredContent"), None, "{agent}: {result}");
+        assert!(
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("hello")
+        );
+    }
+    // The Inspector and the Python SDK's default client get the envelope.
+    for program in ["inspector-cli", "mcp"] {
+        let mut server = Server::start_with(&["--structured-content", "auto"]);
+        let (tools, result) = server.as_client(program, "hello.txt");
+        assert!(
+            tools.iter().all(|t| t.get("outputSchema").is_some()),
+            "{program}"
+        );
+        assert_eq!(
+            result["structuredContent"]["status"], "success",
+            "{program}"
+        );
+    }
+    // `never` and `always` hold for every client.
+    let mut server = Server::start_with(&["--structured-content", "never"]);
+    let (tools, result) = server.as_client("mcp", "hello.txt");
+    assert!(tools.iter().all(|t| t.get("outputSchema").is_none()));
+    assert_eq!(result.get("structuredContent"), None);
+    let mut server = Server::start_with(&["--structured-content", "always"]);
+    let (_, result) = server.as_client("claude-code", "hello.txt");
+    assert_eq!(result["structuredContent"]["status"], "success");
+}
+
+#[test]
+fn pages_fit_the_cut_of_the_client_and_the_configured_budget() {
+    // Codex keeps 10,000 bytes of a result for the model: read_file pages under it.
+    let mut server = Server::start();
+    long_file(server.dir.path());
+    let (_, result) = server.as_client("codex-mcp-client", "long.txt");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.len() <= 8_000, "{} bytes", text.len());
+    let next: usize = text
+        .rsplit("offset=")
+        .next()
+        .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no paging footer: {text}"));
+    assert!((50..371).contains(&next), "{next}");
+    assert!(text.contains(&format!("line {:04}:", next - 1)));
+    // Another client gets the whole file in one page.
+    let mut server = Server::start();
+    long_file(server.dir.path());
+    let (_, result) = server.as_client("claude-code", "long.txt");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("line 0371:")
+    );
+    // --output-budget holds for every client.
+    let mut server = Server::start_with(&["--output-budget", "2000"]);
+    long_file(server.dir.path());
+    let (_, result) = server.as_client("claude-code", "long.txt");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.len() <= 2_000 && text.contains("offset="), "{text}");
+}
+
+#[test]
+fn bad_mcp_options_stop_at_start_with_what_to_write() {
+    let out = super::cli::bare_command()
+        .args(["mcp", "--structured-content", "sometimes"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("auto, always, never"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolbelt.toml"),
+        "[mcp]\nstructured_content = \"sometimes\"\n",
+    )
+    .unwrap();
+    let out = super::cli::bare_command()
+        .args(["mcp", "--root"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("structured_content") && err.contains("auto, always, never"),
+        "{err}"
+    );
+
+    std::fs::write(
+        dir.path().join("toolbelt.toml"),
+        "[mcp]\noutput_budget = 10\n",
+    )
+    .unwrap();
+    let out = super::cli::bare_command()
+        .args(["mcp", "--root"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("output_budget") && err.contains("1024"),
+        "{err}"
     );
 }

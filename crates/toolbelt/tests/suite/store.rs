@@ -111,7 +111,7 @@ fn a_newer_store_stops_the_servers_at_start_and_is_left_untouched() {
 fn mcp_session(root: &Path, calls: &[(&str, serde_json::Value)]) -> Vec<serde_json::Value> {
     use std::io::{BufRead, BufReader, Write};
     let mut child = super::cli::bare_command()
-        .args(["mcp", "--root"])
+        .args(["mcp", "--structured-content", "always", "--root"])
         .arg(root)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
