@@ -12,7 +12,6 @@ import json
 import os
 import re
 import secrets
-import socket
 import shutil
 import subprocess
 import tempfile
@@ -31,6 +30,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.client.streamable_http import streamable_http_client
+from serving import binary_from_env, free_port, toolbelt_serve
 
 BUILTINS = {
     "think",
@@ -94,10 +94,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def toolbelt_bin() -> str:
-    path = os.environ.get("TOOLBELT_BIN", "")
-    if not path or not os.access(path, os.X_OK):
-        raise pytest.UsageError(f"set TOOLBELT_BIN to an executable toolbelt binary (got {path!r})")
-    return os.path.abspath(path)
+    return binary_from_env()
 
 
 # Where the search_engine fixture listens, for web_fetch to read it back.
@@ -269,12 +266,6 @@ def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     utime, stime = int(fields[11]), int(fields[12])
     return (utime + stime) / os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---------------------------------------------------------------------- stdio: listing
@@ -600,50 +591,13 @@ class Served:
 
 @pytest.fixture
 def served(toolbelt_bin: str, workspace: Path, tmp_path: Path) -> Iterator[Served]:
-    port = free_port()
     token = secrets.token_hex(24)
     state = tmp_path / "state"
     state.mkdir()
-    log = (tmp_path / "serve.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            toolbelt_bin,
-            "serve",
-            "--bind",
-            f"127.0.0.1:{port}",
-            f"--token={token}",
-            "--root",
-            str(workspace),
-            "--state-dir",
-            str(state),
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"toolbelt serve exited ({proc.returncode}): {(tmp_path / 'serve.log').read_text()}")
-            try:
-                httpx.get(f"{base}/healthz", headers={"Authorization": f"Bearer {token}"}, timeout=1.0)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise AssertionError("toolbelt serve did not start listening") from None
-                time.sleep(0.05)
+    argv = [toolbelt_bin, "serve", "--bind", f"127.0.0.1:{free_port()}", f"--token={token}", "--root", str(workspace), "--state-dir", str(state)]
+    env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
+    with toolbelt_serve(argv, env, tmp_path / "serve.log", token) as (base, proc):
         yield Served(f"{base}/mcp", base, token, proc)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
     # Graceful shutdown on SIGTERM, and the token is never logged.
     assert proc.returncode == 0, f"toolbelt serve exited with {proc.returncode} on SIGTERM"
     assert token not in (tmp_path / "serve.log").read_text()

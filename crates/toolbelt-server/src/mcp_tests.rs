@@ -926,3 +926,41 @@ async fn the_list_watch_ends_with_the_connection() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn subscriptions_listen_is_acknowledged_and_carries_list_changes() {
+    with_timeout(async {
+        let (mut input, mut output, dir) = lines_server();
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        send(
+            &mut input,
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+            "params": {"notifications": {"toolsListChanged": true, "promptsListChanged": true},
+                       "_meta": meta}}),
+        )
+        .await;
+        let ack = answer(&mut output).await;
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{ack}"
+        );
+        // Tools only: this server serves no prompts.
+        assert_eq!(
+            ack["params"]["notifications"],
+            json!({"toolsListChanged": true}),
+            "{ack}"
+        );
+        // A skill added on disk changes `skill`'s description: the stream says so.
+        write_skill(dir.path(), "fresh", "A new skill.", "Do it.");
+        let changed = answer(&mut output).await;
+        assert_eq!(
+            changed["method"], "notifications/tools/list_changed",
+            "{changed}"
+        );
+    })
+    .await;
+}

@@ -516,38 +516,25 @@ fn bad_mcp_options_stop_at_start_with_what_to_write() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("auto, always, never"), "{err}");
 
+    // The same from the config file: the command stops, naming the key.
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("toolbelt.toml"),
-        "[mcp]\nstructured_content = \"sometimes\"\n",
-    )
-    .unwrap();
-    let out = super::cli::bare_command()
-        .args(["mcp", "--root"])
-        .arg(dir.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_ne!(out.status.code(), Some(0));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let refused = |config: &str| {
+        std::fs::write(dir.path().join("toolbelt.toml"), config).unwrap();
+        let out = super::cli::bare_command()
+            .args(["mcp", "--root"])
+            .arg(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{config}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = refused("[mcp]\nstructured_content = \"sometimes\"\n");
     assert!(
         err.contains("structured_content") && err.contains("auto, always, never"),
         "{err}"
     );
-
-    std::fs::write(
-        dir.path().join("toolbelt.toml"),
-        "[mcp]\noutput_budget = 10\n",
-    )
-    .unwrap();
-    let out = super::cli::bare_command()
-        .args(["mcp", "--root"])
-        .arg(dir.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_ne!(out.status.code(), Some(0));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused("[mcp]\noutput_budget = 10\n");
     assert!(
         err.contains("output_budget") && err.contains("1024"),
         "{err}"
