@@ -476,17 +476,12 @@ impl McpEndpoint {
     }
 
     /// Whether `request` comes from a client of a revision before
-    /// [`PRIMING_SINCE`]: by its `MCP-Protocol-Version` header, else by the
-    /// session it names, else, for `initialize`, by the revision it asks for.
-    /// The body, when read, comes back in the request.
+    /// [`PRIMING_SINCE`]: by the session it names (which keeps the revision it
+    /// was opened with), else, for `initialize`, by the revision it asks for, else
+    /// by its `MCP-Protocol-Version` header. The body, when read, comes back in
+    /// the request.
     async fn is_legacy(&self, request: Request) -> Result<(bool, Request), Response> {
         let headers = request.headers();
-        if let Some(version) = headers
-            .get(MCP_PROTOCOL_VERSION_HEADER)
-            .and_then(|v| v.to_str().ok())
-        {
-            return Ok((version.trim() < PRIMING_SINCE, request));
-        }
         if let Some(session) = headers
             .get(MCP_SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
@@ -499,8 +494,12 @@ impl McpEndpoint {
                 .contains_key(session);
             return Ok((legacy, request));
         }
+        let by_header = headers
+            .get(MCP_PROTOCOL_VERSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|version| version.trim() < PRIMING_SINCE);
         if request.method() != Method::POST {
-            return Ok((false, request));
+            return Ok((by_header, request));
         }
         let (parts, body) = request.into_parts();
         let bytes = axum::body::to_bytes(body, self.max_body_bytes)
@@ -515,7 +514,10 @@ impl McpEndpoint {
                     ),
                 )
             })?;
-        let legacy = initialize_version(&bytes).is_some_and(|v| v.as_str() < PRIMING_SINCE);
+        let legacy = match initialize_version(&bytes) {
+            Some(asked) => asked.as_str() < PRIMING_SINCE,
+            None => by_header,
+        };
         Ok((
             legacy,
             Request::from_parts(parts, axum::body::Body::from(bytes)),

@@ -821,3 +821,41 @@ async fn priming_events_only_for_clients_that_parse_them() {
     );
     assert!(modern.contains("\"serverInfo\""), "{modern}");
 }
+
+/// A session keeps the server it was opened on, whatever revision the headers of its
+/// later requests name (the conformance suite's client names another one than its
+/// handshake asked for).
+#[tokio::test]
+async fn a_session_is_found_whatever_revision_its_requests_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = app(&dir);
+    for (asked, named) in [("2025-11-25", "2025-06-18"), ("2025-06-18", "2025-11-25")] {
+        let mcp_post = |body: Value| {
+            request("POST", "/mcp")
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::ACCEPT, "application/json, text/event-stream")
+                .body(Body::from(body.to_string()))
+                .expect("request")
+        };
+        let init = mcp_post(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": asked, "capabilities": {},
+            "clientInfo": {"name": "suite", "version": "1"}}}),
+        );
+        let (status, headers, _) = crate::test_support::respond(app.clone(), init).await;
+        assert_eq!(status, StatusCode::OK, "{asked}");
+        let session = headers.get("mcp-session-id").expect("a session id").clone();
+        let mut listed = mcp_post(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+        listed.headers_mut().insert("mcp-session-id", session);
+        listed
+            .headers_mut()
+            .insert("mcp-protocol-version", HeaderValue::from_static(named));
+        let (status, _, body) = crate::test_support::respond(app.clone(), listed).await;
+        let body = String::from_utf8_lossy(&body);
+        assert_ne!(
+            status,
+            StatusCode::NOT_FOUND,
+            "{asked}: the session was not found: {body}"
+        );
+    }
+}
