@@ -151,12 +151,13 @@ pub fn client_output_budget(client: &str) -> Option<usize> {
         .map(|&(_, bytes)| bytes)
 }
 
-/// See [`client_output_budget`]. Codex keeps at most 10,000 bytes of a tool
-/// result for the model (its head and tail, the middle replaced by a marker);
-/// 8,000 leaves room for its wrapping and for a result's image.
+/// See [`client_output_budget`]. Codex keeps at most 12,000 bytes of a tool
+/// result's text for a model it does not know (a local one, say; 10,000 bytes
+/// and a fifth), cutting out the middle; 8,000 leaves room for its own header and
+/// for a result's image.
 const CLIENT_BUDGETS: [(&str, usize); 1] = [("codex", CODEX_OUTPUT_BYTES)];
 
-/// The budget for Codex, below its 10,000-byte cut of a tool result.
+/// The budget for Codex, below its 12,000-byte cut of a tool result.
 pub const CODEX_OUTPUT_BYTES: usize = 8_000;
 
 /// JSON-RPC's code for input that is not JSON.

@@ -272,8 +272,8 @@ pub struct McpFlags {
     pub structured_content: Option<toolbelt_server::StructuredContent>,
     /// Bytes of text one MCP tool result may hold; longer output is cut (head, tail
     /// and error lines kept) and saved for read_output, and read_file pages fit it.
-    /// Default: [mcp] output_budget, else 8000 for Codex (which cuts results past
-    /// 10,000 bytes) and [output] max_bytes for other clients.
+    /// Default: [mcp] output_budget, else 8000 for Codex (which cuts the middle out
+    /// of results past 12,000 bytes) and [output] max_bytes for other clients.
     #[arg(long, value_name = "BYTES")]
     pub output_budget: Option<usize>,
 }

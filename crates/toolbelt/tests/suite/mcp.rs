@@ -474,7 +474,7 @@ fn agent_clients_read_the_text_and_inspectors_get_the_envelope() {
 
 #[test]
 fn pages_fit_the_cut_of_the_client_and_the_configured_budget() {
-    // Codex keeps 10,000 bytes of a result for the model: read_file pages under it.
+    // Codex keeps 12,000 bytes of a result for the model: read_file pages under it.
     let mut server = Server::start();
     long_file(server.dir.path());
     let (_, result) = server.as_client("codex-mcp-client", "long.txt");
