@@ -67,6 +67,8 @@ BUILTINS = {
     "list_reviews",
     "analyze_patterns",
     "skill",
+    "message",
+    "cron",
 }
 
 # "legacy" speaks the initialize handshake (2025-11-25 and earlier); "auto" probes
@@ -145,6 +147,8 @@ def workspace(tmp_path: Path, search_engine: str) -> Path:
     (root / "src").mkdir(parents=True)
     (root / "toolbelt.toml").write_text(
         f'[web]\nsearch = "searxng"\nsearch_url = "{search_engine}"\nallow_private_network = true\n'
+        # A channel, for the message and cron tools.
+        '[channels.local]\nkind = "file"\n'
     )
     (root / "src" / "main.rs").write_text('fn main() {\n    println!("hello");\n}\n')
     (root / "src" / "lib.rs").write_text("pub fn answer() -> u32 {\n    41\n}\n")
@@ -352,6 +356,12 @@ async def call_every_builtin(client: Client, root: Path) -> set[str]:
     env = await call("analyze_patterns", {"time_range": "week"})
     assert env["data"]["mood"]["average"] == 8.0, env["data"]
     env = await call("delete_project", {"project_id": project, "cascade": True})
+
+    # A message through the file channel, and a job that sends one.
+    env = await call("message", {"channel": "local", "content": "the greeting changes"})
+    env = await call("cron", {"action": "add", "name": "daily", "schedule": "7 9 * * *", "message": "standup", "channel": "local"})
+    env = await call("cron", {"action": "list"})
+    assert "daily" in env["text"], env["text"]
 
     env = await call("list_dir", {})
     assert "src/" in env["text"] and "notes.md" in env["text"]
