@@ -14,9 +14,11 @@
 //!
 //! Every route but `/healthz` and the page's own needs `Authorization: Bearer
 //! <token>` or the page's session cookie; the token is compared in constant time,
-//! refused in the query string, and wrong tokens are rate-limited. `Host` and
-//! `Origin` are checked against DNS rebinding on every route, bodies are capped,
-//! header reads time out, and connections and MCP sessions are capped. Every
+//! refused in the query string, and a client's wrong tokens past a burst are
+//! answered late (the right token never waits). `Host` and `Origin` are checked
+//! against DNS rebinding on every route, bodies and MCP sessions are capped, and
+//! connections have deadlines from accept and make room for a new client at the
+//! cap ([`crate::conn`]). Every failure under `/v1` and `/mcp` is JSON. Every
 //! response carries a strict Content-Security-Policy, `X-Content-Type-Options`
 //! and `Referrer-Policy`.
 
@@ -43,10 +45,10 @@ use hyper_util::service::TowerToHyperService;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::McpServer;
+use crate::conn::{Conn, Connections, Deadlines, Peer, Tracked, WithDeadline};
 use crate::web::{self, Web, api::ApiState};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use toolbelt_core::{BatchMode, CallOptions, Envelope, ErrorCode, Registry, ToolCall};
@@ -104,6 +106,9 @@ pub struct ServeConfig {
     pub login_code: Option<String>,
     /// How `/mcp` shapes its results (structured content, output budget).
     pub mcp: crate::mcp::McpOptions,
+    /// How long a connection may wait for its first request, stay idle, and take
+    /// to send a request body.
+    pub(crate) deadlines: Deadlines,
 }
 
 impl ServeConfig {
@@ -130,6 +135,7 @@ impl ServeConfig {
             store: None,
             login_code: None,
             mcp: crate::mcp::McpOptions::default(),
+            deadlines: Deadlines::default(),
         }
     }
 }
@@ -220,7 +226,7 @@ pub async fn serve_listener(
     }
     let cancel = CancellationToken::new();
     let app = build_router(registry, &config, cancel.clone());
-    let connections = Arc::new(Semaphore::new(config.max_connections));
+    let connections = Connections::new(config.max_connections, config.deadlines);
     let graceful = GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -231,13 +237,6 @@ pub async fn serve_listener(
     let shutdown = std::pin::pin!(shutdown);
     let mut shutdown = shutdown;
     loop {
-        let permit = tokio::select! {
-            () = &mut shutdown => break,
-            permit = Arc::clone(&connections).acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => break,
-            },
-        };
         let (stream, peer) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -249,18 +248,36 @@ pub async fn serve_listener(
                 }
             },
         };
+        // At the cap, the connection idle the longest makes room, else the new one
+        // waits (and the ones after it in the kernel's queue) for a free slot.
+        tokio::select! {
+            () = &mut shutdown => break,
+            () = connections.room() => {}
+        }
         // Small request/response exchanges: do not wait to fill packets.
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
+        let conn = connections.accepted();
+        let service = connection_service(
+            app.clone(),
+            peer,
+            Arc::clone(&conn),
+            connections.deadlines(),
+        );
         let connection = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service))
             .into_owned();
         let connection = graceful.watch(connection);
+        let connections = Arc::clone(&connections);
         tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(target: "toolbelt::serve", %peer, error = %e, "connection ended");
+            tokio::select! {
+                served = connection => if let Err(e) = served {
+                    tracing::debug!(target: "toolbelt::serve", %peer, error = %e, "connection ended");
+                },
+                () = connections.expired(&conn) => {
+                    tracing::debug!(target: "toolbelt::serve", %peer, "closed an idle connection");
+                }
             }
-            drop(permit);
+            connections.closed(&conn);
         });
     }
     drop(listener);
@@ -296,6 +313,40 @@ fn check_config(config: &ServeConfig) -> Result<(), ServerError> {
         ));
     }
     Ok(())
+}
+
+/// The service of one connection: the app, each request in flight (with the
+/// connection and the peer in its extensions) until its response's body is sent,
+/// its body given [`Deadlines::body_read`] to arrive.
+fn connection_service(
+    app: Router,
+    peer: SocketAddr,
+    conn: Arc<Conn>,
+    deadlines: Deadlines,
+) -> impl tower::Service<
+    axum::http::Request<hyper::body::Incoming>,
+    Response = Response,
+    Error = std::convert::Infallible,
+    Future = impl Future<Output = Result<Response, std::convert::Infallible>> + Send,
+> + Clone {
+    tower::service_fn(move |request: axum::http::Request<hyper::body::Incoming>| {
+        use tower::ServiceExt as _;
+        let in_flight = conn.request();
+        let mut request =
+            request.map(|body| axum::body::Body::new(WithDeadline::new(body, deadlines.body_read)));
+        request.extensions_mut().insert(Peer {
+            addr: peer,
+            conn: Arc::clone(&conn),
+        });
+        let app = app.clone();
+        async move {
+            let response = match app.oneshot(request).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            };
+            Ok(response.map(|body| axum::body::Body::new(Tracked::new(body, in_flight))))
+        }
+    })
 }
 
 /// Completes on SIGINT (Ctrl-C) or, on Unix, SIGTERM: the usual `shutdown` for [`serve`].
@@ -397,6 +448,7 @@ fn build_router(
         web,
     });
     app.layer(DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(guard, security))
 }
 
@@ -607,11 +659,6 @@ async fn checks(guard: &Guard, request: Request, next: Next) -> Response {
             );
         }
         let bearer = bearer(request.headers());
-        if bearer.is_some()
-            && let Some(wait) = guard.web.locked_for()
-        {
-            return too_many_attempts(wait);
-        }
         match bearer {
             None if guard.web.has_session(request.headers())
                 && web::same_origin_request(&method, request.headers()) => {}
@@ -623,12 +670,28 @@ async fn checks(guard: &Guard, request: Request, next: Next) -> Response {
                 );
             }
             Some(token) if !constant_time_eq(&digest(token), expected) => {
-                guard.web.failed();
                 tracing::info!(target: "toolbelt::serve", %method, %path, "refused: wrong token");
+                let peer = request.extensions().get::<Peer>().cloned();
+                if let Some(wait) = hold_back_wrong_token(&guard.web, peer.as_ref()).await {
+                    return too_many_attempts(wait);
+                }
                 return unauthorized("invalid_token", "the bearer token is wrong");
             }
             Some(_) => {}
         }
+    }
+    // JSON bodies only: the content types a browser may send to another site
+    // without asking first (forms, text/plain) are refused; none at all is taken.
+    if method == Method::POST
+        && path.starts_with("/v1/")
+        && request.headers().contains_key(header::CONTENT_TYPE)
+        && !is_json(request.headers())
+    {
+        return refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UNSUPPORTED_MEDIA_TYPE",
+            "the body is JSON: send it with the header `Content-Type: application/json`",
+        );
     }
     if content_length(request.headers()).is_some_and(|n| n > guard.max_body_bytes) {
         return refuse(
@@ -664,7 +727,79 @@ async fn checks(guard: &Guard, request: Request, next: Next) -> Response {
     with_cors(response, origin.as_ref())
 }
 
-/// The answer to a token while the wrong-token limiter is closed.
+/// Most bytes of an error answer read to turn it into JSON.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// Every failure under `/v1` and `/mcp` answered in JSON (`{"error": {"code",
+/// "message"}}`), as the OpenAPI document says: a path that does not decode, a
+/// wrong method (with `Allow`), an answer of rmcp's in plain text. Answers that are
+/// JSON already pass unchanged.
+async fn json_errors(request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let api = path == "/mcp" || path == "/v1" || path.starts_with("/v1/");
+    let method = request.method().clone();
+    let response = next.run(request).await;
+    let status = response.status();
+    if !api
+        || !(status.is_client_error() || status.is_server_error())
+        || is_json(response.headers())
+    {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, MAX_ERROR_BODY_BYTES)
+        .await
+        .unwrap_or_default();
+    let said = String::from_utf8_lossy(&text).trim().to_string();
+    let reason = status.canonical_reason().unwrap_or("error");
+    let message = if status == StatusCode::METHOD_NOT_ALLOWED {
+        let allowed = parts
+            .headers
+            .get(header::ALLOW)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("another method");
+        format!("{method} is not allowed here; use {allowed}")
+    } else if said.is_empty() {
+        reason.to_lowercase()
+    } else {
+        said
+    };
+    let code = reason.to_ascii_uppercase().replace([' ', '-'], "_");
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Response::from_parts(
+        parts,
+        axum::body::Body::from(error_body(&code, &message).to_string()),
+    )
+}
+
+/// True for a JSON content type (`application/json`, `application/problem+json`).
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .is_some_and(|v| v == "application/json" || v.ends_with("+json"))
+}
+
+/// Counts a wrong token of `peer`'s client and, past its burst, holds the answer
+/// back for as long as the client has to wait for another prompt answer: the
+/// sender is slowed, and its connection stays free to close for another client.
+/// Returns the wait, when there was one. A request with the right token never
+/// comes here.
+pub(crate) async fn hold_back_wrong_token(web: &Web, peer: Option<&Peer>) -> Option<Duration> {
+    let client = peer.map_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |p| p.addr.ip());
+    let wait = web.wrong_token(client)?;
+    let _held = peer.map(|p| p.conn.hold());
+    tokio::time::sleep(wait.min(Duration::from_secs(web::LOGIN_REFILL_SECS))).await;
+    Some(wait)
+}
+
+/// The answer to a wrong token past the client's burst.
 fn too_many_attempts(wait: Duration) -> Response {
     let secs = wait.as_secs().max(1);
     let mut response = refuse(

@@ -590,15 +590,43 @@ async fn slow_headers_are_cut_off() {
     server.stop().await;
 }
 
+/// Reads from `stream` until it ends: true when the server closed it within `within`.
+async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+    let mut buf = [0u8; 4096];
+    let end = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(end, stream.read(&mut buf)).await {
+            Ok(Ok(0) | Err(_)) => return true,
+            Ok(Ok(_)) => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// `GET /v1/tools` with the token on a new connection: the status line, and how
+/// long the answer took.
+async fn owner_request(addr: SocketAddr) -> (String, Duration) {
+    let started = tokio::time::Instant::now();
+    let answer = raw(
+        addr,
+        &format!(
+            "GET /healthz HTTP/1.1\r\nHost: {BIND}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+        ),
+    )
+    .await;
+    let status = answer.lines().next().unwrap_or_default().to_string();
+    (status, started.elapsed())
+}
+
 #[tokio::test]
-async fn connections_over_the_cap_wait_for_a_free_slot() {
+async fn an_idle_connection_makes_room_and_a_busy_one_is_waited_for() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut config = config();
     config.max_connections = 1;
     let server = start(&dir, config).await;
     let addr = server.addr;
     let request = format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n");
-    // The first connection stays open (keep-alive) and holds the only slot.
+    // The first connection is answered and stays open (keep-alive), idle.
     let mut first = TcpStream::connect(addr).await.expect("connect");
     first.write_all(request.as_bytes()).await.expect("write");
     let mut buf = [0u8; 1024];
@@ -607,18 +635,252 @@ async fn connections_over_the_cap_wait_for_a_free_slot() {
         .expect("no timeout")
         .expect("read");
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200 OK"));
+    // A new client gets its place: the idle one is closed.
     let mut second = TcpStream::connect(addr).await.expect("connect");
     second.write_all(request.as_bytes()).await.expect("write");
-    let waiting = tokio::time::timeout(Duration::from_millis(300), second.read(&mut buf)).await;
-    assert!(waiting.is_err(), "served past the connection cap");
-    drop(first);
     let n = tokio::time::timeout(TEST_TIMEOUT, second.read(&mut buf))
+        .await
+        .expect("served at once")
+        .expect("read");
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200 OK"));
+    assert!(closed_within(&mut first, TEST_TIMEOUT).await);
+    // A request in flight (its body still on the way) keeps its connection: the
+    // next one waits for the slot.
+    let busy = format!(
+        "POST /v1/tools/think HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 40\r\n\r\n{{\"thought\""
+    );
+    second.write_all(busy.as_bytes()).await.expect("write");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut third = TcpStream::connect(addr).await.expect("connect");
+    third.write_all(request.as_bytes()).await.expect("write");
+    let waiting = tokio::time::timeout(Duration::from_millis(300), third.read(&mut buf)).await;
+    assert!(
+        waiting.is_err(),
+        "served past the cap while the other was busy"
+    );
+    drop(second);
+    let n = tokio::time::timeout(TEST_TIMEOUT, third.read(&mut buf))
         .await
         .expect("served once the slot is free")
         .expect("read");
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200 OK"));
-    drop(second);
+    drop(third);
     server.stop().await;
+}
+
+/// 256 silent connections and 64 that send half their headers, at the default cap
+/// of 256: a client with the token is still answered within a second, and every
+/// one of them is closed by its deadline.
+#[tokio::test]
+async fn silent_and_slow_connections_cannot_keep_the_owner_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = config();
+    config.deadlines.first_request = Duration::from_millis(1500);
+    config.header_read_timeout = Duration::from_millis(1500);
+    let server = start(&dir, config).await;
+    let addr = server.addr;
+    let mut idle = Vec::new();
+    for _ in 0..256 {
+        idle.push(TcpStream::connect(addr).await.expect("connect"));
+    }
+    for _ in 0..64 {
+        let mut slow = TcpStream::connect(addr).await.expect("connect");
+        slow.write_all(b"GET /v1/tools HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .await
+            .expect("write");
+        idle.push(slow);
+    }
+    for _ in 0..5 {
+        let (status, took) = owner_request(addr).await;
+        assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+        assert!(took < Duration::from_secs(1), "answered in {took:?}");
+    }
+    let closed = futures::future::join_all(
+        idle.iter_mut()
+            .map(|s| closed_within(s, Duration::from_millis(1500) + Duration::from_secs(2))),
+    )
+    .await;
+    let open = closed.iter().filter(|c| !**c).count();
+    assert_eq!(
+        open, 0,
+        "{open} silent or slow connections still open after their deadline"
+    );
+    server.stop().await;
+}
+
+/// Wrong tokens past a client's burst are answered late (429), while the owner's
+/// requests, with the right token, are answered at once.
+#[tokio::test]
+async fn a_burst_of_wrong_tokens_slows_the_sender_not_the_owner() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(&dir, config()).await;
+    let addr = server.addr;
+    let wrong = format!(
+        "GET /v1/tools HTTP/1.1\r\nHost: {BIND}\r\nAuthorization: Bearer {TOKEN}x\r\nConnection: close\r\n\r\n"
+    );
+    let answered = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut senders = Vec::new();
+    for _ in 0..20 {
+        let (wrong, answered) = (wrong.clone(), Arc::clone(&answered));
+        senders.push(tokio::spawn(async move {
+            let answer = raw(addr, &wrong).await;
+            let status = answer.lines().next().unwrap_or_default().to_string();
+            answered.lock().expect("lock").push(status);
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for _ in 0..5 {
+        let (status, took) = owner_request(addr).await;
+        assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+        assert!(took < Duration::from_secs(1), "the owner waited {took:?}");
+    }
+    let so_far = answered.lock().expect("lock").clone();
+    assert_eq!(
+        so_far.len(),
+        10,
+        "only the burst is answered at once: {so_far:?}"
+    );
+    assert!(
+        so_far.iter().all(|s| s.starts_with("HTTP/1.1 401")),
+        "{so_far:?}"
+    );
+    for sender in senders {
+        sender.abort();
+    }
+    server.stop().await;
+}
+
+/// A body that stops coming is cut off at its deadline, with a JSON error.
+#[tokio::test]
+async fn a_body_that_stops_coming_is_cut_off() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = config();
+    config.deadlines.body_read = Duration::from_millis(300);
+    let server = start(&dir, config).await;
+    let mut stream = TcpStream::connect(server.addr).await.expect("connect");
+    stream
+        .write_all(
+            format!(
+                "POST /v1/tools/think HTTP/1.1\r\nHost: {BIND}\r\nAuthorization: Bearer {TOKEN}\r\n\
+                 Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"tho"
+            )
+            .as_bytes(),
+        )
+        .await
+        .expect("write");
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+        .await
+        .expect("answered within the deadline")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&buf[..n]);
+    assert!(answer.starts_with("HTTP/1.1 4"), "{answer}");
+    assert!(answer.contains("application/json"), "{answer}");
+    server.stop().await;
+}
+
+/// Every failure under /v1 and /mcp is JSON: paths that do not decode, wrong
+/// methods (with Allow), bodies that are not JSON by their content type.
+#[tokio::test]
+async fn every_api_failure_is_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (method, uri, content_type, status) in [
+        (
+            "POST",
+            "/v1/tools/%FF",
+            Some("application/json"),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "POST",
+            "/v1/tools/%C0%AF",
+            Some("application/json"),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "POST",
+            "/v1/tools/%c0%ae%c0%ae%2fwrite_file",
+            None,
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "GET",
+            "/v1/tools/think",
+            None,
+            StatusCode::METHOD_NOT_ALLOWED,
+        ),
+        (
+            "PUT",
+            "/v1/tools/think",
+            Some("application/json"),
+            StatusCode::METHOD_NOT_ALLOWED,
+        ),
+        ("DELETE", "/v1/batch", None, StatusCode::METHOD_NOT_ALLOWED),
+        (
+            "POST",
+            "/v1/tools/think",
+            Some("text/plain"),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ),
+        (
+            "POST",
+            "/v1/tools/think",
+            Some("application/x-www-form-urlencoded"),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ),
+        (
+            "POST",
+            "/v1/batch",
+            Some("multipart/form-data"),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ),
+        (
+            "PUT",
+            "/mcp",
+            Some("application/json"),
+            StatusCode::METHOD_NOT_ALLOWED,
+        ),
+        ("GET", "/v1/no/such/route", None, StatusCode::NOT_FOUND),
+    ] {
+        let mut builder = request(method, uri);
+        if let Some(content_type) = content_type {
+            builder = builder.header(header::CONTENT_TYPE, content_type);
+        }
+        let request = builder
+            .body(Body::from(r#"{"thought": "x"}"#))
+            .expect("request");
+        let (got, headers, body) = crate::test_support::respond(app(&dir), request).await;
+        assert_eq!(
+            got,
+            status,
+            "{method} {uri}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        assert_eq!(
+            headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok()),
+            Some("application/json"),
+            "{method} {uri}"
+        );
+        let value: Value = serde_json::from_slice(&body).expect("a JSON body");
+        let message = value["error"]["message"].as_str().expect("a message");
+        assert!(!message.is_empty(), "{method} {uri}: {value}");
+        if status == StatusCode::METHOD_NOT_ALLOWED {
+            assert!(
+                headers.contains_key(header::ALLOW),
+                "{method} {uri}: no Allow"
+            );
+            assert!(message.contains(method), "{message}");
+        }
+    }
+    // No content type at all is taken as JSON.
+    let request = request("POST", "/v1/tools/think")
+        .body(Body::from(r#"{"thought": "x"}"#))
+        .expect("request");
+    let (got, _, _) = crate::test_support::respond(app(&dir), request).await;
+    assert_eq!(got, StatusCode::OK);
 }
 
 // ---------------------------------------------------------------- MCP over HTTP

@@ -3,6 +3,7 @@
 //! small JSON API, and the web page for people ([`web`]). Nothing below this crate
 //! knows about MCP.
 
+mod conn;
 pub mod http;
 pub mod mcp;
 mod stdio;

@@ -228,7 +228,8 @@ async fn the_cookie_is_refused_from_another_loopback_origin_or_site() {
     assert_eq!(send(&app, forged).await.status, StatusCode::UNAUTHORIZED);
 }
 
-#[tokio::test]
+// Paused time: the held-back answers take no real time.
+#[tokio::test(start_paused = true)]
 async fn a_wrong_token_is_refused_and_then_rate_limited() {
     let app = app();
     for attempt in 0..MAX_LOGIN_FAILURES {
@@ -241,8 +242,15 @@ async fn a_wrong_token_is_refused_and_then_rate_limited() {
             answer.body
         );
     }
+    let started = tokio::time::Instant::now();
     let answer = send(&app, login_request("token=wrong")).await;
     assert_eq!(answer.status, StatusCode::TOO_MANY_REQUESTS);
+    // Held back until the client may try again.
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
     let retry: u64 = answer.headers[header::RETRY_AFTER]
         .to_str()
         .expect("text")
@@ -250,19 +258,29 @@ async fn a_wrong_token_is_refused_and_then_rate_limited() {
         .expect("seconds");
     assert!((1..=LOGIN_REFILL_SECS).contains(&retry), "{retry}");
     assert!(answer.body.contains("Too many wrong tokens"));
-    // While the limiter is closed even the right token waits: guessing learns nothing.
+    // The right token is never refused, nor held back: wrong ones cannot lock the
+    // owner out.
+    let started = tokio::time::Instant::now();
     let answer = send(&app, login_request(&format!("token={TOKEN}"))).await;
-    assert_eq!(answer.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
     let bearer = page_get("/v1/tools")
         .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
         .body(Body::empty())
         .expect("request");
     let answer = send(&app, bearer).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    // A wrong bearer token now is held back too, and answered 429.
+    let wrong = page_get("/v1/tools")
+        .header(header::AUTHORIZATION, "Bearer wrong")
+        .body(Body::empty())
+        .expect("request");
+    let answer = send(&app, wrong).await;
     assert_eq!(answer.status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(answer.json()["error"]["code"], "TOO_MANY_ATTEMPTS");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn wrong_bearer_tokens_count_against_the_same_limit() {
     let app = app();
     for _ in 0..MAX_LOGIN_FAILURES {
@@ -272,8 +290,10 @@ async fn wrong_bearer_tokens_count_against_the_same_limit() {
             .expect("request");
         assert_eq!(send(&app, request).await.status, StatusCode::UNAUTHORIZED);
     }
-    let answer = send(&app, login_request(&format!("token={TOKEN}"))).await;
+    let answer = send(&app, login_request("token=wrong")).await;
     assert_eq!(answer.status, StatusCode::TOO_MANY_REQUESTS);
+    let answer = send(&app, login_request(&format!("token={TOKEN}"))).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
 }
 
 #[test]

@@ -23,7 +23,8 @@
 pub(crate) mod api;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -38,10 +39,15 @@ use sha2::{Digest, Sha256};
 pub const SESSION_TTL_SECS: u64 = 12 * 60 * 60;
 /// Most sessions held at once; a new login past it ends the oldest.
 pub const MAX_SESSIONS: usize = 128;
-/// Wrong tokens accepted in a burst before the server answers 429.
+/// Wrong tokens from one client answered at once; past them, each of its wrong
+/// tokens is answered (429) only after a delay. The right token is never delayed.
 pub const MAX_LOGIN_FAILURES: u32 = 10;
-/// One more attempt is allowed every this many seconds after a burst of failures.
+/// After a burst of wrong tokens, a client regains one prompt answer every this
+/// many seconds; its wrong tokens wait until then (at most this long).
 pub const LOGIN_REFILL_SECS: u64 = 6;
+/// Clients whose wrong tokens are remembered at once; past it, those that have
+/// recovered their whole burst are forgotten first.
+const MAX_LIMITED_CLIENTS: usize = 4096;
 /// How long the one-time login code of `toolbelt serve --open` stays valid, in seconds.
 pub const LOGIN_CODE_TTL_SECS: u64 = 10 * 60;
 /// Random bytes in a session id or a one-time login code.
@@ -101,7 +107,8 @@ pub(crate) struct Web {
     token_digest: Option<[u8; 32]>,
     cookie_name: String,
     sessions: Mutex<HashMap<[u8; 32], Instant>>,
-    limiter: Mutex<Limiter>,
+    /// Wrong tokens, per client address.
+    limiters: Mutex<HashMap<IpAddr, Limiter>>,
     login_code: Mutex<Option<([u8; 32], Instant)>>,
 }
 
@@ -112,7 +119,7 @@ impl Web {
             token_digest,
             cookie_name: format!("toolbelt_session_{port}"),
             sessions: Mutex::new(HashMap::new()),
-            limiter: Mutex::new(Limiter::new(Instant::now())),
+            limiters: Mutex::new(HashMap::new()),
             login_code: Mutex::new(
                 login_code
                     .map(str::trim)
@@ -142,19 +149,21 @@ impl Web {
         }
     }
 
-    /// When the login limiter refuses attempts now, how long until it takes one.
-    pub(crate) fn locked_for(&self) -> Option<Duration> {
-        self.limiter
-            .lock()
-            .ok()
-            .and_then(|mut l| l.locked_for(Instant::now()))
-    }
-
-    /// Counts a wrong token.
-    pub(crate) fn failed(&self) {
-        if let Ok(mut l) = self.limiter.lock() {
-            l.fail(Instant::now());
+    /// Counts a wrong token from `client`; past its burst, how long its answer
+    /// waits (then 429).
+    pub(crate) fn wrong_token(&self, client: IpAddr) -> Option<Duration> {
+        let now = Instant::now();
+        let mut limiters = self.limiters.lock().unwrap_or_else(PoisonError::into_inner);
+        if limiters.len() >= MAX_LIMITED_CLIENTS && !limiters.contains_key(&client) {
+            limiters.retain(|_, l| l.locked_for(now).is_some());
+            if limiters.len() >= MAX_LIMITED_CLIENTS {
+                limiters.clear();
+            }
         }
+        let limiter = limiters.entry(client).or_insert_with(|| Limiter::new(now));
+        let wait = limiter.locked_for(now);
+        limiter.fail(now);
+        wait
     }
 
     fn start_session(&self) -> Option<String> {
@@ -339,7 +348,13 @@ fn login_page(status: StatusCode, message: Option<&str>) -> Response {
 }
 
 /// `POST /login`: a form (`token=...` or `once=...`).
-async fn login(State(web): State<Arc<Web>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn login(
+    State(web): State<Arc<Web>>,
+    peer: Option<axum::Extension<crate::conn::Peer>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let peer = peer.map(|axum::Extension(peer)| peer);
     if !same_origin_request(&Method::POST, &headers) {
         return crate::http::refuse(
             StatusCode::FORBIDDEN,
@@ -349,19 +364,6 @@ async fn login(State(web): State<Arc<Web>>, headers: HeaderMap, body: Bytes) -> 
     }
     if !web.token_required {
         return redirect_home(None);
-    }
-    if let Some(wait) = web.locked_for() {
-        let mut response = login_page(
-            StatusCode::TOO_MANY_REQUESTS,
-            Some(&format!(
-                "Too many wrong tokens. Try again in {} seconds.",
-                wait.as_secs().max(1)
-            )),
-        );
-        if let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
-            response.headers_mut().insert(header::RETRY_AFTER, v);
-        }
-        return response;
     }
     let mut token = None;
     let mut once = None;
@@ -373,8 +375,20 @@ async fn login(State(web): State<Arc<Web>>, headers: HeaderMap, body: Bytes) -> 
         }
     }
     if !web.accepts(token.as_deref(), once.as_deref()) {
-        web.failed();
         tracing::info!(target: "toolbelt::serve", "refused: wrong token at login");
+        if let Some(wait) = crate::http::hold_back_wrong_token(&web, peer.as_ref()).await {
+            let secs = wait.as_secs().max(1);
+            let mut response = login_page(
+                StatusCode::TOO_MANY_REQUESTS,
+                Some(&format!(
+                    "Too many wrong tokens. Try again in {secs} seconds."
+                )),
+            );
+            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            return response;
+        }
         let message = if once.is_some() && token.is_none() {
             "This login link was used already or has expired. Enter the token instead."
         } else {
