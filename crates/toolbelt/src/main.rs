@@ -806,7 +806,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Mcp(flags) => {
             let options = mcp.options(&flags)?;
-            serve_mcp(registry, &store, call_log, &cli.global, options, subagents)
+            serve_mcp(
+                registry,
+                &store,
+                call_log,
+                &cli.global,
+                (options, &messaging),
+                subagents,
+            )
         }
         Command::Agent(args) => agent::run(args, registry, &store, call_log, &agent, subagents),
         Command::Log(args) => {
@@ -963,7 +970,7 @@ fn serve_mcp(
     store: &StoreHandle,
     call_log: bool,
     g: &Global,
-    options: toolbelt_server::McpOptions,
+    (options, messaging): (toolbelt_server::McpOptions, &toolbelt_sched::Messaging),
     subagents: Option<Subagents>,
 ) -> Result<ExitCode> {
     // One client, one request at a time mostly: a single-threaded runtime answers
@@ -982,6 +989,13 @@ fn serve_mcp(
     }]));
     if let Some(subagents) = &subagents {
         subagents.attach(&registry);
+    }
+    // Messages the `message` tool could not deliver at once (and those left by an
+    // earlier run) go out while the session lasts, as under `toolbelt serve`.
+    let outbox = tokio_util::sync::CancellationToken::new();
+    if !messaging.channels().is_empty() {
+        let (deliverer, stop) = (messaging.outbox().clone(), outbox.clone());
+        rt.spawn(async move { deliverer.run(stop).await });
     }
     let session = Arc::clone(registry.session());
     stamps::load(&session);
@@ -1037,6 +1051,7 @@ fn serve_mcp(
             () = toolbelt_server::http::shutdown_signal() => Ok(()),
         }
     });
+    outbox.cancel();
     let writers: Vec<Option<CallLogWriter>> = logs.lock().map(|l| l.clone()).unwrap_or_default();
     for writer in writers.iter().flatten() {
         rt.block_on(writer.flush());

@@ -475,3 +475,50 @@ fn a_prompt_job_without_an_agent_is_refused_with_how_to_configure_one() {
         "{env:#}"
     );
 }
+
+#[test]
+fn toolbelt_mcp_delivers_the_outbox_while_it_runs() {
+    let root = tempfile::tempdir().unwrap();
+    let (url, seen) = webhook(vec![500; 2]);
+    // Calls wait half a second for a delivery.
+    std::fs::write(
+        root.path().join("toolbelt.toml"),
+        format!("timeout_ms = 1500\n[channels.ops]\nkind = \"webhook\"\nurl = \"{url}\"\n"),
+    )
+    .unwrap();
+    // A call sends; the webhook fails the attempts the call waits for: the message
+    // is still in the outbox when the call ends.
+    let out = run(
+        root.path(),
+        None,
+        &[
+            "call",
+            "message",
+            r#"{"channel": "ops", "content": "sent later"}"#,
+        ],
+    );
+    let delivered = |seen: &Seen| seen.lock().unwrap().iter().any(|(_, s)| *s == 200);
+    assert!(!delivered(&seen), "{out:?}");
+    // `toolbelt mcp` delivers it while a client is connected, without any call.
+    let mut mcp = command(root.path(), None)
+        .arg("mcp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the outbox of toolbelt mcp", || delivered(&seen));
+    // Closed before any handshake: it stops (saying so).
+    drop(mcp.stdin.take());
+    mcp.wait().unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen.iter().filter(|(_, s)| *s == 200).count(),
+        1,
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().all(|(key, _)| *key == seen[0].0),
+        "one Idempotency-Key"
+    );
+}
