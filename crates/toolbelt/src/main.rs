@@ -1208,8 +1208,15 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
             (Vec::new(), SandboxMode::None, true, None)
         }
     };
+    // A sandbox hides the state directory (the store, the serve token) from
+    // commands with a mount namespace; where none can be made, they can read it.
+    let mut state_readable = false;
     let verdict = if settings.is_ok() {
         match Sandbox::new(sandbox, network, &roots) {
+            Ok(Some(_)) if !support.mount_namespace => {
+                state_readable = true;
+                "enforced, but commands can read the state directory".to_string()
+            }
             Ok(Some(_)) => "enforced".to_string(),
             Ok(None) => "no sandbox: commands run with the server's own rights".to_string(),
             Err(e) => {
@@ -1260,6 +1267,7 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
                 "mode": sandbox.as_str(),
                 "network": network,
                 "verdict": verdict,
+                "state_hidden": !state_readable && sandbox != SandboxMode::None,
                 "helper": helper,
                 "support": support,
             },
@@ -1324,6 +1332,17 @@ fn doctor(g: &Global, json: bool) -> Result<ExitCode> {
             "\nConfigured: sandbox {sandbox}, network {}: {verdict}\n",
             if network { "on" } else { "off" }
         ));
+        if state_readable {
+            let dir = state_dir.as_ref().map_or_else(
+                || "the state directory".to_string(),
+                |s| s.dir.display().to_string(),
+            );
+            text.push_str(&format!(
+                "warning: sandboxed commands can read {dir} (the store, saved outputs, the serve \
+                 token): this machine cannot make the mount namespace that hides it; keep \
+                 --state-dir out of reach some other way, or run where user namespaces are allowed\n"
+            ));
+        }
         for p in &problems {
             text.push_str(&format!("problem: {p}\n"));
         }

@@ -80,6 +80,25 @@ fn doctor_reports_what_this_machine_enforces() {
         assert!(text.stdout.contains(needle), "{needle} in {}", text.stdout);
     }
 
+    // Under a sandbox, the state directory is hidden from commands exactly where a
+    // mount namespace can be made, and doctor warns where it cannot.
+    let sandboxed = toolbelt(&root, &["--sandbox", "read-only", "doctor", "--json"]);
+    let report = stdout_json(&sandboxed);
+    if report["sandbox"]["verdict"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("enforced"))
+    {
+        let hidden = report["sandbox"]["support"]["mount_namespace"] == true;
+        assert_eq!(report["sandbox"]["state_hidden"], hidden, "{report:#}");
+        let text = toolbelt(&root, &["--sandbox", "read-only", "doctor"]);
+        assert_eq!(
+            text.stdout.contains("warning: sandboxed commands can read"),
+            !hidden,
+            "{}",
+            text.stdout
+        );
+    }
+
     let bad = toolbelt(&root, &["--sandbox", "full-access", "doctor"]);
     assert_eq!(bad.code, 1);
     assert!(
