@@ -66,9 +66,11 @@ pub use outbox::{
     Attempt, LEASE_MS, MAX_CONCURRENT_SENDS, MAX_IDLE_MS as OUTBOX_MAX_IDLE_MS, NewMessage, Outbox,
     RetryPolicy,
 };
-pub use prompt::{FINAL_ANSWER, PromptRun, PromptRunner};
+pub use prompt::{FINAL_ANSWER, INTERRUPTED, PromptRun, PromptRunner};
 pub use schedule::{MAX_INTERVAL_MS, MIN_INTERVAL_MS, Schedule, Zone, local_zone};
-pub use scheduler::{CLAIM_RETENTION_MS, MAX_IDLE_MS, MAX_RESULT_CHARS, Scheduler, next_fire};
+pub use scheduler::{
+    CLAIM_RETENTION_MS, MAX_IDLE_MS, MAX_RESULT_CHARS, STOP_GRACE_MS, Scheduler, next_fire,
+};
 
 /// The scheduler, the outbox and the channels of one store. Cheap to clone.
 #[derive(Debug, Clone)]

@@ -11,11 +11,16 @@ use toolbelt_store::CronJob;
 /// The outcome of a run that gave its final answer.
 pub const FINAL_ANSWER: &str = "final_answer";
 
+/// The outcome of a run cut off because its server stopped. It is not run again
+/// on its own (the job fires at its next time, or with `run_now`); the job's last
+/// run and its channel say so.
+pub const INTERRUPTED: &str = "interrupted";
+
 /// What a prompt job's run gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PromptRun {
     /// How the run ended: [`FINAL_ANSWER`], or why not (`error`, `max_steps`,
-    /// `repeated_call`, `cancelled`).
+    /// `repeated_call`, `cancelled`, [`INTERRUPTED`]).
     pub outcome: String,
     /// The final answer, or what went wrong.
     pub text: String,

@@ -28,7 +28,7 @@ pub const CLAIM_RETENTION_MS: i64 = 7 * 86_400_000;
 /// whole answer is in the run's transcript and in the message sent).
 pub const MAX_RESULT_CHARS: usize = 4_000;
 /// How long a stopping scheduler waits for prompt runs to record their end, in ms.
-const STOP_GRACE_MS: u64 = 2_000;
+pub const STOP_GRACE_MS: u64 = 2_000;
 
 /// The next firing of `job` strictly after `after` (ms). `None` when nothing is
 /// left (a one-shot job that fired) or the stored schedule cannot be read.
@@ -181,13 +181,25 @@ impl Scheduler {
     /// # Errors
     /// A store failure while recording.
     pub async fn run_prompt(&self, firing: &Firing) -> SchedResult<PromptRun> {
-        let run = match &self.prompts {
+        let started = self.clock.now_ms();
+        let mut run = match &self.prompts {
             Some(runner) => runner.run(&firing.job, self.stop.child_token()).await,
             None => PromptRun::failed(
                 "error",
                 "no agent is configured to run prompts: set a model under [agent] in toolbelt.toml",
             ),
         };
+        if self.stop.is_cancelled() && !run.answered() {
+            let secs = (self.clock.now_ms() - started).max(0) / 1000;
+            run = PromptRun {
+                outcome: crate::prompt::INTERRUPTED.to_string(),
+                text: format!(
+                    "the server stopped {secs} s into the run, which was cut off; it is not run \
+                     again until the job's next time (or run_now)"
+                ),
+                run_id: run.run_id,
+            };
+        }
         tracing::info!(job = %firing.job.name, outcome = %run.outcome, "job's prompt ran");
         let record = PromptRunRecord {
             outcome: run.outcome.clone(),

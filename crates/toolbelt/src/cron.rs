@@ -285,20 +285,34 @@ fn run_foreground(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Starts `messaging` on the current runtime until the token is cancelled: the
+/// The scheduler and the outbox running in the background.
+pub struct Background {
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Background {
+    /// Stops them: prompt runs under way are cut off and recorded as interrupted
+    /// (within the scheduler's grace period), then this returns.
+    pub async fn stop(self) {
+        self.cancel.cancel();
+        let grace = std::time::Duration::from_millis(toolbelt_sched::STOP_GRACE_MS + 1_000);
+        if tokio::time::timeout(grace, self.task).await.is_err() {
+            tracing::warn!("the scheduler did not stop within its grace period");
+        }
+    }
+}
+
+/// Starts `messaging` on the current runtime until [`Background::stop`]: the
 /// scheduler and the outbox of `toolbelt serve`, the jobs' prompts run on
 /// `registry`'s tools.
-pub fn spawn(
-    messaging: &Messaging,
-    jobs: Option<&AgentJobs>,
-    registry: &Registry,
-) -> CancellationToken {
+pub fn spawn(messaging: &Messaging, jobs: Option<&AgentJobs>, registry: &Registry) -> Background {
     if let Some(jobs) = jobs {
         jobs.attach(registry);
     }
     let cancel = CancellationToken::new();
     let m = messaging.clone();
     let c = cancel.clone();
-    tokio::spawn(async move { m.run(c).await });
-    cancel
+    let task = tokio::spawn(async move { m.run(c).await });
+    Background { cancel, task }
 }

@@ -954,7 +954,8 @@ fn serve(
         )
         .await
     });
-    scheduler.cancel();
+    // Prompt runs cut off by the stop record that they were.
+    rt.block_on(scheduler.stop());
     rt.block_on(flush_log(log.as_ref()));
     // Calls cut off by the shutdown may still be reading files on blocking threads.
     rt.shutdown_timeout(Duration::from_millis(100));

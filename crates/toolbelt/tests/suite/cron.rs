@@ -522,3 +522,62 @@ fn toolbelt_mcp_delivers_the_outbox_while_it_runs() {
         "one Idempotency-Key"
     );
 }
+
+#[test]
+fn a_prompt_job_cut_off_by_a_stop_is_recorded_as_interrupted() {
+    use toolbelt_agent::ProviderKind;
+    use toolbelt_agent::testing::{Reply, Script, ScriptedServer};
+
+    let root = tempfile::tempdir().unwrap();
+    // The model takes a minute to answer: the run is under way when the server stops.
+    let model = ScriptedServer::start(Script::new(
+        ProviderKind::OpenAi,
+        vec![Reply::text("too late").delayed(60_000)],
+    ))
+    .unwrap();
+    std::fs::write(
+        root.path().join("toolbelt.toml"),
+        format!(
+            "[channels.local]\nkind = \"file\"\n[agent]\nprovider = \"openai\"\nmodel = \"scripted-model\"\nbase_url = \"{}\"\n",
+            model.base_url()
+        ),
+    )
+    .unwrap();
+    let added = run_with_agent(
+        root.path(),
+        &[
+            "cron",
+            "add",
+            "slow",
+            "--schedule",
+            "every 1s",
+            "--prompt",
+            "Take your time.",
+            "--channel",
+            "local",
+        ],
+    );
+    assert!(added.status.success(), "{added:?}");
+    let served = Served::start(root.path(), None);
+    wait_for("the job's run to ask the model", || {
+        !model.requests().is_empty()
+    });
+    let stopping = Instant::now();
+    served.stop();
+    assert!(
+        stopping.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        stopping.elapsed()
+    );
+    let list = run_with_agent(root.path(), &["cron", "list", "--json"]);
+    let env: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let last = &env["data"]["jobs"][0]["last_run"];
+    assert_eq!(last["outcome"], "interrupted", "{env:#}");
+    assert!(
+        last["result"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("server stopped"),
+        "{env:#}"
+    );
+}
