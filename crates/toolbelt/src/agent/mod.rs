@@ -215,7 +215,7 @@ pub fn run(
                 json: args.json,
                 native: settings.protocol == Protocol::Native,
             };
-            let outcome = rt.block_on(run_once(agent, prompt, events_rx, progress))?;
+            let outcome = rt.block_on(run_once(agent, prompt, events_rx, progress, log.clone()))?;
             match outcome.outcome {
                 Outcome::FinalAnswer => {
                     if !args.json {
@@ -636,14 +636,19 @@ impl Progress {
     }
 }
 
+/// How long a second Ctrl-C waits for the call log to be written before quitting.
+const QUIT_FLUSH: Duration = Duration::from_secs(2);
+
 /// Runs one prompt to its end, showing the progress; the first Ctrl-C cancels the
 /// run (running tools are stopped, a shell's processes killed), a second quits at
-/// once.
+/// once, after the calls made so far are written to the call log (for at most
+/// [`QUIT_FLUSH`]).
 async fn run_once(
     mut agent: Agent,
     prompt: String,
     mut events: UnboundedReceiver<AgentEvent>,
     mut progress: Progress,
+    log: Option<crate::CallLogWriter>,
 ) -> Result<RunOutcome> {
     let cancel = CancellationToken::new();
     let run_cancel = cancel.clone();
@@ -664,6 +669,7 @@ async fn run_once(
             Some(()) = sigint.recv() => {
                 if interrupted {
                     eprintln!("toolbelt: the run was cancelled");
+                    let _ = tokio::time::timeout(QUIT_FLUSH, crate::flush_log(log.as_ref())).await;
                     std::process::exit(1);
                 }
                 interrupted = true;

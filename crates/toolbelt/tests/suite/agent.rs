@@ -875,3 +875,38 @@ fn with_tools_coding_the_model_is_sent_only_the_coding_set() {
         assert_eq!(names, CODING_TOOLS, "{kind:?}");
     }
 }
+
+#[test]
+fn a_second_ctrl_c_quits_with_the_calls_made_so_far_in_the_call_log() {
+    let kind = ProviderKind::OpenAi;
+    let dir = TempDir::new().unwrap();
+    let server = scripted(
+        kind,
+        vec![
+            Reply::call("think", r#"{"thought": "written before the quit"}"#),
+            // The model takes a minute over its next answer: the user quits meanwhile.
+            Reply::text("too late").delayed(60_000),
+        ],
+    );
+    let args = ["-p", "think first"];
+    let mut cmd = agent_command(dir.path(), &server, kind, &args);
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.requests().len() < 2 {
+        assert!(Instant::now() < deadline, "the model was never asked again");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    thread::sleep(Duration::from_millis(200));
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let run = finish(child, &args);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let log = command(dir.path(), &["log", "--json"]).output().unwrap();
+    let text = String::from_utf8_lossy(&log.stdout);
+    assert!(text.contains("written before the quit"), "{text}");
+}
