@@ -447,9 +447,14 @@ fn build_router(
         sessions,
         web,
     });
-    app.layer(DefaultBodyLimit::max(config.max_body_bytes))
+    let app = app
+        .layer(DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(middleware::from_fn_with_state(guard, security));
+    // Around the whole router, so that it sees the `Allow` header axum adds to a 405
+    // outside the routes' own layers.
+    Router::new()
+        .fallback_service(app)
         .layer(middleware::from_fn(json_errors))
-        .layer(middleware::from_fn_with_state(guard, security))
 }
 
 /// Adds the MCP endpoint (one [`McpServer`] per session over the shared registry);
@@ -556,16 +561,7 @@ impl McpEndpoint {
         let (parts, body) = request.into_parts();
         let bytes = axum::body::to_bytes(body, self.max_body_bytes)
             .await
-            .map_err(|_| {
-                refuse(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "TOO_LARGE",
-                    &format!(
-                        "the request body is over the limit of {} bytes",
-                        self.max_body_bytes
-                    ),
-                )
-            })?;
+            .map_err(|e| unread_body(&e, self.max_body_bytes))?;
         let legacy = match initialize_version(&bytes) {
             Some(asked) => asked.as_str() < PRIMING_SINCE,
             None => by_header,
@@ -575,6 +571,36 @@ impl McpEndpoint {
             Request::from_parts(parts, axum::body::Body::from(bytes)),
         ))
     }
+}
+
+/// The answer to a request whose body could not be read whole: 413 over the limit,
+/// 408 when it stopped coming (the body deadline), else 400.
+fn unread_body(e: &(dyn std::error::Error + 'static), max_body_bytes: usize) -> Response {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<io::Error>()
+            && io.kind() == io::ErrorKind::TimedOut
+        {
+            return refuse(
+                StatusCode::REQUEST_TIMEOUT,
+                "REQUEST_TIMEOUT",
+                &io.to_string(),
+            );
+        }
+        if cause.to_string().contains("length limit") {
+            return refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "TOO_LARGE",
+                &format!("the request body is over the limit of {max_body_bytes} bytes"),
+            );
+        }
+        source = cause.source();
+    }
+    refuse(
+        StatusCode::BAD_REQUEST,
+        "BAD_REQUEST",
+        &format!("the request body could not be read: {e}"),
+    )
 }
 
 /// The protocol revision an `initialize` request asks for (`""` when it names
@@ -738,7 +764,13 @@ async fn json_errors(request: Request, next: Next) -> Response {
     let path = request.uri().path();
     let api = path == "/mcp" || path == "/v1" || path.starts_with("/v1/");
     let method = request.method().clone();
-    let response = next.run(request).await;
+    let sent_json = is_json(request.headers());
+    let mut response = next.run(request).await;
+    if api && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && sent_json {
+        // rmcp says 415 for a JSON body it cannot parse: the content type was
+        // right, the body was not.
+        *response.status_mut() = StatusCode::BAD_REQUEST;
+    }
     let status = response.status();
     if !api
         || !(status.is_client_error() || status.is_server_error())
@@ -1075,7 +1107,7 @@ fn body_or_refusal(
                 &format!("the request body is over the limit of {max_body_bytes} bytes"),
             )
         } else {
-            refuse(rejection.status(), "BAD_REQUEST", &rejection.body_text())
+            unread_body(&rejection, max_body_bytes)
         })
     })
 }

@@ -775,7 +775,7 @@ async fn a_body_that_stops_coming_is_cut_off() {
         .expect("answered within the deadline")
         .expect("read");
     let answer = String::from_utf8_lossy(&buf[..n]);
-    assert!(answer.starts_with("HTTP/1.1 4"), "{answer}");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(answer.contains("application/json"), "{answer}");
     server.stop().await;
 }
@@ -868,12 +868,36 @@ async fn every_api_failure_is_json() {
         let message = value["error"]["message"].as_str().expect("a message");
         assert!(!message.is_empty(), "{method} {uri}: {value}");
         if status == StatusCode::METHOD_NOT_ALLOWED {
+            let allow = headers[header::ALLOW].to_str().expect("text");
             assert!(
-                headers.contains_key(header::ALLOW),
-                "{method} {uri}: no Allow"
+                message.contains(method) && message.contains(allow),
+                "{message}"
             );
-            assert!(message.contains(method), "{message}");
         }
+    }
+    // A JSON-RPC body that does not parse, sent as JSON: 400, not 415.
+    for body in [
+        r#"{"jsonrpc": "2.0", "id": 1, "method": "#,
+        "initialize, please",
+    ] {
+        let request = request("POST", "/mcp")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .body(Body::from(body))
+            .expect("request");
+        let (got, headers, bytes) = crate::test_support::respond(app(&dir), request).await;
+        assert_eq!(
+            got,
+            StatusCode::BAD_REQUEST,
+            "{body}: {}",
+            String::from_utf8_lossy(&bytes)
+        );
+        assert_eq!(
+            headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok()),
+            Some("application/json")
+        );
     }
     // No content type at all is taken as JSON.
     let request = request("POST", "/v1/tools/think")
