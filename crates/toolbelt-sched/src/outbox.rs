@@ -9,7 +9,8 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use toolbelt_store::{
     NewOutboxMessage, OutboxMessage, OutboxStatus, StoreHandle, claim_message, due_messages,
-    enqueue_message, get_message, next_message_due, record_failed, record_retry, record_sent,
+    enqueue_message, get_message, next_message_due, record_failed, record_parts_sent, record_retry,
+    record_sent,
 };
 
 use crate::channel::{Attachment, Channels, Outgoing, SEND_TIMEOUT_MS, SendError};
@@ -204,7 +205,19 @@ impl Outbox {
                 detail: format!("channel {:?} is no longer configured", message.channel),
             }),
             Some(channel) => match outgoing(&message) {
-                Ok(out) => channel.send(self.channels.http(), &out).await,
+                Ok(out) => {
+                    let parts_sent = |parts: u32| -> toolbelt_core::BoxFuture<'_, ()> {
+                        Box::pin(async move {
+                            let now = self.clock.now_ms();
+                            if let Err(e) =
+                                record_parts_sent(store, id, lease, i64::from(parts), now).await
+                            {
+                                tracing::warn!(id, "cannot note the parts delivered: {e}");
+                            }
+                        })
+                    };
+                    channel.send(self.channels.http(), &out, &parts_sent).await
+                }
                 Err(e) => Err(e),
             },
         };
@@ -354,5 +367,6 @@ fn outgoing(message: &OutboxMessage) -> Result<Outgoing, SendError> {
         content: message.content.clone(),
         reply_to: message.reply_to.clone(),
         media,
+        parts_sent: u32::try_from(message.parts_sent).unwrap_or(0),
     })
 }

@@ -74,7 +74,8 @@ pub use handle::{StoreHandle, store_error};
 pub use ids::{Kind, RecordId};
 pub use outbox::{
     NewOutboxMessage, OutboxMessage, OutboxStatus, claim_message, due_messages, enqueue_message,
-    get_message, list_messages, next_message_due, record_failed, record_retry, record_sent,
+    get_message, list_messages, next_message_due, record_failed, record_parts_sent, record_retry,
+    record_sent,
 };
 pub use planner::{
     Completion, DEFAULT_LIST_LIMIT, DeletedProject, Goal, GoalFilter, GoalLink, GoalStage,

@@ -106,9 +106,12 @@ pub struct OutboxMessage {
     pub created_at: i64,
     /// When it was delivered (ms).
     pub sent_at: Option<i64>,
+    /// Its parts already delivered (a Telegram message's text, then each
+    /// attachment): a new attempt goes on from the next.
+    pub parts_sent: i64,
 }
 
-const COLUMNS: &str = "id, channel, chat_id, content, reply_to, media, job_id, status, attempts, next_attempt_at, lease_until, last_error, created_at, sent_at";
+const COLUMNS: &str = "id, channel, chat_id, content, reply_to, media, job_id, status, attempts, next_attempt_at, lease_until, last_error, created_at, sent_at, parts_sent";
 
 fn message_row(row: &sqlx::any::AnyRow) -> StoreResult<OutboxMessage> {
     let status: String = row.try_get(7)?;
@@ -129,6 +132,7 @@ fn message_row(row: &sqlx::any::AnyRow) -> StoreResult<OutboxMessage> {
         last_error: row.try_get(11)?,
         created_at: row.try_get(12)?,
         sent_at: row.try_get(13)?,
+        parts_sent: row.try_get(14)?,
     })
 }
 
@@ -285,6 +289,32 @@ pub async fn record_sent(store: &Store, id: &str, lease_until: i64, now: i64) ->
         |q| q,
     )
     .await
+}
+
+/// Notes that the first `parts` parts of message `id` are delivered, while the
+/// lease `lease_until` holds it. False when the lease was taken over meanwhile.
+///
+/// # Errors
+/// The query fails.
+pub async fn record_parts_sent(
+    store: &Store,
+    id: &str,
+    lease_until: i64,
+    parts: i64,
+    now: i64,
+) -> StoreResult<bool> {
+    let done = sqlx::query(
+        "UPDATE outbox SET parts_sent = $4, updated_at = $3 \
+         WHERE id = $1 AND status = 'sending' AND lease_until = $2",
+    )
+    .bind(id)
+    .bind(lease_until)
+    .bind(now)
+    .bind(parts)
+    .execute(store.pool())
+    .await?
+    .rows_affected();
+    Ok(done == 1)
 }
 
 /// Gives message `id` back for another attempt at `next_attempt_at`, noting

@@ -223,8 +223,25 @@ fn telegram_wait(body: &str) -> Option<Duration> {
 }
 
 /// `POST {base}/bot{token}/sendMessage` `{chat_id, text}`; then each attachment
-/// with `sendDocument`.
+/// with `sendDocument`. Each is a part, counted through `parts_sent` once Telegram
+/// confirmed it; the parts an earlier attempt delivered are not sent again.
 pub(crate) async fn telegram(
+    http: &reqwest::Client,
+    base: &str,
+    token: &Secret,
+    chat_id: &str,
+    message: &Outgoing,
+    parts_sent: super::PartsSent<'_>,
+) -> Result<(), SendError> {
+    if message.parts_sent == 0 {
+        telegram_message(http, base, token, chat_id, message).await?;
+        parts_sent(1).await;
+    }
+    telegram_documents(http, base, token, chat_id, message, parts_sent).await
+}
+
+/// The text of a Telegram message: `sendMessage`.
+async fn telegram_message(
     http: &reqwest::Client,
     base: &str,
     token: &Secret,
@@ -259,7 +276,24 @@ pub(crate) async fn telegram(
             ),
         });
     }
+    Ok(())
+}
+
+/// The attachments of a Telegram message not delivered yet: `sendDocument` each.
+async fn telegram_documents(
+    http: &reqwest::Client,
+    base: &str,
+    token: &Secret,
+    chat_id: &str,
+    message: &Outgoing,
+    parts_sent: super::PartsSent<'_>,
+) -> Result<(), SendError> {
     for (i, media) in message.media.iter().enumerate() {
+        // Part 1 is the text; attachment i is part i + 2.
+        let part_no = u32::try_from(i).unwrap_or(u32::MAX).saturating_add(2);
+        if part_no <= message.parts_sent {
+            continue;
+        }
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(&media.data)
             .map_err(|_| SendError::Refused {
@@ -286,6 +320,7 @@ pub(crate) async fn telegram(
             .await
             .map_err(transport)?;
         outcome(response, telegram_text, telegram_wait).await?;
+        parts_sent(part_no).await;
     }
     Ok(())
 }

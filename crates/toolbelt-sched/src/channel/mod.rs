@@ -128,7 +128,16 @@ pub struct Outgoing {
     /// Attachments.
     #[serde(default)]
     pub media: Vec<Attachment>,
+    /// Parts delivered by earlier attempts (a Telegram message's text, then each
+    /// attachment): this attempt sends the rest.
+    #[serde(default)]
+    pub parts_sent: u32,
 }
+
+/// Told, as each part of a message is delivered, how many are delivered so far
+/// (kept in the outbox, so that an attempt cut off between parts, by an error or a
+/// crash, goes on from the next part).
+pub type PartsSent<'a> = &'a (dyn Fn(u32) -> toolbelt_core::BoxFuture<'a, ()> + Send + Sync);
 
 /// An attachment, carried in the outbox.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -240,6 +249,7 @@ impl Channel {
         &self,
         http: Option<&reqwest::Client>,
         message: &Outgoing,
+        parts_sent: PartsSent<'_>,
     ) -> Result<(), SendError> {
         let client = || {
             http.ok_or_else(|| SendError::Refused {
@@ -260,7 +270,7 @@ impl Channel {
                     .ok_or_else(|| SendError::Refused {
                         detail: format!("channel {:?} needs a chat_id", self.name),
                     })?;
-                http::telegram(client()?, base, token, chat, message).await
+                http::telegram(client()?, base, token, chat, message, parts_sent).await
             }
             Target::Slack { url } => http::slack(client()?, url, message).await,
             Target::Discord { url } => http::discord(client()?, url, message).await,

@@ -485,3 +485,69 @@ async fn attachments_go_as_telegram_documents_and_in_the_webhook_body() {
         json!([{"name": "report.txt", "content_type": "text/plain", "data_base64": "cmVwb3J0IGJvZHk="}])
     );
 }
+
+/// A Telegram message whose second attachment fails once: the next attempt sends
+/// only that attachment, not the text and the first one again.
+#[tokio::test]
+async fn a_telegram_attempt_goes_on_from_the_part_that_failed() {
+    let t = testing::sqlite().await.unwrap();
+    let ok = || Answer::json(200, json!({"ok": true, "result": {"message_id": 1}}));
+    let tg = Server::start(vec![
+        ok(),
+        ok(),
+        Answer::json(
+            500,
+            json!({"ok": false, "description": "Internal Server Error"}),
+        ),
+        ok(),
+    ])
+    .await;
+    let config = ChannelConfig {
+        kind: Some(ChannelKind::Telegram),
+        base_url: Some(tg.url.clone()),
+        chat_id: Some("42".into()),
+        ..ChannelConfig::default()
+    };
+    let m = system_messaging(
+        &t.location,
+        &[("tg", config)],
+        &[("TELEGRAM_BOT_TOKEN", "1:T")],
+        tempfile::tempdir().unwrap().path(),
+    );
+    let attachment = |name: &str| toolbelt_sched::Attachment {
+        name: name.into(),
+        content_type: "text/plain".into(),
+        data: "cmVwb3J0IGJvZHk=".into(),
+    };
+    let message = NewMessage {
+        media: vec![attachment("one.txt"), attachment("two.txt")],
+        ..text("tg", None, "two reports")
+    };
+    let (id, done) = send(&m, message, 5_000).await;
+    assert_eq!(done.status, OutboxStatus::Sent, "{done:?}");
+    assert_eq!(done.attempts, 2);
+    assert_eq!(done.parts_sent, 3, "the text and both attachments");
+    let got: Vec<(String, String)> = tg
+        .received()
+        .iter()
+        .map(|r| {
+            let body = String::from_utf8_lossy(&r.body).to_string();
+            let file = ["one.txt", "two.txt"]
+                .into_iter()
+                .find(|f| body.contains(f))
+                .unwrap_or("-");
+            (r.path.clone(), file.to_string())
+        })
+        .collect();
+    let expected = |path: &str, file: &str| (format!("/bot1:T/{path}"), file.to_string());
+    assert_eq!(
+        got,
+        vec![
+            expected("sendMessage", "-"),
+            expected("sendDocument", "one.txt"),
+            expected("sendDocument", "two.txt"),
+            expected("sendDocument", "two.txt"),
+        ],
+        "{id}"
+    );
+}
