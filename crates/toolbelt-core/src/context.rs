@@ -29,6 +29,7 @@ pub struct Session {
     timeout: Duration,
     stamps: Arc<FileStamps>,
     inline_file_work: bool,
+    temp_journal: Option<PathBuf>,
 }
 
 impl Session {
@@ -43,6 +44,7 @@ impl Session {
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
             stamps: Arc::new(FileStamps::new()),
             inline_file_work: false,
+            temp_journal: None,
         }
     }
 
@@ -95,6 +97,21 @@ impl Session {
     /// ([`Session::with_inline_file_work`]).
     pub fn inline_file_work(&self) -> bool {
         self.inline_file_work
+    }
+
+    /// Keeps a journal at `path` of the directories where the file tools create the
+    /// temporary files of atomic writes (each directory once per process), so that
+    /// the files a killed process left there can be found and removed at the next
+    /// start. Off by default.
+    pub fn with_temp_journal(mut self, path: impl Into<PathBuf>) -> Session {
+        self.temp_journal = Some(path.into());
+        self
+    }
+
+    /// The journal of directories holding temporary files, when one is kept
+    /// ([`Session::with_temp_journal`]).
+    pub fn temp_journal(&self) -> Option<&Path> {
+        self.temp_journal.as_deref()
     }
 
     /// Workspace roots.

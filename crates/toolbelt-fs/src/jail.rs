@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use cap_fs_ext::{OpenOptionsFollowExt, OpenOptionsMaybeDirExt, OpenOptionsSyncExt};
@@ -19,6 +20,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, FileTypeExt, MetadataExt, OpenOptions, OpenOptionsExt, PermissionsExt};
 
 use crate::error::{FsError, MAX_SYMLINK_HOPS};
+use crate::leftovers::TempJournal;
 
 /// The longest path accepted, in bytes.
 pub const MAX_PATH_BYTES: usize = 4096;
@@ -87,7 +89,7 @@ impl EntryKind {
         }
     }
 
-    fn of(ft: cap_std::fs::FileType) -> EntryKind {
+    pub(crate) fn of(ft: cap_std::fs::FileType) -> EntryKind {
         kind_of!(ft)
     }
 
@@ -274,6 +276,8 @@ fn identity(path: &Path) -> io::Result<(u64, u64)> {
 pub struct Jail {
     /// Deepest roots first, so a nested root wins over its parent.
     roots: Vec<Root>,
+    /// Where the directories that get a temporary file are noted, if anywhere.
+    journal: Option<Arc<TempJournal>>,
 }
 
 impl Jail {
@@ -306,7 +310,24 @@ impl Jail {
             });
         }
         opened.sort_by_key(|r| std::cmp::Reverse(r.path.components().count()));
-        Ok(Jail { roots: opened })
+        Ok(Jail {
+            roots: opened,
+            journal: None,
+        })
+    }
+
+    /// Notes in `journal` each directory where this jail is about to create the
+    /// first temporary file of an atomic write, so that what a killed process
+    /// leaves there can be found again ([`TempJournal::sweep`]). A journal shared
+    /// by several jails notes a directory once for all of them.
+    pub fn with_journal(mut self, journal: Arc<TempJournal>) -> Jail {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// The journal given to [`Jail::with_journal`].
+    pub fn journal(&self) -> Option<&Arc<TempJournal>> {
+        self.journal.as_ref()
     }
 
     /// True while every root's configured path still names the directory this
@@ -887,7 +908,8 @@ impl Jail {
         existing: Option<&cap_std::fs::Metadata>,
         p: &WorkPath,
     ) -> Result<String, FsError> {
-        let tmp = temp_name("tmp");
+        self.note_temp_dir(p);
+        let tmp = temp_name(TempKind::Staged);
         let mut opts = OpenOptions::new();
         opts.write(true)
             .create_new(true)
@@ -919,6 +941,45 @@ impl Jail {
             return Err(self.io("write", p, err));
         }
         Ok(tmp)
+    }
+
+    /// Notes the directory of `p` in the journal before a temporary file is
+    /// created there: after the first time in a process, a set look-up.
+    fn note_temp_dir(&self, p: &WorkPath) {
+        if let (Some(journal), Some(dir)) = (&self.journal, p.abs.parent()) {
+            journal.record_or_warn(dir);
+        }
+    }
+
+    /// Opens the directory `abs` for a sweep of leftovers, beneath the root that
+    /// holds it and without following a symlink in its place: `None` when it lies
+    /// in no root. Nothing but a directory is opened (looked at first, then opened
+    /// non-blocking and checked again).
+    pub(crate) fn open_dir_nofollow(&self, abs: &Path) -> Option<io::Result<Dir>> {
+        let found = self.locate(&normalize(abs))?;
+        let root = self.roots.get(found.root)?;
+        let rel: &Path = if found.rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &found.rel
+        };
+        let not_dir = || io::Error::from(rustix::io::Errno::NOTDIR);
+        let open = || {
+            if !root.dir.symlink_metadata(rel)?.is_dir() {
+                return Err(not_dir());
+            }
+            let mut opts = OpenOptions::new();
+            opts.read(true)
+                .maybe_dir(true)
+                .nonblock(true)
+                .follow(cap_fs_ext::FollowSymlinks::No);
+            let file = root.dir.open_with(rel, &opts)?;
+            if !file.metadata()?.is_dir() {
+                return Err(not_dir());
+            }
+            Ok(Dir::from_std_file(file.into_std()))
+        };
+        Some(open())
     }
 
     fn io(&self, op: &'static str, p: &WorkPath, err: io::Error) -> FsError {
@@ -1062,7 +1123,8 @@ impl Transaction<'_> {
         let result = match s.tmp.clone() {
             Some(tmp) if s.existed => {
                 // Keep the old content under a second name, then replace atomically.
-                let backup = temp_name("bak");
+                jail.note_temp_dir(&s.path);
+                let backup = temp_name(TempKind::Backup);
                 let linked = s
                     .parent
                     .hard_link(name, &s.parent, &backup)
@@ -1074,7 +1136,8 @@ impl Transaction<'_> {
             }
             Some(tmp) => rename_noreplace(&s.parent, &tmp, name),
             None => {
-                let backup = temp_name("bak");
+                jail.note_temp_dir(&s.path);
+                let backup = temp_name(TempKind::Backup);
                 s.parent.rename(name, &s.parent, &backup).map(|()| {
                     s.backup = Some(backup);
                 })
@@ -1167,9 +1230,54 @@ fn split(p: &WorkPath) -> Result<(&Path, &OsStr), FsError> {
     }
 }
 
-/// A fresh hidden name for a temporary file beside the target.
-fn temp_name(kind: &str) -> String {
-    format!(".tb-{}.{kind}", uuid::Uuid::new_v4().simple())
+/// How the name of every temporary file of a write begins.
+const TEMP_PREFIX: &str = ".tb-";
+/// Hex digits in the name of a temporary file (a UUID, `simple` format).
+const TEMP_ID_DIGITS: usize = 32;
+
+/// What a temporary file beside a target holds; its name ends with the kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TempKind {
+    /// The new content, renamed over the target (`.tmp`).
+    Staged,
+    /// The old content of a file while a commit replaces or deletes it (`.bak`).
+    Backup,
+}
+
+impl TempKind {
+    /// Every kind there is.
+    const ALL: [TempKind; 2] = [TempKind::Staged, TempKind::Backup];
+
+    fn extension(self) -> &'static str {
+        match self {
+            TempKind::Staged => "tmp",
+            TempKind::Backup => "bak",
+        }
+    }
+}
+
+/// A fresh hidden name for a temporary file beside the target:
+/// `.tb-<32 lowercase hex digits>.<kind>`.
+fn temp_name(kind: TempKind) -> String {
+    format!(
+        "{TEMP_PREFIX}{}.{}",
+        uuid::Uuid::new_v4().simple(),
+        kind.extension()
+    )
+}
+
+/// True when `name` is exactly what [`temp_name`] makes: `.tb-`, 32 lowercase hex
+/// digits, `.` and one of the kinds. A user's `.tb-notes.txt` is not.
+pub(crate) fn is_temp_name(name: &str) -> bool {
+    let Some((id, kind)) = name
+        .strip_prefix(TEMP_PREFIX)
+        .and_then(|rest| rest.split_once('.'))
+    else {
+        return false;
+    };
+    id.len() == TEMP_ID_DIGITS
+        && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        && TempKind::ALL.iter().any(|k| k.extension() == kind)
 }
 
 /// Renames `from` to `to` in `dir`, failing if `to` exists.

@@ -56,3 +56,12 @@ fn beneath_is_a_component_wise_prefix() {
         Some(Path::new("etc/passwd"))
     );
 }
+
+#[test]
+fn temp_names_are_recognised_as_such() {
+    for kind in TempKind::ALL {
+        let name = temp_name(kind);
+        assert!(is_temp_name(&name), "{name}");
+        assert!(name.ends_with(&format!(".{}", kind.extension())), "{name}");
+    }
+}

@@ -8,6 +8,9 @@
 //! - [`text`]: encodings, binary and image sniffing, numbered line rendering.
 //! - [`edit`] and [`diff`]: the string-replacement engine and unified diffs.
 //! - [`patch`]: the `*** Begin Patch` envelope, parsed and applied.
+//! - [`TempJournal`]: the directories where writes made temporary files, so that
+//!   what a killed process left there is removed at the next start
+//!   ([`TempJournal::sweep`]).
 //! - [`mounts`]: whether the roots are on local filesystems, where small operations
 //!   may run inline.
 //!
@@ -27,6 +30,7 @@ pub mod diff;
 pub mod edit;
 mod error;
 mod jail;
+mod leftovers;
 pub mod mounts;
 pub mod patch;
 pub mod text;
@@ -36,6 +40,7 @@ pub use jail::{
     Change, DirEntry, EntryKind, FileLock, Jail, LOCK_WAIT_MS, MAX_PATH_BYTES, Meta, WorkPath,
     WriteOptions, Written,
 };
+pub use leftovers::{JOURNAL_LOCK_WAIT_MS, MAX_JOURNAL_BYTES, Swept, TempJournal};
 
 use sha2::{Digest, Sha256};
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use toolbelt_core::policy::{Decision, Policy, Request};
 use toolbelt_core::{ErrorCode, FileStamps, Hints, Stamp, ToolContext, ToolError};
-use toolbelt_fs::{FsError, Jail, WorkPath, content_hash};
+use toolbelt_fs::{FsError, Jail, TempJournal, WorkPath, content_hash};
 
 /// The hints of every tool that changes files: it may overwrite data, and two
 /// calls must not run at once.
@@ -52,7 +52,7 @@ pub(crate) struct Workspace {
 /// Opens the session's roots for one call.
 pub(crate) fn workspace(ctx: &ToolContext) -> Result<Workspace, ToolError> {
     let session = ctx.session();
-    let jail = jail_for(session.roots()).map_err(fs_error)?;
+    let jail = jail_for(session.roots(), session.temp_journal()).map_err(fs_error)?;
     let inline = session.inline_file_work()
         && !INLINE_TOO_SLOW.load(Ordering::Relaxed)
         && toolbelt_fs::mounts::on_local_filesystems(session.roots());
@@ -75,23 +75,51 @@ static JAILS: LazyLock<Mutex<HashMap<Vec<PathBuf>, Arc<Jail>>>> =
 /// Distinct root sets kept at most; past it, all are forgotten and opened again.
 const MAX_KEPT_JAILS: usize = 16;
 
-/// The jail of `roots`: a kept one while it is current, else newly opened.
-fn jail_for(roots: &[PathBuf]) -> Result<Arc<Jail>, FsError> {
+/// The journals of temporary files' directories, one per file for the process, so
+/// that each directory is noted once however often its jail is opened again.
+static JOURNALS: LazyLock<Mutex<HashMap<PathBuf, Arc<TempJournal>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Distinct journals kept at most; past it, all are forgotten.
+const MAX_KEPT_JOURNALS: usize = 16;
+
+/// The jail of `roots`, noting its temporary files' directories in `journal`: a
+/// kept one while it is current, else newly opened.
+fn jail_for(roots: &[PathBuf], journal: Option<&Path>) -> Result<Arc<Jail>, FsError> {
     let kept = JAILS
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .get(roots)
         .cloned();
-    if let Some(jail) = kept.filter(|j| j.is_current()) {
+    let same_journal = |j: &Jail| j.journal().map(|j| j.path()) == journal;
+    if let Some(jail) = kept.filter(|j| same_journal(j) && j.is_current()) {
         return Ok(jail);
     }
-    let jail = Arc::new(Jail::open(roots)?);
+    let mut jail = Jail::open(roots)?;
+    if let Some(path) = journal {
+        jail = jail.with_journal(journal_at(path));
+    }
+    let jail = Arc::new(jail);
     let mut jails = JAILS.lock().unwrap_or_else(PoisonError::into_inner);
     if jails.len() >= MAX_KEPT_JAILS {
         jails.clear();
     }
     jails.insert(roots.to_vec(), Arc::clone(&jail));
     Ok(jail)
+}
+
+/// The process's journal kept in the file `path`.
+fn journal_at(path: &Path) -> Arc<TempJournal> {
+    let mut journals = JOURNALS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(journal) = journals.get(path) {
+        return Arc::clone(journal);
+    }
+    if journals.len() >= MAX_KEPT_JOURNALS {
+        journals.clear();
+    }
+    let journal = Arc::new(TempJournal::new(path));
+    journals.insert(path.to_path_buf(), Arc::clone(&journal));
+    journal
 }
 
 impl Workspace {

@@ -4,6 +4,7 @@ mod agent;
 mod batch;
 mod config;
 mod cron;
+mod leftovers;
 mod log;
 mod render;
 mod stamps;
@@ -565,6 +566,7 @@ fn build_registry(g: &Global, for_agent: bool, inline_files: bool) -> Result<Bui
     if let Some(ms) = file.timeout_ms {
         session = session.with_timeout(Duration::from_millis(ms));
     }
+    let session = leftovers::sweep_at_start(session);
     let mut registry = Registry::new(session);
     let profile_name = g.profile.clone().or(file.profile.clone());
     if let Some(name) = profile_name {
