@@ -15,8 +15,13 @@
 //!   (or only held back): silent sockets or slow wrong-token senders cannot keep
 //!   a client with the token out. When every connection is busy, the new one
 //!   waits for a free slot.
+//! - One client holds at most three quarters of the cap: past that, its new
+//!   connection takes the place of its own connection idle the longest, or waits.
+//!   A client is a user (by uid, for a connection over loopback on Linux, read from
+//!   `/proc/net/tcp`), else an address.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -53,9 +58,70 @@ impl Default for Deadlines {
     }
 }
 
+/// Who opened a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Client {
+    /// A local user.
+    Uid(u32),
+    /// An address.
+    Ip(IpAddr),
+}
+
+impl Client {
+    /// The client of a connection from `peer` to `local`.
+    pub(crate) fn of(peer: SocketAddr, local: SocketAddr) -> Client {
+        if peer.ip().is_loopback()
+            && let Some(uid) = socket_uid(peer, local)
+        {
+            return Client::Uid(uid);
+        }
+        Client::Ip(peer.ip())
+    }
+}
+
+/// The uid owning the socket `peer` -> `local`, from `/proc/net/tcp` (or `tcp6`).
+fn socket_uid(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
+    let (table, peer_hex, local_hex) = match (peer, local) {
+        (SocketAddr::V4(p), SocketAddr::V4(l)) => ("/proc/net/tcp", hex_v4(p), hex_v4(l)),
+        (SocketAddr::V6(p), SocketAddr::V6(l)) => ("/proc/net/tcp6", hex_v6(p), hex_v6(l)),
+        _ => return None,
+    };
+    let text = std::fs::read_to_string(table).ok()?;
+    text.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // sl, local_address, rem_address, st, tx:rx, tr:when, retrnsmt, uid
+        (fields.get(1) == Some(&peer_hex.as_str()) && fields.get(2) == Some(&local_hex.as_str()))
+            .then(|| fields.get(7)?.parse().ok())
+            .flatten()
+    })
+}
+
+/// An IPv4 socket address as `/proc/net/tcp` writes it: the address as a
+/// native-endian word, the port, in hex.
+fn hex_v4(addr: std::net::SocketAddrV4) -> String {
+    format!(
+        "{:08X}:{:04X}",
+        u32::from_ne_bytes(addr.ip().octets()),
+        addr.port()
+    )
+}
+
+/// An IPv6 socket address as `/proc/net/tcp6` writes it.
+fn hex_v6(addr: std::net::SocketAddrV6) -> String {
+    let words: String = addr
+        .ip()
+        .octets()
+        .chunks(4)
+        .map(|w| format!("{:08X}", u32::from_ne_bytes([w[0], w[1], w[2], w[3]])))
+        .collect();
+    format!("{words}:{:04X}", addr.port())
+}
+
 /// The open connections, up to a cap.
 pub(crate) struct Connections {
     max: usize,
+    /// The most one client holds.
+    per_client: usize,
     deadlines: Deadlines,
     open: Mutex<HashMap<u64, Arc<Conn>>>,
     next_id: AtomicU64,
@@ -67,6 +133,8 @@ pub(crate) struct Connections {
 /// One open connection.
 pub(crate) struct Conn {
     id: u64,
+    /// Who opened it.
+    client: Client,
     /// Requests in flight.
     in_flight: AtomicUsize,
     /// Of those, the ones only held back (a delayed wrong-token answer).
@@ -86,6 +154,7 @@ impl Connections {
     pub(crate) fn new(max: usize, deadlines: Deadlines) -> Arc<Connections> {
         Arc::new(Connections {
             max,
+            per_client: (max - max / 4).max(1),
             deadlines,
             open: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
@@ -102,20 +171,23 @@ impl Connections {
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Waits until a connection just accepted may be served: at once under the
-    /// cap; at the cap, after closing the connection idle the longest (or only
-    /// held back), else when one closes.
-    pub(crate) async fn room(&self) {
+    /// Waits until a connection of `client` just accepted may be served: at once
+    /// under the cap and the client's share of it; else after closing the
+    /// connection idle the longest (or only held back), of the client's own when
+    /// it holds its share, or when one closes.
+    pub(crate) async fn room(&self, client: Client) {
         loop {
             let closed = self.closed.notified();
             {
                 let open = self.open();
-                if open.len() < self.max {
+                let own = open.values().filter(|c| c.client == client).count();
+                if open.len() < self.max && own < self.per_client {
                     return;
                 }
+                let at_share = own >= self.per_client;
                 if let Some(victim) = open
                     .values()
-                    .filter(|c| c.is_idle())
+                    .filter(|c| c.is_idle() && (!at_share || c.client == client))
                     .min_by_key(|c| c.idle_since_ms.load(Ordering::Relaxed))
                 {
                     tracing::debug!(target: "toolbelt::serve", id = victim.id, "closing an idle connection for a new one");
@@ -126,11 +198,12 @@ impl Connections {
         }
     }
 
-    /// Registers a connection just accepted.
-    pub(crate) fn accepted(self: &Arc<Self>) -> Arc<Conn> {
+    /// Registers a connection of `client` just accepted.
+    pub(crate) fn accepted(self: &Arc<Self>, client: Client) -> Arc<Conn> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
             id,
+            client,
             in_flight: AtomicUsize::new(0),
             held: AtomicUsize::new(0),
             served: AtomicUsize::new(0),
@@ -205,7 +278,7 @@ impl Conn {
 #[derive(Clone)]
 pub(crate) struct Peer {
     /// The client's address.
-    pub addr: std::net::SocketAddr,
+    pub addr: SocketAddr,
     /// Its connection.
     pub conn: Arc<Conn>,
 }
@@ -319,5 +392,37 @@ where
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loopback_client_is_its_user() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let client =
+            std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (server_side, peer) = listener.accept().expect("accept");
+        assert_eq!(peer, client.local_addr().expect("addr"));
+        let local = server_side.local_addr().expect("addr");
+        if std::path::Path::new("/proc/net/tcp").exists() {
+            assert_eq!(
+                Client::of(peer, local),
+                Client::Uid(rustix::process::getuid().as_raw())
+            );
+        }
+        // Another address is its address.
+        let far: SocketAddr = "192.0.2.7:4000".parse().expect("addr");
+        assert_eq!(Client::of(far, local), Client::Ip(far.ip()));
+    }
+
+    #[test]
+    fn proc_net_tcp_addresses_are_written_as_the_kernel_writes_them() {
+        let v4: std::net::SocketAddrV4 = "127.0.0.1:35643".parse().expect("addr");
+        if cfg!(target_endian = "little") {
+            assert_eq!(hex_v4(v4), "0100007F:8B3B");
+        }
     }
 }

@@ -669,6 +669,45 @@ async fn an_idle_connection_makes_room_and_a_busy_one_is_waited_for() {
     server.stop().await;
 }
 
+/// One client (here, this user) holds at most three quarters of the cap: past
+/// that, with its connections busy, its next one waits although the cap is not
+/// reached.
+#[tokio::test]
+async fn one_client_holds_at_most_three_quarters_of_the_cap() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = config();
+    config.max_connections = 4;
+    let server = start(&dir, config).await;
+    let addr = server.addr;
+    let busy = format!(
+        "POST /v1/tools/think HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 40\r\n\r\n{{\"thought\""
+    );
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        stream.write_all(busy.as_bytes()).await.expect("write");
+        held.push(stream);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let request = format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let mut fourth = TcpStream::connect(addr).await.expect("connect");
+    fourth.write_all(request.as_bytes()).await.expect("write");
+    let mut buf = [0u8; 1024];
+    let waiting = tokio::time::timeout(Duration::from_millis(300), fourth.read(&mut buf)).await;
+    if std::path::Path::new("/proc/net/tcp").exists() {
+        assert!(waiting.is_err(), "one client got past its share of the cap");
+    }
+    drop(held.pop());
+    let n = tokio::time::timeout(TEST_TIMEOUT, fourth.read(&mut buf))
+        .await
+        .expect("served once one of its own closed")
+        .expect("read");
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200 OK"));
+    drop(held);
+    server.stop().await;
+}
+
 /// 256 silent connections and 64 that send half their headers, at the default cap
 /// of 256: a client with the token is still answered within a second, and every
 /// one of them is closed by its deadline.
