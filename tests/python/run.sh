@@ -5,9 +5,14 @@
 #   test_web.py        the web page of `toolbelt serve` in headless Chromium (Selenium)
 #   test_providers.py  the official openai / anthropic SDKs against the scripted
 #                      provider, the example beside the binary: ../examples/scripted_provider
+#   test_serve_faults.py  `toolbelt serve` under faults: malformed requests, silent and
+#                      slow sockets, wrong tokens, kill -9 under writers, two schedulers
+#                      on one PostgreSQL (TOOLBELT_TEST_DATABASE_URL, which it needs)
 #   tests/python/run.sh /path/to/toolbelt [pytest arguments...]   (e.g. -k providers)
 # Environment: TOOLBELT_PY_VENV (see setup.sh); TOOLBELT_BIN instead of the first argument;
-# TOOLBELT_ARTIFACTS: where test_web.py keeps its screenshots (in web/).
+# TOOLBELT_ARTIFACTS: where test_web.py keeps its screenshots (in web/);
+# TOOLBELT_TEST_DATABASE_URL: the PostgreSQL server of test_serve_faults.py
+# (`.ci/postgres start DIR` prints one); TOOLBELT_FAULTS_SEED replays a kill -9 run.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -21,4 +26,4 @@ bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 
 venv="$("$here/setup.sh")"
 cd "$here"
-TOOLBELT_BIN="$bin" exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" test_mcp.py test_providers.py test_web.py
+TOOLBELT_BIN="$bin" exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" test_mcp.py test_providers.py test_web.py test_serve_faults.py
