@@ -29,6 +29,8 @@ use std::ops::Range;
 
 use similar::{Algorithm, DiffOp, capture_diff_slices};
 
+use crate::text::fold_typography;
+
 /// Most lines shown in the numbered snippet of a not-found diagnostic.
 pub const MAX_SNIPPET_LINES: usize = 40;
 /// Longest line, in characters, shown in a snippet or a difference.
@@ -888,17 +890,6 @@ fn uses_tabs_mostly(text: &str, file: &[FileLine]) -> bool {
         }
     }
     tabs > spaces
-}
-
-/// The ASCII stand-in of a typographic character, if it is one.
-fn fold_typography(c: char) -> Option<char> {
-    match c {
-        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' | '\u{2032}' => Some('\''),
-        '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' | '\u{2033}' => Some('"'),
-        '\u{2010}'..='\u{2015}' | '\u{2212}' => Some('-'),
-        '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => Some(' '),
-        _ => None,
-    }
 }
 
 /// Line-number prefix styles of read output.

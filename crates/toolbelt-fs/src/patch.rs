@@ -206,7 +206,7 @@ impl MatchTier {
             MatchTier::Exact => Cow::Borrowed(s),
             MatchTier::TrailingWhitespace => Cow::Borrowed(s.trim_end()),
             MatchTier::Whitespace => Cow::Borrowed(s.trim()),
-            MatchTier::Punctuation => Cow::Owned(ascii_punctuation(s.trim())),
+            MatchTier::Punctuation => Cow::Owned(crate::text::fold_typography_str(s.trim())),
         }
     }
 }
@@ -1221,19 +1221,6 @@ fn closest_line(lines: &[&str], target: &str, from: usize) -> Option<(usize, Str
     scan(from)
         .or_else(|| scan(0))
         .map(|(_, i)| (i + 1, lines[i].to_string()))
-}
-
-/// Typographic dashes, quotes and spaces as ASCII.
-fn ascii_punctuation(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '\u{2010}'..='\u{2015}' | '\u{2212}' => '-',
-            '\u{2018}'..='\u{201B}' | '\u{2032}' => '\'',
-            '\u{201C}'..='\u{201F}' | '\u{2033}' => '"',
-            '\u{00A0}' | '\u{2002}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => ' ',
-            other => other,
-        })
-        .collect()
 }
 
 fn render_mismatch(path: &str, hunks: usize, failures: &[HunkFailure]) -> String {

@@ -905,3 +905,43 @@ proptest! {
         prop_assert_eq!(applied.text, expected);
     }
 }
+
+/// Every character the engines fold to ASCII.
+fn typographic_chars() -> Vec<char> {
+    ('\u{00A0}'..='\u{3000}')
+        .filter(|c| crate::text::fold_typography(*c).is_some())
+        .collect()
+}
+
+proptest! {
+    /// The edit engine and the patch engine take the same typographic characters
+    /// for their ASCII stand-ins: a line written with them in the file is found by
+    /// an `old_string` and a hunk written in ASCII, and the other way round.
+    #[test]
+    fn edit_and_patch_fold_the_same_typography(
+        words in prop::collection::vec("[a-z]{1,6}", 2..6),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 5),
+        typographic_in_file in any::<bool>(),
+    ) {
+        let chars = typographic_chars();
+        let mut fancy = String::new();
+        for (i, word) in words.iter().enumerate() {
+            if i > 0 {
+                fancy.push(chars[picks[i % picks.len()].index(chars.len())]);
+            }
+            fancy.push_str(word);
+        }
+        let plain = crate::text::fold_typography_str(&fancy);
+        prop_assume!(plain != fancy);
+        let (in_file, asked) = if typographic_in_file { (&fancy, &plain) } else { (&plain, &fancy) };
+        let text = format!("first\n{in_file}\nlast\n");
+        let edit = crate::edit::apply_edit(
+            &text,
+            crate::edit::Edit { old_string: asked, new_string: "replaced", replace_all: false },
+        );
+        prop_assert!(edit.is_ok(), "edit: {:?}", edit.err());
+        let patched = apply(&text, &format!("@@\n first\n-{asked}\n+replaced\n last"));
+        prop_assert!(patched.is_ok(), "patch: {:?}", patched.err());
+        prop_assert_eq!(patched.unwrap(), "first\nreplaced\nlast\n");
+    }
+}

@@ -716,6 +716,24 @@ fn push_line_number(buf: &mut String, n: usize) {
     buf.push('\t');
 }
 
+/// The ASCII stand-in of a typographic character (curly quotes and primes, dashes
+/// and the minus sign, the Unicode spaces), if it is one: what the edit and patch
+/// engines accept in place of ASCII when nothing matches exactly.
+pub fn fold_typography(c: char) -> Option<char> {
+    match c {
+        '\u{2018}'..='\u{201B}' | '\u{2032}' => Some('\''),
+        '\u{201C}'..='\u{201F}' | '\u{2033}' => Some('"'),
+        '\u{2010}'..='\u{2015}' | '\u{2212}' => Some('-'),
+        '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => Some(' '),
+        _ => None,
+    }
+}
+
+/// `s` with every typographic character folded ([`fold_typography`]).
+pub fn fold_typography_str(s: &str) -> String {
+    s.chars().map(|c| fold_typography(c).unwrap_or(c)).collect()
+}
+
 /// Lines in `text`: line breaks, plus one for a last line without a break.
 pub fn count_lines(text: &str) -> usize {
     let breaks = memchr::memchr_iter(b'\n', text.as_bytes()).count();
