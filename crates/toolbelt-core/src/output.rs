@@ -9,7 +9,7 @@
 //! - [`OutputSink`]: a streaming, memory-bounded writer for a tool's output; finish
 //!   it to get a [`Captured`].
 //! - [`apply_budget`] / [`truncate_in_memory`]: the same for a text already in memory.
-//! - [`Captured::apply_to`]: puts the result into an [`Envelope`](crate::Envelope)
+//! - [`Captured::apply_to`]: puts the result into an [`Envelope`]
 //!   (`partial`, `data.truncated`, `data.output_id`, `stats.output_bytes`/`output_lines`).
 //!
 //! ```

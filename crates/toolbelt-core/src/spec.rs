@@ -130,7 +130,7 @@ pub struct Example {
 
 /// The longest tool description, in characters, that every client passes on
 /// whole: Claude Code cuts longer ones to this length and appends
-/// "… [truncated]". Descriptions that list things (skills, channels) stop
+/// `… [truncated]`. Descriptions that list things (skills, channels) stop
 /// listing before it.
 pub const MAX_DESCRIPTION_CHARS: usize = 2048;
 

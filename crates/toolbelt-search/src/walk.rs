@@ -120,7 +120,7 @@ impl Budget {
     }
 
     /// Counts the entries walked into `counter` as the walk goes (in batches of
-    /// [`PROGRESS_EVERY`] per walker thread, and whole at the end), so that another
+    /// `PROGRESS_EVERY` per walker thread, and whole at the end), so that another
     /// thread can report progress.
     pub fn with_progress(mut self, counter: Arc<AtomicU64>) -> Budget {
         self.progress = Some(counter);

@@ -18,7 +18,7 @@
 //! answered late (the right token never waits). `Host` and `Origin` are checked
 //! against DNS rebinding on every route, bodies and MCP sessions are capped, and
 //! connections have deadlines from accept and make room for a new client at the
-//! cap ([`crate::conn`]). Every failure under `/v1` and `/mcp` is JSON. Every
+//! cap (the `conn` module). Every failure under `/v1` and `/mcp` is JSON. Every
 //! response carries a strict Content-Security-Policy, `X-Content-Type-Options`
 //! and `Referrer-Policy`.
 

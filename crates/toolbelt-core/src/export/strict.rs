@@ -72,7 +72,8 @@ fn keep_strict(node: &Node, keyword: &str) -> bool {
 ///   (first those that were required, in their order, then the others by name);
 /// - a property that was optional becomes nullable: `"null"` joins its `type` (and
 ///   its `enum`), or the schema is wrapped in `anyOf: [schema, {"type": "null"}]`;
-///   its meaning is kept, as `null` stands for "not given" (see [`drop_strict_nulls`]);
+///   its meaning is kept, as `null` stands for "not given" (the registry repairs
+///   such a `null` before validation);
 /// - `oneOf` of constants (documented unit enums) becomes an `enum` whose values'
 ///   descriptions move into the description; any other `oneOf` becomes `anyOf`;
 ///   `const` becomes a one-value `enum`; `allOf` is merged; tuples become `items`;

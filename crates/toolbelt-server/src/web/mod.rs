@@ -1,6 +1,6 @@
 //! The web page served at `/`: its embedded assets, the login that turns the
 //! server's token into a session cookie, logout, and the headers every response
-//! carries. The JSON endpoints the page reads are in [`api`].
+//! carries. The JSON endpoints the page reads are in the `api` module.
 //!
 //! Routes (all behind the Host and Origin checks of [`crate::http`]):
 //! - `GET /`: the page with a session (or when the server asks for no token), the
