@@ -57,6 +57,7 @@ mod context;
 mod envelope;
 pub mod export;
 pub mod front_matter;
+pub mod human;
 pub mod output;
 pub mod policy;
 pub mod profile;

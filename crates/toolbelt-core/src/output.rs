@@ -47,6 +47,7 @@ use std::sync::LazyLock;
 use serde_json::{Map, Value};
 
 use crate::envelope::{Envelope, Status};
+use crate::human::{human_bytes, plural};
 use crate::tool::Reply;
 
 /// Default budget of a model-facing text.
@@ -1255,28 +1256,6 @@ pub fn group(n: u64) -> String {
         out.push(c);
     }
     out
-}
-
-fn plural(n: u64, word: &str) -> String {
-    if n == 1 {
-        word.to_string()
-    } else {
-        format!("{word}s")
-    }
-}
-
-/// A byte count in decimal units: `812 B`, `12.3 KB`, `1.2 MB`, `3.4 GB`.
-fn human_bytes(n: u64) -> String {
-    let x = n as f64;
-    if n < 1_000 {
-        format!("{n} B")
-    } else if n < 1_000_000 {
-        format!("{:.1} KB", x / 1e3)
-    } else if n < 1_000_000_000 {
-        format!("{:.1} MB", x / 1e6)
-    } else {
-        format!("{:.1} GB", x / 1e9)
-    }
 }
 
 // ---------------------------------------------------------------------------

@@ -756,34 +756,13 @@ pub fn group(n: usize) -> String {
     toolbelt_core::output::group(n as u64)
 }
 
-/// A byte count in decimal units: `812 B`, `12.3 KB`, `50 KB`, `1.2 MB`, `3.4 GB`.
+/// A byte count in decimal units (see [`toolbelt_core::human::human_bytes`]).
 pub fn human_bytes(n: usize) -> String {
-    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
-    if n < 1_000 {
-        return format!("{n} B");
-    }
-    #[allow(clippy::cast_precision_loss)]
-    let mut x = n as f64 / 1_000.0;
-    let mut unit = 0;
-    while x >= 999.95 && unit + 1 < UNITS.len() {
-        x /= 1_000.0;
-        unit += 1;
-    }
-    let number = if x < 99.95 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.0}")
-    };
-    let number = number.strip_suffix(".0").unwrap_or(&number);
-    format!("{number} {}", UNITS[unit])
+    toolbelt_core::human::human_bytes(u64::try_from(n).unwrap_or(u64::MAX))
 }
 
 fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        word.to_string()
-    } else {
-        format!("{word}s")
-    }
+    toolbelt_core::human::plural(u64::try_from(n).unwrap_or(u64::MAX), word)
 }
 
 #[cfg(test)]

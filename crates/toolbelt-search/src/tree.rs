@@ -676,7 +676,7 @@ fn summary(tree: &Tree, start: usize, opts: &TreeOptions) -> String {
     out
 }
 
-/// A byte count in decimal units: `812 B`, `12.3 KB`, `50 KB`, `1.2 MB`.
+/// A byte count in decimal units (the one format of `toolbelt_core::human`).
 pub fn human_bytes(n: u64) -> String {
     usize::try_from(n).map_or_else(|_| format!("{n} B"), toolbelt_fs::text::human_bytes)
 }
