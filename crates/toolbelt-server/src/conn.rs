@@ -18,13 +18,14 @@
 //! - One client holds at most three quarters of the cap: past that, its new
 //!   connection takes the place of its own connection idle the longest, or waits.
 //!   A client is a user (by uid, for a connection over loopback on Linux, read from
-//!   `/proc/net/tcp`), else an address.
+//!   `/proc/net/tcp`, and only once that many connections are open), else an
+//!   address.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -67,54 +68,81 @@ pub(crate) enum Client {
     Ip(IpAddr),
 }
 
-impl Client {
-    /// The client of a connection from `peer` to `local`.
-    pub(crate) fn of(peer: SocketAddr, local: SocketAddr) -> Client {
-        if peer.ip().is_loopback()
-            && let Some(uid) = socket_uid(peer, local)
-        {
-            return Client::Uid(uid);
+/// An endpoint as `/proc/net/tcp{,6}` writes it, as numbers: the address's words
+/// (native-endian, as the kernel prints them) and the port.
+type Endpoint = (u128, u16);
+
+/// The owners of the sockets, read from `/proc/net/tcp` and `tcp6` at once:
+/// `(client side, server side)` to the uid.
+struct SocketOwners(HashMap<(Endpoint, Endpoint), u32>);
+
+impl SocketOwners {
+    /// The owners of the connections to `server` open now, from the tables
+    /// (none where there are none, as off Linux). Only established sockets whose
+    /// other end is `server` are kept.
+    fn read(server: SocketAddr) -> SocketOwners {
+        let table = if server.is_ipv6() {
+            "/proc/net/tcp6"
+        } else {
+            "/proc/net/tcp"
+        };
+        let server = endpoint(server);
+        let mut owners = HashMap::new();
+        let Ok(text) = std::fs::read_to_string(table) else {
+            return SocketOwners(owners);
+        };
+        for line in text.lines().skip(1) {
+            // sl, local_address, rem_address, st, tx:rx, tr:when, retrnsmt, uid
+            let mut fields = line.split_whitespace();
+            let (Some(local), Some(remote), Some("01")) =
+                (fields.nth(1), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            if parse_endpoint(remote) != Some(server) {
+                continue;
+            }
+            let uid = fields.nth(3).and_then(|u| u.parse::<u32>().ok());
+            if let (Some(local), Some(uid)) = (parse_endpoint(local), uid) {
+                owners.insert((local, server), uid);
+            }
         }
-        Client::Ip(peer.ip())
+        SocketOwners(owners)
+    }
+
+    /// The client of a connection from `peer` to `local`: its user over
+    /// loopback, when the tables say, else its address.
+    fn client(&self, peer: SocketAddr, local: SocketAddr) -> Client {
+        let uid = peer
+            .ip()
+            .is_loopback()
+            .then(|| self.0.get(&(endpoint(peer), endpoint(local))))
+            .flatten();
+        match uid {
+            Some(uid) => Client::Uid(*uid),
+            None => Client::Ip(peer.ip()),
+        }
     }
 }
 
-/// The uid owning the socket `peer` -> `local`, from `/proc/net/tcp` (or `tcp6`).
-fn socket_uid(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
-    let (table, peer_hex, local_hex) = match (peer, local) {
-        (SocketAddr::V4(p), SocketAddr::V4(l)) => ("/proc/net/tcp", hex_v4(p), hex_v4(l)),
-        (SocketAddr::V6(p), SocketAddr::V6(l)) => ("/proc/net/tcp6", hex_v6(p), hex_v6(l)),
-        _ => return None,
+/// `addr` as [`SocketOwners`] keys it.
+fn endpoint(addr: SocketAddr) -> Endpoint {
+    let words = match addr.ip() {
+        IpAddr::V4(ip) => u128::from(u32::from_ne_bytes(ip.octets())),
+        IpAddr::V6(ip) => ip.octets().chunks(4).fold(0u128, |acc, w| {
+            (acc << 32) | u128::from(u32::from_ne_bytes([w[0], w[1], w[2], w[3]]))
+        }),
     };
-    let text = std::fs::read_to_string(table).ok()?;
-    text.lines().skip(1).find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        // sl, local_address, rem_address, st, tx:rx, tr:when, retrnsmt, uid
-        (fields.get(1) == Some(&peer_hex.as_str()) && fields.get(2) == Some(&local_hex.as_str()))
-            .then(|| fields.get(7)?.parse().ok())
-            .flatten()
-    })
+    (words, addr.port())
 }
 
-/// An IPv4 socket address as `/proc/net/tcp` writes it: the address as a
-/// native-endian word, the port, in hex.
-fn hex_v4(addr: std::net::SocketAddrV4) -> String {
-    format!(
-        "{:08X}:{:04X}",
-        u32::from_ne_bytes(addr.ip().octets()),
-        addr.port()
-    )
-}
-
-/// An IPv6 socket address as `/proc/net/tcp6` writes it.
-fn hex_v6(addr: std::net::SocketAddrV6) -> String {
-    let words: String = addr
-        .ip()
-        .octets()
-        .chunks(4)
-        .map(|w| format!("{:08X}", u32::from_ne_bytes([w[0], w[1], w[2], w[3]])))
-        .collect();
-    format!("{words}:{:04X}", addr.port())
+/// `ADDR:PORT` in the hex of `/proc/net/tcp{,6}`.
+fn parse_endpoint(text: &str) -> Option<Endpoint> {
+    let (addr, port) = text.split_once(':')?;
+    Some((
+        u128::from_str_radix(addr, 16).ok()?,
+        u16::from_str_radix(port, 16).ok()?,
+    ))
 }
 
 /// The open connections, up to a cap.
@@ -133,8 +161,12 @@ pub(crate) struct Connections {
 /// One open connection.
 pub(crate) struct Conn {
     id: u64,
-    /// Who opened it.
-    client: Client,
+    /// The client's end.
+    peer: SocketAddr,
+    /// Ours.
+    local: SocketAddr,
+    /// Who opened it, once looked up.
+    client: OnceLock<Client>,
     /// Requests in flight.
     in_flight: AtomicUsize,
     /// Of those, the ones only held back (a delayed wrong-token answer).
@@ -175,19 +207,39 @@ impl Connections {
     /// under the cap and the client's share of it; else after closing the
     /// connection idle the longest (or only held back), of the client's own when
     /// it holds its share, or when one closes.
-    pub(crate) async fn room(&self, client: Client) {
+    ///
+    /// Who the clients are is looked up (one read of the socket tables) only when
+    /// so many connections are open that one client could hold its share.
+    /// Returns the new connection's client when it was looked up.
+    pub(crate) async fn room(&self, peer: SocketAddr, local: SocketAddr) -> Option<Client> {
+        // Read once: while this waits, no other connection is accepted.
+        let mut owners: Option<SocketOwners> = None;
         loop {
             let closed = self.closed.notified();
+            if self.open().len() < self.max.min(self.per_client) {
+                return None;
+            }
+            let owners = owners.get_or_insert_with(|| SocketOwners::read(local));
+            let client = owners.client(peer, local);
             {
                 let open = self.open();
-                let own = open.values().filter(|c| c.client == client).count();
+                let mut own = 0;
+                for conn in open.values() {
+                    if *conn
+                        .client
+                        .get_or_init(|| owners.client(conn.peer, conn.local))
+                        == client
+                    {
+                        own += 1;
+                    }
+                }
                 if open.len() < self.max && own < self.per_client {
-                    return;
+                    return Some(client);
                 }
                 let at_share = own >= self.per_client;
                 if let Some(victim) = open
                     .values()
-                    .filter(|c| c.is_idle() && (!at_share || c.client == client))
+                    .filter(|c| c.is_idle() && (!at_share || c.client.get() == Some(&client)))
                     .min_by_key(|c| c.idle_since_ms.load(Ordering::Relaxed))
                 {
                     tracing::debug!(target: "toolbelt::serve", id = victim.id, "closing an idle connection for a new one");
@@ -198,12 +250,20 @@ impl Connections {
         }
     }
 
-    /// Registers a connection of `client` just accepted.
-    pub(crate) fn accepted(self: &Arc<Self>, client: Client) -> Arc<Conn> {
+    /// Registers a connection from `peer` to `local` just accepted (its client, when
+    /// [`Connections::room`] looked it up).
+    pub(crate) fn accepted(
+        self: &Arc<Self>,
+        peer: SocketAddr,
+        local: SocketAddr,
+        client: Option<Client>,
+    ) -> Arc<Conn> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
             id,
-            client,
+            peer,
+            local,
+            client: client.map_or_else(OnceLock::new, OnceLock::from),
             in_flight: AtomicUsize::new(0),
             held: AtomicUsize::new(0),
             served: AtomicUsize::new(0),
@@ -407,22 +467,29 @@ mod tests {
         let (server_side, peer) = listener.accept().expect("accept");
         assert_eq!(peer, client.local_addr().expect("addr"));
         let local = server_side.local_addr().expect("addr");
+        let owners = SocketOwners::read(local);
         if std::path::Path::new("/proc/net/tcp").exists() {
             assert_eq!(
-                Client::of(peer, local),
+                owners.client(peer, local),
                 Client::Uid(rustix::process::getuid().as_raw())
             );
         }
         // Another address is its address.
         let far: SocketAddr = "192.0.2.7:4000".parse().expect("addr");
-        assert_eq!(Client::of(far, local), Client::Ip(far.ip()));
+        assert_eq!(owners.client(far, local), Client::Ip(far.ip()));
     }
 
     #[test]
-    fn proc_net_tcp_addresses_are_written_as_the_kernel_writes_them() {
-        let v4: std::net::SocketAddrV4 = "127.0.0.1:35643".parse().expect("addr");
+    fn proc_net_tcp_addresses_read_as_the_socket_addresses() {
+        let v4: SocketAddr = "127.0.0.1:35643".parse().expect("addr");
         if cfg!(target_endian = "little") {
-            assert_eq!(hex_v4(v4), "0100007F:8B3B");
+            assert_eq!(parse_endpoint("0100007F:8B3B"), Some(endpoint(v4)));
+            let v6: SocketAddr = "[::1]:443".parse().expect("addr");
+            assert_eq!(
+                parse_endpoint("00000000000000000000000001000000:01BB"),
+                Some(endpoint(v6))
+            );
         }
+        assert_eq!(parse_endpoint("nonsense"), None);
     }
 }

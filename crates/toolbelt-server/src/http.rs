@@ -48,7 +48,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::McpServer;
-use crate::conn::{Client, Conn, Connections, Deadlines, Peer, Tracked, WithDeadline};
+use crate::conn::{Conn, Connections, Deadlines, Peer, Tracked, WithDeadline};
 use crate::web::{self, Web, api::ApiState};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use toolbelt_core::{BatchMode, CallOptions, Envelope, ErrorCode, Registry, ToolCall};
@@ -251,14 +251,14 @@ pub async fn serve_listener(
         // At the cap (or the client's share of it), the connection idle the longest
         // makes room, else the new one waits (and the ones after it in the
         // kernel's queue) for a free slot.
-        let client = Client::of(peer, stream.local_addr().unwrap_or(config.bind));
-        tokio::select! {
+        let local = stream.local_addr().unwrap_or(config.bind);
+        let client = tokio::select! {
             () = &mut shutdown => break,
-            () = connections.room(client) => {}
-        }
+            client = connections.room(peer, local) => client,
+        };
         // Small request/response exchanges: do not wait to fill packets.
         let _ = stream.set_nodelay(true);
-        let conn = connections.accepted(client);
+        let conn = connections.accepted(peer, local, client);
         let service = connection_service(
             app.clone(),
             peer,

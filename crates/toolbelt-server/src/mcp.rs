@@ -197,9 +197,7 @@ pub struct McpServer {
     served: Arc<RwLock<Served>>,
     listed: Arc<RwLock<Listed>>,
     rebuild: Option<RegistryFactory>,
-    structured: StructuredContent,
-    /// The output budget of every call, over the client's and the session's.
-    budget: Option<usize>,
+    options: McpOptions,
 }
 
 /// What answers now.
@@ -262,40 +260,29 @@ impl McpServer {
             })),
             listed: Arc::new(RwLock::new(listed)),
             rebuild: None,
-            structured: StructuredContent::default(),
-            budget: None,
+            options: McpOptions::default(),
         }
     }
 
-    /// Shapes results as `options` say.
-    pub fn with_options(self, options: McpOptions) -> McpServer {
-        self.with_structured_content(options.structured_content)
-            .with_output_budget(options.output_budget)
-    }
-
-    /// Sends structured content as `mode` says (default: [`StructuredContent::Auto`]).
-    pub fn with_structured_content(mut self, mode: StructuredContent) -> McpServer {
-        self.structured = mode;
+    /// Shapes results as `options` say (default: structured content
+    /// [`StructuredContent::Auto`], each client's known output budget).
+    pub fn with_options(mut self, options: McpOptions) -> McpServer {
+        self.options = options;
         self
     }
 
-    /// Holds every tool result to `max_bytes` of text (none: the client's known
-    /// cut, [`client_output_budget`], else the session's budget).
-    pub fn with_output_budget(mut self, max_bytes: Option<usize>) -> McpServer {
-        self.budget = max_bytes;
-        self
+    /// Whether `client` (its `clientInfo.name`) gets structured content.
+    fn structured_for(&self, client: Option<&str>) -> bool {
+        self.options.structured_content.for_client(client)
     }
 
-    /// Whether the client of `context` gets structured content.
-    fn structured_for(&self, context: &RequestContext<RoleServer>) -> bool {
-        self.structured.for_client(client_name(context).as_deref())
-    }
-
-    /// The output budget of a call of `context`.
-    fn budget_for(&self, context: &RequestContext<RoleServer>) -> Option<OutputBudget> {
+    /// The output budget of a call from `client`: the configured one, else the
+    /// client's known cut, else none (the session's).
+    fn budget_for(&self, client: Option<&str>) -> Option<OutputBudget> {
         let bytes = self
-            .budget
-            .or_else(|| client_name(context).and_then(|name| client_output_budget(&name)))?;
+            .options
+            .output_budget
+            .or_else(|| client.and_then(client_output_budget))?;
         Some(OutputBudget::with_max_bytes(bytes))
     }
 
@@ -546,6 +533,7 @@ impl McpServer {
             ));
         }
         let arguments = request.arguments.map_or_else(|| json!({}), Value::Object);
+        let client = client_name(&context);
         let progress = context
             .meta
             .get_progress_token()
@@ -556,9 +544,9 @@ impl McpServer {
             progress: progress
                 .as_ref()
                 .map(|p| Arc::clone(&p.sink) as Arc<dyn ProgressSink>),
-            budget: self.budget_for(&context),
+            budget: self.budget_for(client.as_deref()),
         };
-        let structured = self.structured_for(&context);
+        let structured = self.structured_for(client.as_deref());
         let env = registry
             .execute_call(ToolCall::new(name, arguments), opts)
             .await;
@@ -669,7 +657,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let structured = self.structured_for(&context);
+        let structured = self.structured_for(client_name(&context).as_deref());
         Ok(ListToolsResult::with_all_items(
             self.listing(structured).to_vec(),
         ))

@@ -126,7 +126,10 @@ async fn harness() -> Harness {
     // The envelope is what these tests look at.
     let server = McpServer::new(Arc::new(registry))
         .with_skills(skills)
-        .with_structured_content(StructuredContent::Always);
+        .with_options(McpOptions {
+            structured_content: StructuredContent::Always,
+            ..McpOptions::default()
+        });
     let (server_io, client_io) = tokio::io::duplex(PIPE_BYTES);
     tokio::spawn(async move {
         let running = server.serve(server_io).await.unwrap();
