@@ -13,5 +13,6 @@ mod skills;
 mod state;
 mod store;
 mod subagents;
+mod surface;
 mod toolsets;
 mod web;
