@@ -8,9 +8,9 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::calls::{ParsedCall, TextParseError, parse_text_reply, to_observation};
-use toolbelt_core::export::{export, text_prompt};
 use toolbelt_core::{BatchMode, CallOptions, Registry, Status, ToolCall};
+use toolbelt_wire::calls::{ParsedCall, TextParseError, parse_text_reply, to_observation};
+use toolbelt_wire::export::{export, text_prompt};
 
 use crate::compact;
 use crate::events::{AgentEvent, EventTx};

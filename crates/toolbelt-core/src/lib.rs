@@ -8,9 +8,9 @@
 //! - [`Registry`]: register, look up, repair, validate, authorize and execute calls.
 //! - [`CallLog`]: receives a [`CallRecord`] of every call, arguments digested with
 //!   their secrets redacted ([`args_digest`]).
-//! - [`export`]: the specs as OpenAI, Anthropic, Gemini, MCP and text-protocol schemas.
-//! - [`calls`]: tool calls parsed from OpenAI, Anthropic and text-protocol replies,
-//!   and results formatted back.
+//! - [`json`]: lenient JSON, for arguments models send as broken text.
+//! - The wire formats (schemas for each model API, calls parsed from their replies)
+//!   are the `toolbelt-wire` crate; the permission rules are `toolbelt-policy`.
 //! - [`output`]: output budgets with spill files.
 //! - [`state`]: where a workspace's state lives, outside the workspace.
 //! - [`toolset`]: named groups of tools and the selection a session serves.
@@ -50,21 +50,19 @@
 //! # });
 //! ```
 
-pub mod batch;
 mod calllog;
-pub mod calls;
 mod context;
 mod envelope;
-pub mod export;
 pub mod front_matter;
 pub mod human;
+pub mod json;
 pub mod output;
 pub mod policy;
 pub mod profile;
 mod registry;
 mod repair;
 mod retry;
-mod schema;
+pub mod schema;
 mod secret;
 pub mod shell;
 mod spec;

@@ -466,7 +466,7 @@ impl Registry {
     }
 
     /// Every spec, with exposed names, in the stable order: the input of
-    /// [`crate::export`].
+    /// `toolbelt_wire::export`.
     pub fn definitions(&self) -> Vec<ToolSpec> {
         self.tools
             .values()

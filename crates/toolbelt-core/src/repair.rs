@@ -58,7 +58,7 @@ pub fn repair_arguments(schema: &Value, args: Value) -> Repaired {
                 value = Value::Object(Map::new());
                 repairs.push(rep("", "empty string arguments -> {}"));
             } else {
-                match crate::calls::parse_loose_json(trimmed) {
+                match crate::json::parse_loose_json(trimmed) {
                     Ok((parsed, fixes)) => {
                         let mut action = String::from("stringified JSON arguments parsed");
                         if !fixes.is_empty() {
@@ -73,7 +73,7 @@ pub fn repair_arguments(schema: &Value, args: Value) -> Repaired {
                         return Repaired {
                             value,
                             repairs,
-                            parse_error: Some(e),
+                            parse_error: Some(e.0),
                         };
                     }
                 }
@@ -94,7 +94,7 @@ pub fn repair_arguments(schema: &Value, args: Value) -> Repaired {
         if WRAPPER_KEYS.contains(&key.as_str()) && !declared {
             let unwrapped = match inner {
                 Value::Object(_) => Some(inner),
-                Value::String(s) => crate::calls::parse_loose_json(s.trim())
+                Value::String(s) => crate::json::parse_loose_json(s.trim())
                     .ok()
                     .map(|(v, _)| v)
                     .filter(Value::is_object),

@@ -85,7 +85,7 @@ const STANDARD_FORMATS: [&str; 19] = [
 /// `int64` that Rust integer types produce: strict validators (Ajv in strict mode)
 /// reject a schema with an unknown format, and the range is in `minimum` and
 /// `maximum` anyway.
-pub(crate) fn drop_foreign_formats(schema: &mut Value) {
+pub fn drop_foreign_formats(schema: &mut Value) {
     match schema {
         Value::Object(map) => {
             let foreign = map.get("type").is_some()
@@ -108,12 +108,12 @@ pub(crate) fn drop_foreign_formats(schema: &mut Value) {
 }
 
 /// The schema a local reference (`#/$defs/Row`) points at in `root`.
-pub(crate) fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+pub fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
     root.pointer(reference.strip_prefix('#')?)
 }
 
 /// The JSON Schema type name of a value (`integer` for whole numbers).
-pub(crate) fn json_type(v: &Value) -> &'static str {
+pub fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "boolean",

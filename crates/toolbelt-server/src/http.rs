@@ -1125,7 +1125,7 @@ async fn call_batch(
         Ok(body) => body,
         Err(refusal) => return *refusal,
     };
-    let calls = match toolbelt_core::batch::parse_calls(&body) {
+    let calls = match toolbelt_wire::batch::parse_calls(&body) {
         Ok(calls) => calls,
         Err(message) => return refuse(StatusCode::BAD_REQUEST, "INVALID_BATCH", &message),
     };
@@ -1194,7 +1194,7 @@ fn openapi_document(registry: &Registry) -> Value {
             "operationId": "batch",
             "summary": "Several calls, run in order (each sees what the ones before it did; a failed call does not stop the rest).",
             "requestBody": { "required": true, "content": { "application/json": { "schema": {
-                "type": "array", "maxItems": toolbelt_core::batch::MAX_BATCH_CALLS,
+                "type": "array", "maxItems": toolbelt_wire::batch::MAX_BATCH_CALLS,
                 "items": { "type": "object", "required": ["tool"], "additionalProperties": false,
                     "properties": {
                         "tool": { "type": "string", "description": "The tool's name (canonical or as the profile exposes it)." },

@@ -38,10 +38,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::export::{self, Format};
 use toolbelt_core::output::OutputBudget;
 use toolbelt_core::{CallOptions, Envelope, ErrorCode, ProgressSink, Registry, Status, ToolCall};
 use toolbelt_tools::Skills;
+use toolbelt_wire::export::{self, Format};
 
 /// The name the server gives in `initialize`.
 pub const SERVER_NAME: &str = "toolbelt";
@@ -568,12 +568,12 @@ impl McpServer {
 /// image content, `isError` for errors and, when `structured`, the whole
 /// envelope as `structuredContent` (valid against the tool's `outputSchema`, the
 /// image's bytes included). The same shape as
-/// [`toolbelt_core::calls::to_mcp_call_result`], built without a round trip
+/// [`toolbelt_wire::calls::to_mcp_call_result`], built without a round trip
 /// through JSON values.
 fn call_result(mut env: Envelope, structured: bool) -> CallToolResult {
     let structured_content = structured.then(|| env.to_value());
     let mut content = vec![ContentBlock::text(std::mem::take(&mut env.text))];
-    if let Some((mime, data)) = toolbelt_core::calls::image_of(&env) {
+    if let Some((mime, data)) = toolbelt_wire::calls::image_of(&env) {
         content.push(ContentBlock::image(data.to_owned(), mime.to_owned()));
     }
     let mut result = if env.status == Status::Error {

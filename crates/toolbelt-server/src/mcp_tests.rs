@@ -710,7 +710,7 @@ fn tool_results_have_the_shape_of_the_mcp_export() {
         ),
     ];
     for env in envelopes {
-        let mut expected = toolbelt_core::calls::to_mcp_call_result(&env);
+        let mut expected = toolbelt_wire::calls::to_mcp_call_result(&env);
         expected["resultType"] = json!("complete");
         assert_eq!(
             serde_json::to_value(call_result(env.clone(), true)).unwrap(),

@@ -746,7 +746,7 @@ async fn a_tool_schema_comes_in_every_export_format() {
         .iter()
         .map(|f| f["format"].as_str().expect("name"))
         .collect();
-    let expected: Vec<&str> = toolbelt_core::export::Format::ALL
+    let expected: Vec<&str> = toolbelt_wire::export::Format::ALL
         .iter()
         .map(|f| f.as_str())
         .collect();

@@ -5,8 +5,8 @@ use std::io::Read;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use toolbelt_core::batch::parse_calls;
 use toolbelt_core::{BatchMode, ToolCall};
+use toolbelt_wire::batch::parse_calls;
 
 /// Arguments of `toolbelt batch`.
 #[derive(Debug, Args)]

@@ -28,7 +28,6 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 use toolbelt_agent::Subagents;
-use toolbelt_core::export::{self, Format};
 use toolbelt_core::output::OutputBudget;
 use toolbelt_core::profile::Profile;
 use toolbelt_core::state::{self, StateLocation, StateSource};
@@ -37,6 +36,7 @@ use toolbelt_net::search::Backend;
 use toolbelt_sandbox::{Sandbox, SandboxMode, Support};
 use toolbelt_store::{CallLogWriter, Location, StoreHandle};
 use toolbelt_tools::{BuiltinOptions, WebOptions};
+use toolbelt_wire::export::{self, Format};
 
 use crate::config::FileConfig;
 

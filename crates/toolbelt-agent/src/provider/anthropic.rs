@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
-use toolbelt_core::calls::parse_loose_json;
+use toolbelt_wire::calls::parse_loose_json;
 
 use super::http::{
     Decoder, Failure, Flow, Http, PartialCall, RequestBody, Wire, error_event, implied_stop,

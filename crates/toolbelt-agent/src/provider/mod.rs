@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
-use toolbelt_core::export::Format;
+use toolbelt_wire::export::Format;
 
 use crate::message::{Message, ModelCall, Usage};
 

@@ -710,7 +710,7 @@ fn the_subagent_tools_stay_within_their_token_budgets() {
             .into_iter()
             .find(|d| d.name == name)
             .unwrap();
-        let json = toolbelt_core::export::export(&[spec], toolbelt_core::export::Format::OpenAi)
+        let json = toolbelt_wire::export::export(&[spec], toolbelt_wire::export::Format::OpenAi)
             .to_string();
         let tokens = bpe.encode_with_special_tokens(&json).len();
         println!("{name:<12} {tokens:>5} tokens (budget {budget})");

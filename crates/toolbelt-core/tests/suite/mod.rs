@@ -1,5 +1,3 @@
-mod calls;
-mod export;
 mod policy;
 mod registry;
 mod spill;

@@ -29,11 +29,11 @@ use axum::routing::get;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::Registry;
-use toolbelt_core::export::{Format, export_tool};
 use toolbelt_store::{
     AnalysisRequest, CallQuery, GoalFilter, GoalStage, Kind, Priority, ProjectFilter,
     ProjectStatus, RecordId, ReviewQuery, Store, StoreError, StoreHandle, TaskFilter, TaskStatus,
 };
+use toolbelt_wire::export::{Format, export_tool};
 
 use crate::http::refuse;
 

@@ -4,8 +4,8 @@
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 use tempfile::TempDir;
-use toolbelt_core::export::{Format, check_gemini, check_strict, export};
 use toolbelt_core::{Category, ErrorCode, SchemaValidator, ToolSpec};
+use toolbelt_wire::export::{Format, check_gemini, check_strict, export};
 
 use super::{builtins, call, error_message, success_data};
 

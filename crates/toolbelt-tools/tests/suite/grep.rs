@@ -505,7 +505,7 @@ async fn the_examples_hold_on_the_tree_they_describe() {
 
 #[test]
 fn grep_and_glob_schemas_pass_the_strict_and_gemini_checks() {
-    use toolbelt_core::export::{Format, check_gemini, check_strict, export};
+    use toolbelt_wire::export::{Format, check_gemini, check_strict, export};
     let dir = tempfile::tempdir().unwrap();
     let registry = builtins(dir.path());
     let specs: Vec<_> = ["grep", "glob"]

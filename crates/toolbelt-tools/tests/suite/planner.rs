@@ -5,10 +5,10 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use toolbelt_core::export::{Format, check_gemini, check_strict, export};
 use toolbelt_core::{Category, ErrorCode, Registry, Session};
 use toolbelt_store::testing;
 use toolbelt_tools::{BuiltinOptions, StoreHandle, register_builtins_with};
+use toolbelt_wire::export::{Format, check_gemini, check_strict, export};
 
 use super::{builtins, call, error_message, success_data, violation_paths};
 

@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use toolbelt_core::export::{Format, export};
 use toolbelt_core::{Session, ToolSpec};
 use toolbelt_tools::TOOLSETS;
+use toolbelt_wire::export::{Format, export};
 
 /// Tokens one tool's definition may take.
 const MAX_TOOL_TOKENS: usize = 1_150;

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use toolbelt_core::export::{Format, export, text_prompt};
 use toolbelt_core::{Registry, Session};
+use toolbelt_wire::export::{Format, export, text_prompt};
 
 /// Bound on one run of the binary.
 const RUN_TIMEOUT_MS: u64 = 30_000;

@@ -1,0 +1,3 @@
+//! The integration tests of toolbelt-wire, in one binary.
+
+mod suite;

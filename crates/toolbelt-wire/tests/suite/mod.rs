@@ -1,0 +1,2 @@
+mod calls;
+mod export;
