@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::authorize::Authorizer;
 use crate::output::{OutputBudget, OutputSink};
-use crate::policy::Policy;
 use crate::stamps::FileStamps;
 
 /// Default per-call timeout.
@@ -172,7 +172,7 @@ pub struct ToolContext {
     cancel: CancellationToken,
     progress: Option<Arc<dyn ProgressSink>>,
     events: Option<Arc<dyn EventSink>>,
-    policy: Option<Arc<Policy>>,
+    authorizer: Option<Arc<dyn Authorizer>>,
     /// The call's own output budget, over the session's.
     budget: Option<OutputBudget>,
 }
@@ -198,7 +198,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             progress: None,
             events: None,
-            policy: None,
+            authorizer: None,
             budget: None,
         }
     }
@@ -234,17 +234,17 @@ impl ToolContext {
         self
     }
 
-    /// Gives the call the registry's permission policy, so that a tool can check
-    /// what it reaches beyond its arguments (the target of a symlink, the files a
-    /// search opens).
-    pub fn with_policy(mut self, policy: Option<Arc<Policy>>) -> ToolContext {
-        self.policy = policy;
+    /// Gives the call the registry's authorizer, so that a tool can check what it
+    /// reaches beyond its arguments (the target of a symlink, the files a search
+    /// opens).
+    pub fn with_authorizer(mut self, authorizer: Option<Arc<dyn Authorizer>>) -> ToolContext {
+        self.authorizer = authorizer;
         self
     }
 
-    /// The permission policy, when the call came through a registry.
-    pub fn policy(&self) -> Option<&Arc<Policy>> {
-        self.policy.as_ref()
+    /// The registry's authorizer, when the call came through a registry.
+    pub fn authorizer(&self) -> Option<&Arc<dyn Authorizer>> {
+        self.authorizer.as_ref()
     }
 
     /// This call's id.

@@ -14,8 +14,8 @@
 //! - [`output`]: output budgets with spill files.
 //! - [`state`]: where a workspace's state lives, outside the workspace.
 //! - [`toolset`]: named groups of tools and the selection a session serves.
-//! - [`policy`] and [`profile`]: permission rules and name profiles, as data;
-//!   [`shell`]: command lines split into the simple commands the rules check.
+//! - [`Authorizer`]: what the registry asks before every call (the rules are
+//!   `toolbelt-policy`'s); [`profile`]: the names a model sees.
 //! - [`Secret`]: a value never shown (API keys, tokens); [`retry_after`]: the
 //!   wait a server asks for, read from a header's text.
 //!
@@ -50,6 +50,7 @@
 //! # });
 //! ```
 
+mod authorize;
 mod calllog;
 mod context;
 mod envelope;
@@ -57,14 +58,12 @@ pub mod front_matter;
 pub mod human;
 pub mod json;
 pub mod output;
-pub mod policy;
 pub mod profile;
 mod registry;
 mod repair;
 mod retry;
 pub mod schema;
 mod secret;
-pub mod shell;
 mod spec;
 pub mod stamps;
 pub mod state;
@@ -72,6 +71,7 @@ mod tool;
 pub mod toolset;
 mod validate;
 
+pub use authorize::{AllowAll, Authorizer, Decision, Evaluation, Request};
 pub use calllog::{
     CallLog, CallRecord, MAX_DIGEST_CHARS, MAX_DIGEST_STRING_CHARS, REDACTED, args_digest,
     is_secret_key, redact_text,
@@ -88,7 +88,7 @@ pub use repair::repair_arguments;
 pub use retry::{retry_after, retry_after_ms};
 pub use schema::schema_for;
 pub use secret::Secret;
-pub use spec::{Category, Example, Hints, MAX_DESCRIPTION_CHARS, ToolSpec};
+pub use spec::{Category, Example, Hints, MAX_DESCRIPTION_CHARS, Subject, ToolSpec};
 pub use stamps::{FileStamps, Stamp};
 pub use tool::{
     BoxFuture, FnTool, Reply, Tool, ToolError, ToolResult, Typed, TypedTool, Violation,

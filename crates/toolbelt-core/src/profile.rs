@@ -9,81 +9,22 @@
 //! ```
 //! use toolbelt_core::profile::Profile;
 //!
-//! let claude = Profile::by_name("claude").unwrap();
-//! assert_eq!(claude.exposed("read_file"), "Read");
-//! assert_eq!(claude.canonical("LS"), Some("list_dir"));
+//! let profile = Profile::custom("short", [("search_files", "Search"), ("list_dir", "LS")]).unwrap();
+//! assert_eq!(profile.exposed("search_files"), "Search");
+//! assert_eq!(profile.canonical("LS"), Some("list_dir"));
 //! // Tools the profile does not rename keep their names.
-//! assert_eq!(claude.exposed("think"), "think");
+//! assert_eq!(profile.exposed("note"), "note");
 //! ```
 //!
+//! The built-in profiles are tables beside the built-in tools (`toolbelt-tools`).
 //! A profile can also write the parameters of the tools it renames in camelCase
-//! ([`ParamCase::Camel`], as `seed003` does: `createTask` takes `projectId` and
-//! `dueDate`). The registry then shows camelCase schemas and examples, reads
+//! ([`ParamCase::Camel`]: a `createTask` then takes `projectId` and `dueDate`). The registry then shows camelCase schemas and examples, reads
 //! camelCase arguments back into the canonical ones, and names the camelCase
 //! parameters in validation errors; the tools and their results are unchanged.
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
-
-/// `claude`: the names of Anthropic's coding agent tools.
-const CLAUDE: &[(&str, &str)] = &[
-    ("read_file", "Read"),
-    ("write_file", "Write"),
-    ("edit_file", "Edit"),
-    ("multi_edit", "MultiEdit"),
-    ("glob", "Glob"),
-    ("grep", "Grep"),
-    ("list_dir", "LS"),
-    ("bash", "Bash"),
-    ("bash_output", "BashOutput"),
-    ("kill_shell", "KillShell"),
-    ("set_todo_list", "TodoWrite"),
-    ("task", "Task"),
-    ("web_fetch", "WebFetch"),
-    ("web_search", "WebSearch"),
-];
-
-/// `kimi`: the names of Moonshot's Kimi CLI tools.
-const KIMI: &[(&str, &str)] = &[
-    ("read_file", "ReadFile"),
-    ("write_file", "WriteFile"),
-    ("edit_file", "StrReplaceFile"),
-    ("glob", "Glob"),
-    ("grep", "Grep"),
-    ("bash", "Bash"),
-    ("think", "Think"),
-    ("set_todo_list", "SetTodoList"),
-    ("web_search", "WebSearch"),
-    ("web_fetch", "WebFetch"),
-    ("task", "Task"),
-];
-
-/// `seed001`: the agent whose shell tool is `exec` (its other tools keep their names).
-const SEED001: &[(&str, &str)] = &[("bash", "exec")];
-
-/// `seed002`: the coding assistant whose shell tool is `run_command` (its `grep`,
-/// `list_dir`, `read_file` and `write_file` keep their names).
-const SEED002: &[(&str, &str)] = &[("bash", "run_command")];
-
-/// `seed003`: the camelCase names of the project planner's tools (and of the list
-/// tools that find their ids).
-const SEED003: &[(&str, &str)] = &[
-    ("create_project", "createProject"),
-    ("update_project", "updateProject"),
-    ("delete_project", "deleteProject"),
-    ("get_project", "getProject"),
-    ("create_goal", "createGoal"),
-    ("link_goal_to_project", "linkGoalToProject"),
-    ("create_task", "createTask"),
-    ("complete_task", "completeTask"),
-    ("write_review", "writeReview"),
-    ("analyze_patterns", "analyzePatterns"),
-    ("list_projects", "listProjects"),
-    ("list_goals", "listGoals"),
-    ("list_tasks", "listTasks"),
-    ("list_reviews", "listReviews"),
-];
 
 /// How a profile writes the parameters of the tools it renames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -149,10 +90,6 @@ pub enum ProfileError {
 }
 
 impl Profile {
-    /// The names of the built-in profiles, each accepted by [`Profile::by_name`].
-    pub const NAMES: [&'static str; 6] =
-        ["default", "claude", "kimi", "seed001", "seed002", "seed003"];
-
     /// The default profile: canonical snake_case names.
     pub fn default_profile() -> Profile {
         Profile {
@@ -162,25 +99,18 @@ impl Profile {
         }
     }
 
-    /// A built-in profile by name (one of [`Profile::NAMES`]).
-    pub fn by_name(name: &str) -> Option<Profile> {
-        let (table, params) = match name {
-            "default" => return Some(Profile::default_profile()),
-            "claude" => (CLAUDE, ParamCase::Canonical),
-            "kimi" => (KIMI, ParamCase::Canonical),
-            "seed001" => (SEED001, ParamCase::Canonical),
-            "seed002" => (SEED002, ParamCase::Canonical),
-            "seed003" => (SEED003, ParamCase::Camel),
-            _ => return None,
-        };
-        Some(Profile {
+    /// A profile from a table of `(canonical, exposed)` pairs known to be valid (as
+    /// [`Profile::custom`] checks: no empty names, no name used twice, no identity
+    /// pairs), such as the built-in profiles.
+    pub fn table(name: &str, pairs: &[(&str, &str)]) -> Profile {
+        Profile {
             name: name.to_string(),
-            map: table
+            map: pairs
                 .iter()
                 .map(|&(c, e)| (c.to_string(), e.to_string()))
                 .collect(),
-            params,
-        })
+            params: ParamCase::Canonical,
+        }
     }
 
     /// A user-defined profile from `(canonical, exposed)` pairs. Pairs whose two
@@ -282,15 +212,6 @@ impl Profile {
             .find(|(_, e)| e == exposed)
             .map(|(c, _)| c.as_str())
     }
-}
-
-/// The canonical name a built-in profile (other than `default`) exposes as `exposed`.
-pub(crate) fn built_in_canonical(exposed: &str) -> Option<&'static str> {
-    [CLAUDE, KIMI, SEED001, SEED002, SEED003]
-        .into_iter()
-        .flatten()
-        .find(|&&(_, e)| e == exposed)
-        .map(|&(c, _)| c)
 }
 
 /// `project_id` -> `projectId`; a name without `_` is unchanged.

@@ -16,9 +16,9 @@ use crate::context::{EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolConte
 
 /// Time a tool that enforces its own timeout gets beyond the maximum, to clean up.
 const OWN_TIMEOUT_SLACK: Duration = Duration::from_secs(30);
+use crate::authorize::{AllowAll, Authorizer, Decision, Request};
 use crate::envelope::{Envelope, ErrorCode};
 use crate::output::OutputBudget;
-use crate::policy::{Decision, Policy, Request};
 use crate::profile::{
     ParamCase, Profile, camel_case, camel_message, camel_schema, camel_violation, property_names,
     rename_args,
@@ -54,6 +54,9 @@ pub enum RegistryError {
         /// What is wrong.
         reason: String,
     },
+    /// The permission rules given to the registry do not fit its tools.
+    #[error("{0}")]
+    Rules(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// One call to execute.
@@ -205,7 +208,7 @@ pub struct Registry {
     session: Arc<Session>,
     tools: BTreeMap<String, Entry>,
     profile: Profile,
-    policy: Arc<Policy>,
+    authorizer: Arc<dyn Authorizer>,
     approver: Option<Arc<dyn Approver>>,
     events: Option<Arc<dyn EventSink>>,
     call_log: Option<Arc<dyn CallLog>>,
@@ -229,14 +232,14 @@ fn valid_name(name: &str) -> bool {
 }
 
 impl Registry {
-    /// An empty registry over `session`, with the default profile and policy.
+    /// An empty registry over `session`, with the default profile and no permission
+    /// rules (every call is allowed until [`Registry::set_authorizer`]).
     pub fn new(session: Session) -> Registry {
-        let policy = Arc::new(Policy::default().with_roots(session.roots()));
         Registry {
             session: Arc::new(session),
             tools: BTreeMap::new(),
             profile: Profile::default_profile(),
-            policy,
+            authorizer: Arc::new(AllowAll),
             approver: None,
             events: None,
             call_log: None,
@@ -248,9 +251,10 @@ impl Registry {
         self.profile = profile;
     }
 
-    /// Uses `policy` for permission checks, relative to the session's roots.
-    pub fn set_policy(&mut self, policy: Policy) {
-        self.policy = Arc::new(policy.with_roots(self.session.roots()));
+    /// Asks `authorizer` before every call (its rules should already know the
+    /// session's roots).
+    pub fn set_authorizer(&mut self, authorizer: Arc<dyn Authorizer>) {
+        self.authorizer = authorizer;
     }
 
     /// Asks `approver` when a rule says `ask` (without one, `ask` refuses).
@@ -289,7 +293,7 @@ impl Registry {
             session: Arc::clone(&self.session),
             tools,
             profile: self.profile.clone(),
-            policy: Arc::clone(&self.policy),
+            authorizer: Arc::clone(&self.authorizer),
             approver: None,
             events: None,
             call_log: self.call_log.clone(),
@@ -316,9 +320,9 @@ impl Registry {
         &self.profile
     }
 
-    /// The active policy.
-    pub fn policy(&self) -> &Policy {
-        &self.policy
+    /// The authorizer asked before every call.
+    pub fn authorizer(&self) -> &Arc<dyn Authorizer> {
+        &self.authorizer
     }
 
     /// Registers a tool.
@@ -636,7 +640,7 @@ impl Registry {
 
         // 3. Permission policy.
         let subject = tool.permission_subject(&args);
-        let eval = self.policy.evaluate(&Request {
+        let eval = self.authorizer.evaluate(&Request {
             tool: canonical,
             alias: (exposed != canonical).then_some(exposed),
             subject: subject.as_deref(),
@@ -704,7 +708,7 @@ impl Registry {
             .with_cancel(cancel.child_token())
             .with_progress(opts.progress)
             .with_events(self.events.clone())
-            .with_policy(Some(Arc::clone(&self.policy)));
+            .with_authorizer(Some(Arc::clone(&self.authorizer)));
         let timeout = match opts.timeout {
             Some(t) => t.min(Duration::from_millis(MAX_TIMEOUT_MS)),
             // The tool stops itself; the slack covers its clean-up.

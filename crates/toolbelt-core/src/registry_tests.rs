@@ -483,7 +483,24 @@ fn truncated_arguments_are_refused_for_tools_that_write() {
 }
 
 #[test]
-fn permission_argument_is_what_rules_match_and_tools_see_the_policy() {
+fn permission_argument_is_what_the_authorizer_judges_and_tools_see_it() {
+    #[derive(Debug)]
+    struct DenyPrivate;
+    impl crate::Authorizer for DenyPrivate {
+        fn evaluate(&self, request: &crate::Request<'_>) -> crate::Evaluation {
+            if request.subject.is_some_and(|s| s.starts_with("private/")) {
+                crate::Evaluation {
+                    decision: crate::Decision::Deny,
+                    rule: Some("search(./private/**)".into()),
+                }
+            } else {
+                crate::Evaluation::allowed()
+            }
+        }
+        fn secret_defaults(&self) -> bool {
+            true
+        }
+    }
     let mut r = registry();
     let schema = json!({
         "type": "object",
@@ -495,16 +512,14 @@ fn permission_argument_is_what_rules_match_and_tools_see_the_policy() {
         .key_argument("pattern")
         .permission_argument("path");
     r.register_fn(search, |ctx, v| async move {
-        let secret_defaults = ctx.policy().is_some_and(|p| p.secret_defaults());
+        let secret_defaults = ctx.authorizer().is_some_and(|a| a.secret_defaults());
         Ok(Reply::new(
             json!({"secret_defaults": secret_defaults, "args": v}),
             "ok",
         ))
     })
     .unwrap();
-    r.set_policy(
-        crate::policy::Policy::from_rules::<&str>(&[], &[], &["search(./private/**)"]).unwrap(),
-    );
+    r.set_authorizer(std::sync::Arc::new(DenyPrivate));
     // The pattern names a secret file, but the rules look at the path: allowed.
     let env = rt().block_on(r.execute("search", json!({"pattern": ".env"})));
     assert_eq!(env.status, Status::Success, "{}", env.text);

@@ -134,6 +134,22 @@ pub struct Example {
 /// listing before it.
 pub const MAX_DESCRIPTION_CHARS: usize = 2048;
 
+/// What the argument that permission rules match names (see
+/// [`ToolSpec::permission_argument`] and [`ToolSpec::key_argument`]): the tool
+/// declares it, and permission rules are read by it (`tool(git status:*)` is a
+/// command prefix for a [`Subject::Command`] tool, a path pattern for a
+/// [`Subject::Path`] one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Subject {
+    /// A path in the workspace (or beyond it).
+    Path,
+    /// A shell command line.
+    Command,
+    /// A URL on the network.
+    Url,
+}
+
 /// The full description of a tool: everything a model, an MCP client or a UI needs.
 ///
 /// Specs are plain data. The canonical `name` is snake_case; name profiles change the
@@ -164,6 +180,10 @@ pub struct ToolSpec {
     /// not the key argument: grep shows its pattern but is permitted by its path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission_argument: Option<String>,
+    /// What that argument names, when permission rules should read it as a path,
+    /// a command or a URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
     /// The tool enforces its own time limit (a `timeout` argument, up to
     /// [`MAX_TIMEOUT_MS`](crate::MAX_TIMEOUT_MS)) and stops its work
     /// cleanly: the registry waits for it up to that maximum, not the session's
@@ -192,6 +212,7 @@ impl ToolSpec {
             hints: Hints::default(),
             key_argument: None,
             permission_argument: None,
+            subject: None,
             own_timeout: false,
         }
     }
@@ -261,6 +282,12 @@ impl ToolSpec {
     /// Names the argument permission rules match, when it is not the key argument.
     pub fn permission_argument(mut self, field: impl Into<String>) -> ToolSpec {
         self.permission_argument = Some(field.into());
+        self
+    }
+
+    /// Declares what the argument permission rules match names.
+    pub fn subject(mut self, subject: Subject) -> ToolSpec {
+        self.subject = Some(subject);
         self
     }
 

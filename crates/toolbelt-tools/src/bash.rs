@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use toolbelt_core::output::OutputBudget;
 use toolbelt_core::{
-    Category, ErrorCode, Hints, MAX_TIMEOUT_MS, Reply, ToolContext, ToolError, ToolResult,
+    Category, ErrorCode, Hints, MAX_TIMEOUT_MS, Reply, Subject, ToolContext, ToolError, ToolResult,
     ToolSpec, TypedTool,
 };
 use toolbelt_exec::{EnvPolicy, ExecOutcome, ExecRequest, Shells, StartRequest};
@@ -168,6 +168,7 @@ impl TypedTool for Bash {
         ToolSpec::describe("bash", format!("{}\n{sandbox}\n", include_str!("bash.md")))
             .title("Run Shell Command")
             .category(Category::Shell)
+            .subject(Subject::Command)
             .permission("shell:exec")
             .hints(Hints {
                 read_only: false,

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolbelt_core::{
-    Category, ErrorCode, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
+    Category, ErrorCode, Reply, Subject, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
 use toolbelt_fs::diff::{DEFAULT_CONTEXT_LINES, FileDiff};
 use toolbelt_fs::edit::{
@@ -100,6 +100,7 @@ impl TypedTool for EditFile {
         ToolSpec::describe("edit_file", include_str!("edit_file.md"))
             .title("Edit File")
             .category(Category::Files)
+            .subject(Subject::Path)
             .permission("fs:write")
             .hints(WRITE_HINTS)
             .key_argument("path")

@@ -9,7 +9,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolbelt_core::policy::{Decision, Policy, Request};
+use toolbelt_core::{Authorizer, Decision, Request};
 use toolbelt_core::{ErrorCode, FileStamps, Hints, Stamp, ToolContext, ToolError};
 use toolbelt_fs::{FsError, Jail, TempJournal, WorkPath, content_hash};
 
@@ -43,7 +43,7 @@ pub(crate) struct Workspace {
     /// The working directory relative paths start from.
     pub cwd: PathBuf,
     stamps: Arc<FileStamps>,
-    policy: Option<Arc<Policy>>,
+    authorizer: Option<Arc<dyn Authorizer>>,
     tool: String,
     /// Small operations may run on the calling thread ([`Workspace::run`]).
     inline: bool,
@@ -61,7 +61,7 @@ pub(crate) fn workspace(ctx: &ToolContext) -> Result<Workspace, ToolError> {
         jail,
         cwd: session.cwd().to_path_buf(),
         stamps: Arc::clone(session.file_stamps()),
-        policy: ctx.policy().cloned(),
+        authorizer: ctx.authorizer().cloned(),
         tool: ctx.tool().to_owned(),
     })
 }
@@ -140,9 +140,9 @@ impl Workspace {
 
     /// The deny rule (or built-in secret default) that covers `p`, if any.
     pub fn denied(&self, p: &WorkPath) -> Option<String> {
-        let policy = self.policy.as_ref()?;
+        let authorizer = self.authorizer.as_ref()?;
         let subject = p.abs().to_string_lossy();
-        let eval = policy.evaluate(&Request {
+        let eval = authorizer.evaluate(&Request {
             tool: &self.tool,
             alias: None,
             subject: Some(&subject),
@@ -157,7 +157,9 @@ impl Workspace {
     /// True when files the tool did not name itself (search results) must skip the
     /// built-in secret files.
     pub fn skips_secret_files(&self) -> bool {
-        self.policy.as_ref().is_some_and(|p| p.secret_defaults())
+        self.authorizer
+            .as_ref()
+            .is_some_and(|a| a.secret_defaults())
     }
 
     /// The path as the model should see it.

@@ -6,7 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolbelt_core::{
-    Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
+    Category, ErrorCode, Hints, Reply, Subject, ToolContext, ToolError, ToolResult, ToolSpec,
+    TypedTool,
 };
 use toolbelt_search::Stop;
 use toolbelt_search::glob::{DEFAULT_LIMIT, Glob as Engine, GlobOptions, GlobReport, GlobSort};
@@ -107,6 +108,7 @@ impl TypedTool for Glob {
         ToolSpec::describe("glob", include_str!("glob.md"))
             .title("Find Files by Pattern")
             .category(Category::Search)
+            .subject(Subject::Path)
             .permission("fs:read")
             .hints(Hints::read_only())
             .key_argument("pattern")

@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use toolbelt_core::policy::secret_file_label;
 use toolbelt_core::{
-    Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
+    Category, ErrorCode, Hints, Reply, Subject, ToolContext, ToolError, ToolResult, ToolSpec,
+    TypedTool,
 };
 use toolbelt_fs::{EntryKind, FsError, WorkPath};
+use toolbelt_policy::secret_file_label;
 use toolbelt_search::grep::{
     CaseMode, DEFAULT_HEAD_LIMIT, Grep as Engine, GrepOptions, GrepReport, LineKind,
     MAX_CONTEXT_LINES, OutputMode,
@@ -170,6 +171,7 @@ impl TypedTool for Grep {
         ToolSpec::describe("grep", include_str!("grep.md"))
             .title("Search File Contents")
             .category(Category::Search)
+            .subject(Subject::Path)
             .permission("fs:read")
             .hints(Hints::read_only())
             .key_argument("pattern")

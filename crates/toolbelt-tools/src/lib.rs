@@ -67,7 +67,9 @@ mod list_shells;
 mod list_tasks;
 mod message;
 mod multi_edit;
+mod permissions;
 mod planner;
+pub mod profiles;
 mod read_file;
 mod read_output;
 mod reviews;
@@ -118,6 +120,7 @@ pub use message::message::{MESSAGE_WAIT_MS, Message, MessageOutput, MessageParam
 pub use multi_edit::{
     MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams,
 };
+pub use permissions::{apply_policy, tool_kinds};
 pub use planner::{
     GoalData, GoalStageParam, PriorityParam, ProjectData, ProjectStatusParam, TaskData,
     TaskStatusParam, rfc3339,
@@ -175,6 +178,9 @@ pub struct BuiltinOptions {
     /// The skills `skill` serves; by default those of the session's roots and of
     /// the user's config home, from the environment ([`Skills::from_env`]).
     pub skills: Option<Skills>,
+    /// The permission rules of every call (see [`apply_policy`]); by default none
+    /// but the built-in secret files.
+    pub policy: Option<toolbelt_policy::Policy>,
 }
 
 /// Registers every built-in tool with the default options. The shell tools share
@@ -238,6 +244,8 @@ pub fn register_builtins_with(
         .skills
         .unwrap_or_else(|| Skills::from_env(registry.session().roots()));
     registry.register(SkillTool::new(skills))?;
+    let policy = options.policy.unwrap_or_default();
+    permissions::apply_policy(registry, policy)?;
     Ok(())
 }
 

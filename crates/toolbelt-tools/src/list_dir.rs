@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::{
-    Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
+    Category, ErrorCode, Hints, Reply, Subject, ToolContext, ToolError, ToolResult, ToolSpec,
+    TypedTool,
 };
 use toolbelt_fs::EntryKind;
 use toolbelt_search::tree::{self, Tree, TreeError, TreeOptions};
@@ -98,6 +99,7 @@ impl TypedTool for ListDir {
         ToolSpec::describe("list_dir", include_str!("list_dir.md"))
             .title("List Directory")
             .category(Category::Files)
+            .subject(Subject::Path)
             .permission("fs:read")
             .hints(Hints::read_only())
             .key_argument("path")

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use toolbelt_core::{Category, Reply, ToolContext, ToolResult, ToolSpec, TypedTool};
+use toolbelt_core::{Category, Reply, Subject, ToolContext, ToolResult, ToolSpec, TypedTool};
 
 use crate::edit_file::{EditRequest, LineSpan, OwnedEdit, list_ranges, plural, run};
 use crate::files::workspace;
@@ -86,6 +86,7 @@ impl TypedTool for MultiEdit {
         ToolSpec::describe("multi_edit", include_str!("multi_edit.md"))
             .title("Edit File in Several Places")
             .category(Category::Files)
+            .subject(Subject::Path)
             .permission("fs:write")
             .hints(crate::files::WRITE_HINTS)
             .key_argument("path")

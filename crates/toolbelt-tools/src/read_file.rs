@@ -5,7 +5,8 @@ use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::{
-    Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
+    Category, ErrorCode, Hints, Reply, Subject, ToolContext, ToolError, ToolResult, ToolSpec,
+    TypedTool,
 };
 use toolbelt_fs::text::{self, Encoding, RenderOptions, Sniffed};
 use toolbelt_fs::{FsError, WorkPath};
@@ -143,6 +144,7 @@ impl TypedTool for ReadFile {
         ToolSpec::describe("read_file", include_str!("read_file.md"))
             .title("Read File")
             .category(Category::Files)
+            .subject(Subject::Path)
             .permission("fs:read")
             .hints(Hints::read_only())
             .key_argument("path")

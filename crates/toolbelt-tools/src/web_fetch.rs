@@ -10,7 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolbelt_core::{
-    Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
+    Category, ErrorCode, Hints, Reply, Subject, ToolContext, ToolError, ToolResult, ToolSpec,
+    TypedTool,
 };
 use toolbelt_net::fetch::{FetchOptions, Fetched, Fetcher};
 
@@ -192,6 +193,7 @@ impl TypedTool for WebFetch {
         ToolSpec::describe("web_fetch", include_str!("web_fetch.md"))
             .title("Fetch a Web Page")
             .category(Category::Web)
+            .subject(Subject::Url)
             .permission("net:fetch")
             .hints(Hints {
                 read_only: true,

@@ -4,7 +4,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::{
-    Category, ErrorCode, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool, Violation,
+    Category, ErrorCode, Reply, Subject, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
+    Violation,
 };
 use toolbelt_fs::text::{self, Encoding, LineEnding, Sniffed};
 use toolbelt_fs::{EntryKind, FsError, WorkPath, WriteOptions, content_hash};
@@ -119,6 +120,7 @@ impl TypedTool for WriteFile {
         ToolSpec::describe("write_file", include_str!("write_file.md"))
             .title("Write File")
             .category(Category::Files)
+            .subject(Subject::Path)
             .permission("fs:write")
             .hints(WRITE_HINTS)
             .key_argument("path")

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
-use toolbelt_core::policy::PolicyConfig;
 use toolbelt_core::toolset::ToolSelection;
+use toolbelt_policy::PolicyConfig;
 
 /// The smallest output budget accepted: below it, truncation markers alone fill the text.
 const MIN_OUTPUT_BYTES: usize = 1_024;
@@ -67,7 +67,7 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
-    /// Name profile: default, claude, kimi, seed001, seed002, seed003.
+    /// Name profile: default, claude, kimi, exec, run-command or camel-planner (seed001, seed002 and seed003 are older names of the last three).
     pub profile: Option<String>,
     /// State directory; relative to the file's directory.
     pub state_dir: Option<PathBuf>,

@@ -29,7 +29,6 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 use toolbelt_agent::Subagents;
 use toolbelt_core::output::OutputBudget;
-use toolbelt_core::profile::Profile;
 use toolbelt_core::state::{self, StateLocation, StateSource};
 use toolbelt_core::{BatchMode, CallOptions, Category, Registry, Session, ToolCall};
 use toolbelt_net::search::Backend;
@@ -63,7 +62,7 @@ struct Global {
         value_delimiter = ','
     )]
     roots: Vec<PathBuf>,
-    /// Name profile: default, claude, kimi, seed001, seed002, seed003.
+    /// Name profile: default, claude, kimi, exec, run-command or camel-planner (seed001, seed002 and seed003 are older names of the last three).
     #[arg(long, global = true, env = "TOOLBELT_PROFILE")]
     profile: Option<String>,
     /// Configuration file (default: <root>/toolbelt.toml when it exists).
@@ -578,17 +577,23 @@ fn build_registry(g: &Global, for_agent: bool, inline_files: bool) -> Result<Bui
     let mut registry = Registry::new(session);
     let profile_name = g.profile.clone().or(file.profile.clone());
     if let Some(name) = profile_name {
-        let profile = Profile::by_name(&name).with_context(|| {
-            format!("unknown profile {name:?}; choose one of: default, claude, kimi, seed001, seed002, seed003")
+        let profile = toolbelt_tools::profiles::by_name(&name).with_context(|| {
+            format!(
+                "unknown profile {name:?}; choose one of: {}",
+                toolbelt_tools::profiles::NAMES.join(", ")
+            )
         })?;
         registry.set_profile(profile);
     }
-    if let Some(rules) = &file.permissions {
-        let policy = rules
-            .build()
-            .context("invalid [permissions] in the config file")?;
-        registry.set_policy(policy);
-    }
+    let policy = file
+        .permissions
+        .as_ref()
+        .map(|rules| {
+            rules
+                .build()
+                .context("invalid [permissions] in the config file")
+        })
+        .transpose()?;
     let web = web_options(&file, g.allow_private_network)?;
     let store = StoreHandle::lazy(store);
     let (messaging, jobs) = cron::messaging(
@@ -606,6 +611,10 @@ fn build_registry(g: &Global, for_agent: bool, inline_files: bool) -> Result<Bui
             ..BuiltinOptions::default()
         },
     )?;
+    if let Some(policy) = policy {
+        toolbelt_tools::apply_policy(&mut registry, policy)
+            .context("invalid [permissions] in the config file")?;
+    }
     toolbelt_tools::register_messaging(&mut registry, &messaging)?;
     let subagents = if for_agent || agent::job_settings(&file.agent).is_ok() {
         let roots = registry.session().roots().to_vec();

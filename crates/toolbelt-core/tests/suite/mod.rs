@@ -1,3 +1,2 @@
-mod policy;
 mod registry;
 mod spill;

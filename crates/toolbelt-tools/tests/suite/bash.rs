@@ -152,13 +152,13 @@ async fn every_part_of_a_compound_command_must_be_allowed() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("x"), "keep me").unwrap();
     let mut registry = builtins(dir.path());
-    let policy = toolbelt_core::policy::Policy::from_rules(
+    let policy = toolbelt_policy::Policy::from_rules(
         &["bash(echo:*)", "bash(git status:*)"],
         &[] as &[&str],
         &["bash(rm:*)"],
     )
     .unwrap();
-    registry.set_policy(policy);
+    toolbelt_tools::apply_policy(&mut registry, policy).unwrap();
     let env = call(&registry, "bash", json!({"command": "echo allowed"})).await;
     assert_eq!(success_data(&env)["stdout"], "allowed\n");
     for command in [

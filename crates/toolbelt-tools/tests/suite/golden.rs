@@ -88,10 +88,10 @@ fn no_description_passes_the_length_clients_keep() {
         .iter()
         .map(|(n, c)| (n.as_str(), c.clone()))
         .collect();
-    for profile in toolbelt_core::profile::Profile::NAMES {
+    for profile in toolbelt_tools::profiles::NAMES {
         let mut registry = builtins(dir.path());
         super::messaging::register(&mut registry, dir.path(), &extra);
-        registry.set_profile(toolbelt_core::profile::Profile::by_name(profile).unwrap());
+        registry.set_profile(toolbelt_tools::profiles::by_name(profile).unwrap());
         let Value::Array(tools) = export(&registry.definitions(), Format::Mcp) else {
             panic!("the MCP export is a list");
         };

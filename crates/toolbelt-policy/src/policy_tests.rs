@@ -5,12 +5,63 @@ use std::path::Path;
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 
-use super::{
-    Decision, Evaluation, Policy, PolicyConfig, PolicyError, Request, Rule, clean_relative,
-    normalize_command,
-};
+use super::{Decision, Evaluation, Policy, PolicyConfig, PolicyError, Request, Rule};
+use crate::ToolKinds;
+use crate::rule::normalize_command;
+use crate::subject::clean_relative;
+use toolbelt_core::Subject;
 
 const FS: &[&str] = &["fs:read"];
+
+/// The subjects of the tools these tests name, as the built-in tools declare
+/// them, under their canonical names and the names profiles give them.
+fn kinds() -> ToolKinds {
+    let mut kinds = ToolKinds::new();
+    kinds.declare("bash", Subject::Command);
+    kinds.declare("web_fetch", Subject::Url);
+    for tool in [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "multi_edit",
+        "list_dir",
+        "glob",
+        "grep",
+    ] {
+        kinds.declare(tool, Subject::Path);
+    }
+    for (alias, tool) in [
+        ("Bash", "bash"),
+        ("exec", "bash"),
+        ("run_command", "bash"),
+        ("WebFetch", "web_fetch"),
+        ("Read", "read_file"),
+        ("ReadFile", "read_file"),
+        ("Write", "write_file"),
+        ("WriteFile", "write_file"),
+        ("Edit", "edit_file"),
+        ("StrReplaceFile", "edit_file"),
+        ("MultiEdit", "multi_edit"),
+        ("LS", "list_dir"),
+        ("Glob", "glob"),
+        ("Grep", "grep"),
+    ] {
+        kinds.alias(alias, tool);
+    }
+    kinds
+}
+
+fn parse(text: &str) -> Result<Rule, PolicyError> {
+    Rule::parse_for(text, &kinds())
+}
+
+fn from_rules(allow: &[&str], ask: &[&str], deny: &[&str]) -> Result<Policy, PolicyError> {
+    Policy::from_rules(allow, ask, deny)?.with_kinds(kinds())
+}
+
+fn build(config: &PolicyConfig) -> Result<Policy, PolicyError> {
+    config.build()?.with_kinds(kinds())
+}
 
 fn perms(list: &[&str]) -> Vec<String> {
     list.iter().map(|p| p.to_string()).collect()
@@ -18,7 +69,7 @@ fn perms(list: &[&str]) -> Vec<String> {
 
 /// A policy with fixed roots and home, so no test depends on the machine.
 fn policy(allow: &[&str], ask: &[&str], deny: &[&str]) -> Policy {
-    Policy::from_rules(allow, ask, deny)
+    from_rules(allow, ask, deny)
         .unwrap()
         .with_roots(["/work/proj"])
         .with_home(Some(Path::new("/home/u")))
@@ -75,7 +126,7 @@ fn fetch(p: &Policy, url: &str) -> Evaluation {
 
 #[test]
 fn rule_parts_are_kept_as_written() {
-    let rule = Rule::parse("  Bash(git status:*) ").unwrap();
+    let rule = parse("  Bash(git status:*) ").unwrap();
     assert_eq!(rule.text(), "Bash(git status:*)");
     assert_eq!(rule.tool(), "Bash");
     assert_eq!(rule.specifier(), Some("git status:*"));
@@ -83,7 +134,7 @@ fn rule_parts_are_kept_as_written() {
     let bare: Rule = "mcp__github__create_issue".parse().unwrap();
     assert_eq!(bare.tool(), "mcp__github__create_issue");
     assert_eq!(bare.specifier(), None);
-    let nested = Rule::parse("bash(echo (a))").unwrap();
+    let nested = parse("bash(echo (a))").unwrap();
     assert_eq!(nested.specifier(), Some("echo (a)"));
 }
 
@@ -145,13 +196,13 @@ fn malformed_rules_are_refused_with_the_reason() {
         ),
     ];
     for (text, want) in cases {
-        assert_eq!(Rule::parse(text).unwrap_err(), want, "{text}");
+        assert_eq!(parse(text).unwrap_err(), want, "{text}");
     }
 }
 
 #[test]
 fn bad_glob_names_the_rule_and_the_problem() {
-    let err = Rule::parse("read_file(src/[a)").unwrap_err();
+    let err = parse("read_file(src/[a)").unwrap_err();
     assert_eq!(
         err,
         PolicyError::BadGlob {
@@ -164,7 +215,7 @@ fn bad_glob_names_the_rule_and_the_problem() {
         r#"permission rule "read_file(src/[a)" has an invalid path pattern: error parsing glob 'src/[a': unclosed character class; missing ']'"#
     );
     // The same text is a valid command: shell rules are not globs.
-    assert!(Rule::parse("bash(awk '{ if (x) { y } }')").is_ok());
+    assert!(parse("bash(awk '{ if (x) { y } }')").is_ok());
 }
 
 #[test]
@@ -199,7 +250,7 @@ fn bad_domains_are_refused() {
         ),
     ] {
         assert_eq!(
-            Rule::parse(text).unwrap_err(),
+            parse(text).unwrap_err(),
             PolicyError::BadDomain {
                 rule: text.into(),
                 domain: domain.into(),
@@ -213,19 +264,15 @@ fn bad_domains_are_refused() {
 #[test]
 fn error_messages_say_what_to_write() {
     assert_eq!(
-        Rule::parse("bash(ls").unwrap_err().to_string(),
+        parse("bash(ls").unwrap_err().to_string(),
         r#"permission rule "bash(ls" has unbalanced parentheses; write `tool` or `tool(specifier)`, with the closing `)` last"#
     );
     assert_eq!(
-        Rule::parse("web_fetch(example.com)")
-            .unwrap_err()
-            .to_string(),
+        parse("web_fetch(example.com)").unwrap_err().to_string(),
         r#"permission rule "web_fetch(example.com)": rules for web_fetch take `domain:HOST`, e.g. `web_fetch(domain:example.com)`"#
     );
     assert_eq!(
-        Rule::parse("web_fetch(domain:a.com/x)")
-            .unwrap_err()
-            .to_string(),
+        parse("web_fetch(domain:a.com/x)").unwrap_err().to_string(),
         r#"permission rule "web_fetch(domain:a.com/x)" has an invalid domain "a.com/x" (a path is not part of a host); write `domain:example.com` without scheme, port or path"#
     );
 }
@@ -468,7 +515,7 @@ fn names_without_a_slash_match_at_any_depth() {
 
 #[test]
 fn names_at_any_depth_never_match_directories_above_the_workspace_root() {
-    let p = Policy::from_rules(&[], &[], &["read_file(build)"])
+    let p = from_rules(&[], &[], &["read_file(build)"])
         .unwrap()
         .with_roots(["/home/u/build/proj"]);
     let deny = decided(Decision::Deny, "read_file(build)");
@@ -527,7 +574,7 @@ fn absolute_and_home_patterns() {
 
 #[test]
 fn without_roots_relative_and_absolute_subjects_stay_apart() {
-    let p = Policy::from_rules(&[], &[], &["read_file(/etc/**)", "read_file(src/**)"])
+    let p = from_rules(&[], &[], &["read_file(/etc/**)", "read_file(src/**)"])
         .unwrap()
         .with_home(None);
     assert_eq!(read(&p, "etc/passwd"), allowed_by_default());
@@ -839,7 +886,7 @@ fn config_from_toml() {
             secret_defaults: true,
         }
     );
-    let p = config.build().unwrap();
+    let p = build(&config).unwrap();
     assert!(p.secret_defaults());
     assert_eq!(
         p.rules()
@@ -852,7 +899,7 @@ fn config_from_toml() {
         ]
     );
     let off: PolicyConfig = toml::from_str("secret_defaults = false").unwrap();
-    assert!(!off.build().unwrap().secret_defaults());
+    assert!(!build(&off).unwrap().secret_defaults());
     assert_eq!(
         toml::from_str::<PolicyConfig>("").unwrap(),
         PolicyConfig::default()
@@ -868,7 +915,7 @@ fn config_refuses_unknown_keys_and_bad_rules() {
         ..PolicyConfig::default()
     };
     assert_eq!(
-        config.build().unwrap_err(),
+        build(&config).unwrap_err(),
         PolicyError::Unbalanced {
             rule: "bash(".into()
         }
@@ -1000,6 +1047,8 @@ proptest! {
         home in proptest::option::of("/[a-z]{0,4}"),
     ) {
         let mut p = Policy::default()
+            .with_kinds(kinds())
+            .unwrap()
             .with_roots(["/work/proj", "/"])
             .with_home(home.as_deref().map(Path::new));
         for (d, rule) in &rules {
@@ -1015,7 +1064,7 @@ proptest! {
 
     #[test]
     fn parsing_never_panics(text in any::<String>()) {
-        if let Ok(rule) = Rule::parse(&text) {
+        if let Ok(rule) = parse(&text) {
             prop_assert_eq!(rule.text(), text.trim());
             prop_assert!(rule.text().starts_with(rule.tool()));
         }
@@ -1032,16 +1081,26 @@ proptest! {
 
 #[test]
 fn every_secret_pattern_compiles() {
-    assert_eq!(super::SECRETS.files.len(), super::SECRET_FILES.len());
-    assert_eq!(super::SECRETS.set.len(), super::SECRET_FILES.len());
-    for (secret, (_, except)) in super::SECRETS.files.iter().zip(super::SECRET_FILES) {
+    assert_eq!(
+        crate::subject::SECRETS.files.len(),
+        crate::subject::SECRET_FILES.len()
+    );
+    assert_eq!(
+        crate::subject::SECRETS.set.len(),
+        crate::subject::SECRET_FILES.len()
+    );
+    for (secret, (_, except)) in crate::subject::SECRETS
+        .files
+        .iter()
+        .zip(crate::subject::SECRET_FILES)
+    {
         assert_eq!(secret.except.len(), except.len(), "{}", secret.label);
     }
 }
 
 /// The full match without the cheap pre-test.
 fn secret_label_slow(path: &str) -> Option<&'static str> {
-    let secrets = &*super::SECRETS;
+    let secrets = &*crate::subject::SECRETS;
     let name = path.rsplit('/').next().unwrap_or(path);
     secrets.set.matches(path).into_iter().find_map(|i| {
         let secret = secrets.files.get(i)?;
@@ -1051,7 +1110,7 @@ fn secret_label_slow(path: &str) -> Option<&'static str> {
 
 #[test]
 fn the_cheap_secret_test_admits_every_secret_file() {
-    for (label, _) in super::SECRET_FILES {
+    for (label, _) in crate::subject::SECRET_FILES {
         let example = label.replace("**", "sub/x").replace('*', "x");
         for path in [
             example.clone(),
@@ -1062,9 +1121,9 @@ fn the_cheap_secret_test_admits_every_secret_file() {
                 secret_label_slow(&path).is_some(),
                 "{path} is not a secret?"
             );
-            assert!(super::might_be_secret(&path), "{path}");
+            assert!(crate::subject::might_be_secret(&path), "{path}");
             assert_eq!(
-                super::secret_file_label(&path),
+                crate::subject::secret_file_label(&path),
                 secret_label_slow(&path),
                 "{path}"
             );
@@ -1088,7 +1147,7 @@ proptest! {
     ) {
         let joined = parts.join("/");
         let path = if absolute { format!("/{joined}") } else { joined };
-        prop_assert_eq!(super::secret_file_label(&path), secret_label_slow(&path), "{}", path);
+        prop_assert_eq!(crate::subject::secret_file_label(&path), secret_label_slow(&path), "{}", path);
     }
 }
 

@@ -33,7 +33,7 @@
 //! should then ask rather than allow.
 //!
 //! ```
-//! use toolbelt_core::shell::simple_commands;
+//! use toolbelt_policy::shell::simple_commands;
 //!
 //! let commands = simple_commands("git status && echo \"$(rm -rf x)\" | wc -l").unwrap();
 //! let texts: Vec<&str> = commands.iter().map(|c| c.text()).collect();
@@ -325,7 +325,7 @@ impl<'s> Walker<'s> {
             )));
         }
         self.out.push(SimpleCommand {
-            text: crate::policy::normalize_command(text),
+            text: crate::rule::normalize_command(text),
             command_start: 0,
         });
         Ok(())

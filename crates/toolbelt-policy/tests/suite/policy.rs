@@ -9,12 +9,12 @@ use pretty_assertions::assert_eq;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use toolbelt_core::policy::Policy;
 use toolbelt_core::profile::Profile;
 use toolbelt_core::{
     Approval, ApprovalRequest, Approver, BoxFuture, Envelope, ErrorCode, ErrorInfo, Registry,
     Reply, Session, Status, ToolContext, ToolResult, ToolSpec, TypedTool,
 };
+use toolbelt_policy::Policy;
 
 const TEST_TIMEOUT_MS: u64 = 10_000;
 
@@ -87,7 +87,7 @@ fn registry(policy: Policy) -> (Registry, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let mut registry = Registry::new(Session::new(dir.path()));
     registry.register_typed(ReadNote).unwrap();
-    registry.set_policy(policy.with_roots([dir.path()]));
+    registry.set_authorizer(Arc::new(policy.with_roots([dir.path()])));
     (registry, dir)
 }
 

@@ -1,0 +1,80 @@
+//! Why a permission rule was refused.
+
+/// Why a permission rule was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// The rule is blank.
+    #[error("a permission rule is empty; write `tool` or `tool(specifier)`")]
+    Empty,
+    /// Nothing precedes the `(`.
+    #[error(
+        "permission rule {rule:?} has no tool name; write `tool(specifier)`, or `*(specifier)` for any tool"
+    )]
+    EmptyTool {
+        /// The rule as written.
+        rule: String,
+    },
+    /// The tool part has characters a tool name cannot have.
+    #[error(
+        "permission rule {rule:?} names the tool {tool:?}; tool names use letters, digits, `_`, `-` and `.`, with an optional trailing `*`"
+    )]
+    BadToolName {
+        /// The rule as written.
+        rule: String,
+        /// The tool part.
+        tool: String,
+    },
+    /// A `(` without its closing `)` at the end, or a stray `)`.
+    #[error(
+        "permission rule {rule:?} has unbalanced parentheses; write `tool` or `tool(specifier)`, with the closing `)` last"
+    )]
+    Unbalanced {
+        /// The rule as written.
+        rule: String,
+    },
+    /// `tool()` or `tool(:*)`.
+    #[error(
+        "permission rule {rule:?} has an empty specifier; write the tool name alone to match every call"
+    )]
+    EmptySpecifier {
+        /// The rule as written.
+        rule: String,
+    },
+    /// A path pattern that is not a valid glob.
+    #[error("permission rule {rule:?} has an invalid path pattern: {reason}")]
+    BadGlob {
+        /// The rule as written.
+        rule: String,
+        /// What is wrong with the glob.
+        reason: String,
+    },
+    /// A `domain:` specifier that is not a host name or IP address.
+    #[error(
+        "permission rule {rule:?} has an invalid domain {domain:?} ({reason}); write `domain:example.com` without scheme, port or path"
+    )]
+    BadDomain {
+        /// The rule as written.
+        rule: String,
+        /// The text after `domain:`.
+        domain: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A URL tool's rule without `domain:`.
+    #[error(
+        "permission rule {rule:?}: rules for {tool} take `domain:HOST`, e.g. `{tool}(domain:example.com)`"
+    )]
+    NeedsDomain {
+        /// The rule as written.
+        rule: String,
+        /// The tool part.
+        tool: String,
+    },
+}
+
+impl From<PolicyError> for toolbelt_core::RegistryError {
+    fn from(e: PolicyError) -> toolbelt_core::RegistryError {
+        toolbelt_core::RegistryError::Rules(Box::new(e))
+    }
+}

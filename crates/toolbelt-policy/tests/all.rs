@@ -1,0 +1,3 @@
+//! The integration tests of toolbelt-policy, in one binary.
+
+mod suite;
