@@ -111,34 +111,24 @@ pub fn run_calls(
     mode: BatchMode,
     opts: &CallOptions,
 ) -> Result<Vec<Envelope>> {
-    let Workspace {
-        registry,
-        store,
-        call_log,
-        subagents,
-        ..
-    } = ws;
-    let (store, call_log) = (&*store, *call_log);
     let rt = start(Threads::One)?;
     // Only file tools read or refresh what the agent has seen of files.
     let uses_files = calls.iter().any(|call| {
-        registry
+        ws.registry
             .get(&call.name)
             .is_some_and(|t| t.spec().permissions.iter().any(|p| p.starts_with("fs:")))
     });
     if uses_files {
-        stamps::load(registry.session());
+        stamps::load(ws.registry.session());
     }
     // The store is opened before the calls (the call log writes to it after).
-    open_store_for_log(&rt, store, call_log);
-    let log = start_call_log_on(&rt, registry, store, call_log);
-    if let Some(subagents) = subagents.as_ref() {
-        subagents.attach(registry);
-    }
-    let envs = rt.block_on(registry.execute_batch_with(calls, mode, opts));
+    open_store_for_log(&rt, &ws.store, ws.call_log);
+    let log = start_call_log_on(&rt, &mut ws.registry, &ws.store, ws.call_log);
+    ws.attach_subagents();
+    let envs = rt.block_on(ws.registry.execute_batch_with(calls, mode, opts));
     rt.block_on(flush_log(log.as_ref()));
     if uses_files {
-        stamps::save_or_warn(registry.session());
+        stamps::save_or_warn(ws.registry.session());
     }
     Ok(envs)
 }

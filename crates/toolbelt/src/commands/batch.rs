@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use toolbelt_core::batch::parse_calls;
+use toolbelt_core::human::plural;
 use toolbelt_core::{BatchMode, CallOptions, Envelope, ToolCall};
 
 use super::{exit_code, out, out_json};
@@ -41,11 +42,7 @@ pub fn run(args: BatchArgs, mut ws: Workspace) -> Result<ExitCode> {
             text.push_str(&render::envelope_human(env));
         }
         let failed = envs.iter().filter(|e| !e.is_ok()).count();
-        let _ = writeln!(
-            text,
-            "\n{n} call{}, {failed} failed",
-            if n == 1 { "" } else { "s" }
-        );
+        let _ = writeln!(text, "\n{n} {}, {failed} failed", plural(n as u64, "call"));
         out(&text)?;
     }
     Ok(exit_code(envs.iter().all(Envelope::is_ok)))

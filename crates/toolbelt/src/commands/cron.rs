@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use toolbelt_core::human::plural;
 use toolbelt_core::{BatchMode, CallOptions, ToolCall};
 
 use super::{exit_code, out, out_json};
@@ -93,9 +94,9 @@ fn run_foreground(mut ws: Workspace, once: bool) -> Result<ExitCode> {
         let fired = rt.block_on(messaging.run_once())?;
         rt.block_on(runtime::flush_log(log.as_ref()));
         eprintln!(
-            "toolbelt cron: {} job{} fired",
+            "toolbelt cron: {} {} fired",
             fired.len(),
-            if fired.len() == 1 { "" } else { "s" }
+            plural(fired.len() as u64, "job")
         );
         return Ok(ExitCode::SUCCESS);
     }

@@ -252,11 +252,7 @@ fn list(dir: &Path, json: bool) -> Result<ExitCode> {
             |_| run.started.clone(),
             |t| t.format("%Y-%m-%d %H:%M").to_string(),
         );
-        let turns = if run.turns == 1 {
-            "1 turn".to_string()
-        } else {
-            format!("{} turns", run.turns)
-        };
+        let turns = render::count(run.turns, "turn");
         let outcome = run.outcome.as_deref().unwrap_or("unfinished");
         text.push_str(&format!(
             "{}  {started}  {turns}, {outcome}  {}\n",

@@ -10,6 +10,7 @@ use crossterm::style::Stylize;
 use serde_json::Value;
 use toolbelt_agent::{AgentEvent, Usage};
 use toolbelt_core::Registry;
+use toolbelt_core::human::plural;
 use toolbelt_core::output::group;
 
 use super::event::{Ask, Preview, Shown};
@@ -173,18 +174,15 @@ pub fn tokens(usage: &Usage) -> String {
 pub fn footer(steps: usize, tool_calls: usize, usage: &Usage) -> String {
     format!(
         "{} · {} · tokens {}",
-        plural(steps, "step"),
-        plural(tool_calls, "tool call"),
+        count(steps, "step"),
+        count(tool_calls, "tool call"),
         tokens(usage)
     )
 }
 
-fn plural(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
+/// `n` and `what`, plural unless `n` is 1: `1 step`, `3 steps`.
+pub fn count(n: usize, what: &str) -> String {
+    format!("{n} {}", plural(n as u64, what))
 }
 
 /// What an approval shows of a call: the command of `bash`, the change of an edit
@@ -372,7 +370,7 @@ impl EventLines {
                     p,
                     &format!("spawn \"{label}\" ({task_id})"),
                     status,
-                    &format!("{state}, {}", plural(*tool_calls, "tool call")),
+                    &format!("{state}, {}", count(*tool_calls, "tool call")),
                 )]
             }
             _ => Vec::new(),

@@ -422,8 +422,8 @@ impl Screen {
                 ..
             } if state == "running" || state == "queued" => {
                 let mut line = format!(
-                    "task \"{label}\" — {tool_calls} tool call{}",
-                    if *tool_calls == 1 { "" } else { "s" }
+                    "task \"{label}\" — {}",
+                    render::count(*tool_calls, "tool call")
                 );
                 if state == "queued" {
                     line.push_str(" (waiting for a free slot)");
