@@ -1,7 +1,7 @@
 //! What reaches the interactive screen, in one enum ([`UiEvent`]) that the run's
-//! side (the event forwarder, the [`Prompted`](super::approve::Prompted)
-//! approver, the Ctrl-C watcher) sends and the screen receives; and what an
-//! approval carries ([`Ask`], [`Answer`], [`Preview`]).
+//! side (the event forwarder, the approver that asks the person, the Ctrl-C
+//! watcher) sends and the screen receives; and what an approval carries ([`Ask`],
+//! [`Answer`], [`Preview`]). This module imports none of the screen's others.
 
 use serde_json::Value;
 use tokio::sync::oneshot;
