@@ -7,6 +7,8 @@ use serde::Deserialize;
 use toolbelt_core::toolset::ToolSelection;
 use toolbelt_policy::PolicyConfig;
 
+use crate::cli::McpFlags;
+
 /// The smallest output budget accepted: below it, truncation markers alone fill the text.
 const MIN_OUTPUT_BYTES: usize = 1_024;
 
@@ -258,35 +260,6 @@ impl McpConfig {
             output_budget: budget,
         })
     }
-}
-
-/// The MCP flags of `toolbelt mcp` and `toolbelt serve`.
-#[derive(Debug, Default, Clone, clap::Args)]
-pub struct McpFlags {
-    /// Whether MCP tool results carry the envelope as structuredContent (and tools
-    /// their outputSchema): auto (the MCP Inspector and the Python SDK's default
-    /// client get it; agent clients such as Claude Code, Codex and gemini-cli get the
-    /// text written for the model), always, or never. Default: [mcp]
-    /// structured_content, else auto.
-    #[arg(long, value_name = "auto|always|never", value_parser = parse_structured)]
-    pub structured_content: Option<toolbelt_server::StructuredContent>,
-    /// Bytes of text one MCP tool result may hold; longer output is cut (head, tail
-    /// and error lines kept) and saved for read_output, and read_file pages fit it.
-    /// Default: [mcp] output_budget, else 8000 for Codex (which cuts the middle out
-    /// of results past 12,000 bytes) and [output] max_bytes for other clients.
-    #[arg(long, value_name = "BYTES")]
-    pub output_budget: Option<usize>,
-}
-
-fn parse_structured(
-    value: &str,
-) -> std::result::Result<toolbelt_server::StructuredContent, String> {
-    toolbelt_server::StructuredContent::parse(value).ok_or_else(|| {
-        format!(
-            "{value:?} is not a structured-content mode; choose one of: {}",
-            toolbelt_server::StructuredContent::NAMES.join(", ")
-        )
-    })
 }
 
 /// `[output]`.

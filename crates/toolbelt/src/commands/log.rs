@@ -1,29 +1,36 @@
 //! `toolbelt log`: the most recent calls of the call log, as lines or as JSON.
 
 use std::io::Write;
+use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use toolbelt_store::{CallEntry, CallFilter, Store, recent_calls};
+use toolbelt_store::{CallEntry, CallFilter, Store, StoreHandle, recent_calls};
 
-/// Arguments of `toolbelt log`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct LogArgs {
-    /// How many of the most recent calls to show.
-    #[arg(long, default_value_t = 20)]
-    pub tail: usize,
-    /// Only calls of this tool (its canonical name, e.g. read_file).
-    #[arg(long)]
-    pub tool: Option<String>,
-    /// Print a JSON array of entries instead of lines.
-    #[arg(long)]
-    pub json: bool,
+use super::out;
+use crate::cli::LogArgs;
+use crate::runtime::{self, Threads};
+
+/// Prints the call log of `store`.
+///
+/// # Errors
+/// The store cannot be opened or read, or standard output cannot be written.
+pub fn run(args: &LogArgs, store: &StoreHandle) -> Result<ExitCode> {
+    let rt = runtime::start(Threads::One)?;
+    let text = rt.block_on(async {
+        let opened = store.store().await.context("the store cannot be opened")?;
+        let mut text = Vec::new();
+        print(opened, args, &mut text).await?;
+        anyhow::Ok(text)
+    })?;
+    out(&String::from_utf8_lossy(&text))?;
+    Ok(ExitCode::SUCCESS)
 }
 
-/// Prints the last `args.tail` calls (of `args.tool`), oldest first, to `out`.
+/// Writes the last `args.tail` calls (of `args.tool`), oldest first, to `out`.
 ///
 /// # Errors
 /// The store cannot be read, or `out` cannot be written.
-pub async fn run(store: &Store, args: &LogArgs, out: &mut impl Write) -> Result<()> {
+pub async fn print(store: &Store, args: &LogArgs, out: &mut impl Write) -> Result<()> {
     let entries = recent_calls(
         store,
         &CallFilter {
@@ -91,7 +98,7 @@ mod tests {
 
     async fn printed(store: &Store, args: LogArgs) -> String {
         let mut out = Vec::new();
-        run(store, &args, &mut out).await.unwrap();
+        print(store, &args, &mut out).await.unwrap();
         String::from_utf8(out).unwrap()
     }
 

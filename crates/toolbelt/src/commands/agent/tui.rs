@@ -3,7 +3,7 @@
 //! tool works, approvals, slash commands.
 //!
 //! Threads: the agent runs on the Tokio runtime; this thread owns the terminal.
-//! Everything the run says reaches this thread over one channel ([`UiMsg`]):
+//! Everything the run says reaches this thread over one channel ([`UiEvent`]):
 //! events, approval requests (answered here, so only this thread reads standard
 //! input), Ctrl-C, and the end of a command.
 
@@ -22,12 +22,11 @@ use rustyline::{
     Cmd, ConditionalEventHandler, DefaultEditor, EventContext, EventHandler, Movement, RepeatCount,
 };
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{Agent, AgentEvent};
 use toolbelt_core::Registry;
 
-use super::approve::{Answer, Ask};
+use super::event::{Answer, Ask, UiEvent};
 use super::render::{self, EventLines, Paint};
 
 /// How often the spinner turns.
@@ -41,18 +40,6 @@ const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "�
 /// The prompt of the line editor.
 const PROMPT: &str = "› ";
 
-/// What reaches the screen.
-pub enum UiMsg {
-    /// An event of the run.
-    Event(AgentEvent),
-    /// A call that needs the person's approval, and where the answer goes.
-    Approval(Ask, oneshot::Sender<Answer>),
-    /// Ctrl-C (SIGINT) while a command runs.
-    Interrupt,
-    /// The command that was running finished.
-    Done,
-}
-
 /// What the agent's task is asked to do.
 enum Task {
     Run(String, CancellationToken),
@@ -65,8 +52,8 @@ pub struct Parts<'a> {
     pub rt: &'a tokio::runtime::Runtime,
     pub agent: Agent,
     pub events: UnboundedReceiver<AgentEvent>,
-    pub ui_tx: Sender<UiMsg>,
-    pub ui_rx: Receiver<UiMsg>,
+    pub ui_tx: Sender<UiEvent>,
+    pub ui_rx: Receiver<UiEvent>,
     pub registry: Arc<Registry>,
     /// The line editor's history file.
     pub history: PathBuf,
@@ -140,15 +127,15 @@ pub fn run(parts: Parts<'_>) -> Result<()> {
             tokio::select! {
                 biased;
                 Some(event) = events.recv() => {
-                    if forward.send(UiMsg::Event(event)).is_err() {
+                    if forward.send(UiEvent::Event(event)).is_err() {
                         break;
                     }
                 }
                 Some(()) = done_rx.recv() => {
                     while let Ok(event) = events.try_recv() {
-                        let _ = forward.send(UiMsg::Event(event));
+                        let _ = forward.send(UiEvent::Event(event));
                     }
-                    if forward.send(UiMsg::Done).is_err() {
+                    if forward.send(UiEvent::Done).is_err() {
                         break;
                     }
                 }
@@ -168,7 +155,7 @@ pub fn run(parts: Parts<'_>) -> Result<()> {
     let interrupts = ui_tx.clone();
     rt.spawn(async move {
         while sigint.recv().await.is_some() {
-            if interrupts.send(UiMsg::Interrupt).is_err() {
+            if interrupts.send(UiEvent::Interrupt).is_err() {
                 break;
             }
         }
@@ -334,7 +321,7 @@ impl Screen {
     /// Renders events until the command ends; `cancel` stops it.
     fn wait(
         &mut self,
-        rx: &Receiver<UiMsg>,
+        rx: &Receiver<UiEvent>,
         cancel: &CancellationToken,
         editor: &mut DefaultEditor,
     ) -> Flow {
@@ -342,17 +329,17 @@ impl Screen {
             match rx.recv_timeout(TICK) {
                 Err(RecvTimeoutError::Timeout) => self.tick(),
                 Err(RecvTimeoutError::Disconnected) => break Flow::Exit,
-                Ok(UiMsg::Event(event)) => self.event(&event),
-                Ok(UiMsg::Approval(ask, reply)) => {
+                Ok(UiEvent::Event(event)) => self.event(&event),
+                Ok(UiEvent::Approval(ask, reply)) => {
                     let answer = self.approve(&ask, editor, cancel);
                     let _ = reply.send(answer);
                 }
-                Ok(UiMsg::Interrupt) => {
+                Ok(UiEvent::Interrupt) => {
                     if self.interrupt(cancel) == Flow::Exit {
                         break Flow::Exit;
                     }
                 }
-                Ok(UiMsg::Done) => break Flow::Continue,
+                Ok(UiEvent::Done) => break Flow::Continue,
             }
         };
         self.spinner = None;
@@ -435,8 +422,8 @@ impl Screen {
                 ..
             } if state == "running" || state == "queued" => {
                 let mut line = format!(
-                    "task \"{label}\" — {tool_calls} tool call{}",
-                    if *tool_calls == 1 { "" } else { "s" }
+                    "task \"{label}\" — {}",
+                    render::count(*tool_calls, "tool call")
                 );
                 if state == "queued" {
                     line.push_str(" (waiting for a free slot)");

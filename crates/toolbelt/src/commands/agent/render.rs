@@ -10,9 +10,10 @@ use crossterm::style::Stylize;
 use serde_json::Value;
 use toolbelt_agent::{AgentEvent, Usage};
 use toolbelt_core::Registry;
+use toolbelt_core::human::plural;
 use toolbelt_core::output::group;
 
-use super::approve::Ask;
+use super::event::{Ask, Preview, Shown};
 
 /// Lines of a diff shown under an edit before the rest is left out.
 pub const MAX_DIFF_LINES: usize = 40;
@@ -87,8 +88,8 @@ pub fn tool_line(p: Paint, call: &str, status: &str, result: &str) -> String {
     }
 }
 
-/// Think's event as seed 000 shows it: `💭 Thinking: ...` (the tool already says
-/// it that way; a bare thought gets the prefix).
+/// A thought (`think`'s event) as `💭 Thinking: ...` (the tool already says it
+/// that way; a bare thought gets the prefix).
 pub fn thought_line(p: Paint, message: &str) -> String {
     let message = message.trim();
     let text = if message.starts_with('💭') {
@@ -99,7 +100,7 @@ pub fn thought_line(p: Paint, message: &str) -> String {
     p.dim(&text)
 }
 
-/// The todo list of a todo tool's result (`data.todos`), as seed 000 renders it:
+/// The todo list of a todo tool's result (`data.todos`), drawn as checkboxes:
 /// `☐ pending`, `◐ in progress` (bold), `☒ done` (struck through). `None` when the
 /// data holds no list.
 pub fn todo_lines(p: Paint, data: &Value) -> Option<Vec<String>> {
@@ -173,18 +174,15 @@ pub fn tokens(usage: &Usage) -> String {
 pub fn footer(steps: usize, tool_calls: usize, usage: &Usage) -> String {
     format!(
         "{} · {} · tokens {}",
-        plural(steps, "step"),
-        plural(tool_calls, "tool call"),
+        count(steps, "step"),
+        count(tool_calls, "tool call"),
         tokens(usage)
     )
 }
 
-fn plural(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
+/// `n` and `what`, plural unless `n` is 1: `1 step`, `3 steps`.
+pub fn count(n: usize, what: &str) -> String {
+    format!("{n} {}", plural(n as u64, what))
 }
 
 /// What an approval shows of a call: the command of `bash`, the change of an edit
@@ -203,14 +201,14 @@ pub fn approval_lines(p: Paint, ask: &Ask) -> Vec<String> {
             out.push(format!("    {}", p.green(&format!("+{line}"))));
         }
     };
-    match ask.canonical.as_str() {
-        "bash" => {
+    match ask.preview {
+        Preview::Command => {
             let command = text("command").or(ask.subject.as_deref()).unwrap_or("");
             for line in command.lines() {
                 out.push(format!("    {}", p.bold(&format!("$ {line}"))));
             }
         }
-        "edit_file" => {
+        Preview::Edit => {
             out.push(format!("    {}", p.bold(path)));
             change(
                 text("old_string").unwrap_or(""),
@@ -218,7 +216,7 @@ pub fn approval_lines(p: Paint, ask: &Ask) -> Vec<String> {
                 &mut out,
             );
         }
-        "multi_edit" => {
+        Preview::Edits => {
             out.push(format!("    {}", p.bold(path)));
             for edit in args
                 .get("edits")
@@ -230,7 +228,7 @@ pub fn approval_lines(p: Paint, ask: &Ask) -> Vec<String> {
                 change(field("old_string"), field("new_string"), &mut out);
             }
         }
-        "write_file" => {
+        Preview::Write => {
             out.push(format!("    {}", p.bold(path)));
             let content = text("content").unwrap_or("");
             let lines: Vec<&str> = content.lines().collect();
@@ -244,10 +242,10 @@ pub fn approval_lines(p: Paint, ask: &Ask) -> Vec<String> {
                 )));
             }
         }
-        "apply_patch" => {
+        Preview::Patch => {
             out.extend(diff_lines(p, text("patch").unwrap_or(""), MAX_DIFF_LINES));
         }
-        _ => {
+        Preview::Arguments => {
             if let Some(subject) = &ask.subject {
                 out.push(format!("    {}", p.bold(subject)));
             }
@@ -257,10 +255,6 @@ pub fn approval_lines(p: Paint, ask: &Ask) -> Vec<String> {
     }
     out
 }
-
-/// Tools whose events repeat what their result shows (the todo list is drawn
-/// from the result's data).
-const QUIET_EVENT_TOOLS: &[&str] = &["set_todo_list", "update_todos"];
 
 /// Turns a run's tool events into lines, the same for the interactive screen and
 /// the `-p` progress: one line per call when it ends, Think's thought, the todo
@@ -276,7 +270,7 @@ pub struct EventLines {
 }
 
 impl EventLines {
-    /// Lines painted with `paint`; `registry` tells canonical tool names.
+    /// Lines painted with `paint`; `registry`'s tools tell how their calls are shown.
     pub fn new(paint: Paint, registry: Arc<Registry>, diffs: bool) -> EventLines {
         EventLines {
             paint,
@@ -286,9 +280,12 @@ impl EventLines {
         }
     }
 
-    /// The canonical name of `tool` (as exposed or canonical).
-    pub fn canonical(&self, tool: &str) -> String {
-        self.registry.resolve(tool).unwrap_or(tool).to_string()
+    /// How `tool` (as exposed or canonical) is shown: by its spec; an unknown
+    /// tool as any call.
+    fn shown(&self, tool: &str) -> Shown {
+        self.registry
+            .get(tool)
+            .map_or(Shown::Call, |t| Shown::of(t.spec()))
     }
 
     /// The summary of a call still running, if any.
@@ -308,8 +305,7 @@ impl EventLines {
                 Vec::new()
             }
             AgentEvent::ToolEvent { tool, message, .. } => {
-                let canonical = self.canonical(tool);
-                if canonical == "think" || message.starts_with('💭') {
+                if self.shown(tool) == Shown::Thought || message.starts_with('💭') {
                     vec![thought_line(p, message)]
                 } else {
                     Vec::new()
@@ -324,9 +320,8 @@ impl EventLines {
                 ..
             } => {
                 let call = self.calls.remove(call_id).unwrap_or_else(|| tool.clone());
-                let canonical = self.canonical(tool);
-                // Think's thought was its line already.
-                if canonical == "think" && status != "error" {
+                // A thought was its line already.
+                if self.shown(tool) == Shown::Thought && status != "error" {
                     return Vec::new();
                 }
                 let mut out = vec![tool_line(p, &call, status, summary)];
@@ -375,16 +370,17 @@ impl EventLines {
                     p,
                     &format!("spawn \"{label}\" ({task_id})"),
                     status,
-                    &format!("{state}, {}", plural(*tool_calls, "tool call")),
+                    &format!("{state}, {}", count(*tool_calls, "tool call")),
                 )]
             }
             _ => Vec::new(),
         }
     }
 
-    /// True when `tool`'s events are shown as something else.
+    /// True when `tool`'s events are shown as something else (the todo list is
+    /// drawn from the result's data).
     pub fn quiet_events(&self, tool: &str) -> bool {
-        QUIET_EVENT_TOOLS.contains(&self.canonical(tool).as_str())
+        self.shown(tool) == Shown::Plan
     }
 }
 
@@ -425,7 +421,7 @@ mod tests {
     }
 
     #[test]
-    fn todo_list_as_seed_000_shows_it() {
+    fn todo_list_as_checkboxes() {
         let data = json!({"todos": [
             {"id": 1, "title": "Read the code", "status": "Done"},
             {"id": 2, "title": "Fix the bug", "status": "In Progress"},
@@ -477,7 +473,7 @@ mod tests {
     fn approvals_show_the_command_or_the_change() {
         let ask = Ask {
             tool: "bash".into(),
-            canonical: "bash".into(),
+            preview: Preview::Command,
             subject: Some("git push".into()),
             arguments: json!({"command": "git push"}),
             rule: Some("bash(git push:*)".into()),
@@ -485,7 +481,7 @@ mod tests {
         assert_eq!(approval_lines(PLAIN, &ask), vec!["    $ git push"]);
         let ask = Ask {
             tool: "Edit".into(),
-            canonical: "edit_file".into(),
+            preview: Preview::Edit,
             subject: Some("src/a.rs".into()),
             arguments: json!({"path": "src/a.rs", "old_string": "a\nb", "new_string": "c"}),
             rule: None,

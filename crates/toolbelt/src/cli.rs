@@ -1,0 +1,417 @@
+//! The command line: every flag, subcommand and help text (clap reads the doc
+//! comments of these types as the text of `--help`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "toolbelt",
+    version,
+    about = "The tool layer for LLM agents: typed, validated, jailed tools for any model API."
+)]
+// The whole command line: the global flags and one command. (No doc comments on
+// these clap types and fields: clap would take them for help text.)
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+// The flags every command takes: where the workspace is and how its tools are set.
+#[derive(Debug, Clone, Args)]
+pub struct Global {
+    /// Workspace root (repeatable). Defaults to the current directory.
+    #[arg(
+        long = "root",
+        global = true,
+        env = "TOOLBELT_ROOT",
+        value_delimiter = ','
+    )]
+    pub roots: Vec<PathBuf>,
+    /// Name profile: default, claude, kimi, exec, run-command or camel-planner (seed001, seed002 and seed003 are older names of the last three).
+    #[arg(long, global = true, env = "TOOLBELT_PROFILE")]
+    pub profile: Option<String>,
+    /// Configuration file (default: <root>/toolbelt.toml when it exists).
+    #[arg(long, global = true, env = "TOOLBELT_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// State directory: the store, saved outputs, agent runs, the serve token
+    /// (default: $XDG_STATE_HOME/toolbelt/<workspace id>, else
+    /// ~/.local/state/toolbelt/<workspace id>; a workspace whose .toolbelt/ already
+    /// holds a store keeps it).
+    #[arg(long, global = true, env = "TOOLBELT_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Sandbox of shell commands: none, read-only or workspace-write (default: the
+    /// config file's [shell] sandbox, else none). Refused when this machine cannot
+    /// enforce it; `toolbelt doctor` shows what it can.
+    #[arg(long, global = true, env = "TOOLBELT_SANDBOX")]
+    pub sandbox: Option<String>,
+    /// Network for shell commands: on or off (default: off in a sandbox, on without).
+    #[arg(long, global = true, env = "TOOLBELT_NETWORK", value_parser = parse_on_off)]
+    pub network: Option<bool>,
+    /// Let web_fetch reach loopback and private addresses (a local development
+    /// server); the SSRF guard refuses them by default.
+    #[arg(long, global = true)]
+    pub allow_private_network: bool,
+    /// The store of todos, the planner and the call log: postgres://user:password@host/db
+    /// for PostgreSQL, or a SQLite file (default: <state-dir>/toolbelt.db).
+    #[arg(
+        long,
+        global = true,
+        env = "TOOLBELT_DATABASE_URL",
+        hide_env_values = true
+    )]
+    pub database_url: Option<String>,
+    /// Record every call in the call log (`toolbelt log`): on or off (default: the
+    /// config file's [store] call_log, else on).
+    #[arg(long, global = true, env = "TOOLBELT_CALL_LOG", value_parser = parse_on_off)]
+    pub call_log: Option<bool>,
+    /// The tools to serve, by toolset (files, search, shell, web, todos, planner,
+    /// agent, schedule, message; coding = files, search, shell, todos, think and
+    /// read_output) or by name, comma-separated; `-NAME` leaves a set or tool out
+    /// (`coding,web,-bash`). Default: the config file's [tools], else every tool.
+    #[arg(
+        long = "tools",
+        global = true,
+        env = "TOOLBELT_TOOLS",
+        value_name = "LIST",
+        allow_hyphen_values = true
+    )]
+    pub tool_selection: Option<String>,
+}
+
+/// `on`/`off` (also `true`/`false`, `yes`/`no`, `1`/`0`).
+fn parse_on_off(value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(format!("{value:?} is not on or off")),
+    }
+}
+
+// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the tools.
+    Tools(ToolsArgs),
+    /// Print tool schemas for a model API.
+    Schema(SchemaArgs),
+    /// Call a tool and print its result envelope.
+    ///
+    /// Exit status: 0 for success or partial, 1 for an error envelope, 2 for bad usage.
+    Call(CallArgs),
+    /// Run several calls from a JSON array, in order: `[{"tool": "createProject",
+    /// "params": {"name": "A"}}, {"tool": "createTask", "params": {...}}]`.
+    ///
+    /// Every call runs, also after one fails; each gets its envelope. Exit status: 0
+    /// when every call succeeded (or was partial), 1 when any failed, 2 for a batch
+    /// that cannot be read (then no call runs).
+    Batch(BatchArgs),
+    /// Serve the tools over HTTP: MCP streamable HTTP at /mcp, a JSON API at /v1,
+    /// and a web page at / (log in with the token).
+    ///
+    /// Every request but GET /healthz needs `Authorization: Bearer <token>`. Without
+    /// --token the token is generated on first start into <state-dir>/serve-token and
+    /// printed. Stops on SIGINT or SIGTERM after open requests finish.
+    Serve(ServeArgs),
+    /// Serve the tools over MCP on standard input and output.
+    ///
+    /// Standard output carries MCP messages only; logs go to standard error
+    /// (set RUST_LOG, e.g. RUST_LOG=info). Without --root the workspace is the
+    /// current directory.
+    #[command(after_help = MCP_CLIENT_HELP)]
+    Mcp(McpFlags),
+    /// Show the call log: the last calls made through any interface, newest last, with
+    /// their status, error code, duration, bytes returned and arguments (secrets
+    /// redacted).
+    Log(LogArgs),
+    /// Work on a task with a model and the tools: interactively, or with -p to its
+    /// final answer.
+    ///
+    /// The model is any OpenAI-compatible Chat Completions server or Anthropic's
+    /// Messages API ([agent] in toolbelt.toml, or the flags). The key comes from
+    /// OPENAI_API_KEY / ANTHROPIC_API_KEY (or [agent] api_key_env) and is never
+    /// written anywhere. Runs are kept in <state-dir>/agent/runs (--list, --continue,
+    /// --resume). Calls an `ask` permission rule covers need approval: the
+    /// interactive screen asks, -p declines them unless --yes.
+    ///
+    /// Exit status with -p: 0 for a final answer, 1 when the run ended otherwise
+    /// (an error, the step limit, a repeated call, Ctrl-C), 2 for bad usage.
+    Agent(AgentArgs),
+    /// Scheduled jobs: list, add, remove (as the `cron` tool), or run the scheduler
+    /// in the foreground.
+    Cron(CronArgs),
+    /// Check this machine and the configuration: roots, config file, tools, and what
+    /// the shell sandbox can enforce here.
+    ///
+    /// Exit status: 0 when the configuration can be served, 1 when not (a sandbox
+    /// this machine cannot enforce, a bad config file).
+    Doctor(DoctorArgs),
+}
+
+/// How to add the server to an MCP client, shown by `toolbelt mcp --help`.
+const MCP_CLIENT_HELP: &str = r#"Add toolbelt to an MCP client's configuration (Claude Desktop, Cursor, ...):
+
+  {
+    "mcpServers": {
+      "toolbelt": {
+        "command": "toolbelt",
+        "args": ["mcp", "--root", "/path/to/project"]
+      }
+    }
+  }"#;
+
+/// Arguments of `toolbelt tools`.
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Only tools of this category (files, search, shell, web, planning, ...).
+    #[arg(long)]
+    pub category: Option<String>,
+}
+
+/// Arguments of `toolbelt schema`.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// openai, openai-strict, openai-responses, anthropic, gemini, mcp or text.
+    #[arg(long, short, default_value = "openai")]
+    pub format: String,
+    /// Only these tools (exposed names); all when none are given.
+    pub tools: Vec<String>,
+}
+
+/// Arguments of `toolbelt call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool's name (canonical or as exposed by the profile).
+    pub tool: String,
+    /// Arguments as JSON (default `{}`; `-` reads them from standard input).
+    pub args: Option<String>,
+    /// Print the exact envelope as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Timeout for this call in milliseconds (at most 600000).
+    #[arg(long)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// Arguments of `toolbelt batch`.
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    /// A JSON file holding an array of calls, each `{"tool": NAME, "params": {...}}`
+    /// (`arguments` is accepted for `params`, which may be left out, and an `id` may
+    /// name the call); `-` reads standard input.
+    #[arg(default_value = "-")]
+    pub file: String,
+    /// Print the envelopes as one JSON array.
+    #[arg(long)]
+    pub json: bool,
+    /// Let up to this many calls run at once. Only calls that are safe to run side
+    /// by side do; any other call waits for the calls before it and runs alone. The
+    /// default runs the calls one after another, each seeing what the ones before
+    /// it did.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub concurrent: Option<u16>,
+    /// Timeout for each call in milliseconds (at most 600000).
+    #[arg(long)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// Arguments of `toolbelt serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on; one that is not loopback needs an explicit token.
+    #[arg(long, default_value = toolbelt_server::http::DEFAULT_BIND)]
+    pub bind: SocketAddr,
+    /// Bearer token clients must send (default: the generated one).
+    #[arg(long, env = "TOOLBELT_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Ask for no token at all: loopback addresses only, for clients that cannot
+    /// send one. Every program on this machine can then call the tools; Host and
+    /// Origin checks still keep web pages out.
+    #[arg(long, conflicts_with = "token")]
+    pub no_token: bool,
+    /// A browser origin allowed to call the server, such as
+    /// https://app.example.com (repeatable; loopback origins are always allowed).
+    #[arg(long = "allow-origin")]
+    pub allowed_origins: Vec<String>,
+    /// Print a one-time login URL for the web page at / (good for one login,
+    /// for 10 minutes), besides the token.
+    #[arg(long)]
+    pub open: bool,
+    #[command(flatten)]
+    pub mcp: McpFlags,
+}
+
+/// The MCP flags of `toolbelt mcp` and `toolbelt serve`.
+#[derive(Debug, Default, Clone, Args)]
+pub struct McpFlags {
+    /// Whether MCP tool results carry the envelope as structuredContent (and tools
+    /// their outputSchema): auto (the MCP Inspector and the Python SDK's default
+    /// client get it; agent clients such as Claude Code, Codex and gemini-cli get the
+    /// text written for the model), always, or never. Default: [mcp]
+    /// structured_content, else auto.
+    #[arg(long, value_name = "auto|always|never", value_parser = parse_structured)]
+    pub structured_content: Option<toolbelt_server::StructuredContent>,
+    /// Bytes of text one MCP tool result may hold; longer output is cut (head, tail
+    /// and error lines kept) and saved for read_output, and read_file pages fit it.
+    /// Default: [mcp] output_budget, else 8000 for Codex (which cuts the middle out
+    /// of results past 12,000 bytes) and [output] max_bytes for other clients.
+    #[arg(long, value_name = "BYTES")]
+    pub output_budget: Option<usize>,
+}
+
+/// A structured-content mode by name (clap's value parsers speak `String`).
+fn parse_structured(value: &str) -> Result<toolbelt_server::StructuredContent, String> {
+    toolbelt_server::StructuredContent::parse(value).ok_or_else(|| {
+        format!(
+            "{value:?} is not a structured-content mode; choose one of: {}",
+            toolbelt_server::StructuredContent::NAMES.join(", ")
+        )
+    })
+}
+
+/// Arguments of `toolbelt log`.
+#[derive(Debug, Clone, Args)]
+pub struct LogArgs {
+    /// How many of the most recent calls to show.
+    #[arg(long, default_value_t = 20)]
+    pub tail: usize,
+    /// Only calls of this tool (its canonical name, e.g. read_file).
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// Print a JSON array of entries instead of lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `toolbelt agent`.
+#[derive(Debug, Default, Args)]
+pub struct AgentArgs {
+    /// Run this prompt to its final answer and exit (`-` reads it from standard
+    /// input). The answer goes to standard output, the progress to standard error.
+    #[arg(short = 'p', long = "prompt", value_name = "PROMPT")]
+    pub prompt: Option<String>,
+    /// The API: openai (any Chat Completions server: OpenAI, vLLM, Ollama,
+    /// llama.cpp, OpenRouter...) or anthropic. Default: [agent] provider, else openai.
+    #[arg(long, env = "TOOLBELT_AGENT_PROVIDER")]
+    pub provider: Option<String>,
+    /// The model. Default: [agent] model.
+    #[arg(long, env = "TOOLBELT_AGENT_MODEL")]
+    pub model: Option<String>,
+    /// The API's base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, then
+    /// [agent] base_url, then the provider's own).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// How the model calls tools: native (function calling) or text (`Action:
+    /// tool[{...}]` lines, for models without function calling).
+    #[arg(long)]
+    pub protocol: Option<String>,
+    /// Model calls one prompt may take (default 100).
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<usize>,
+    /// The same call with the same arguments this many times in a row ends the
+    /// run (default 8; the model is reminded before).
+    #[arg(long, value_name = "N")]
+    pub max_repeats: Option<usize>,
+    /// The model's context window in tokens (default 128000); older history is
+    /// compacted to fit.
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
+    /// Print the run's events on standard output, one JSON object a line (with
+    /// -p); with --list, the runs as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Approve every call an `ask` permission rule covers (without it, a run with
+    /// -p declines them, and the interactive screen asks).
+    #[arg(long)]
+    pub yes: bool,
+    /// Continue the latest run.
+    #[arg(long = "continue", conflicts_with = "resume")]
+    pub continue_latest: bool,
+    /// Continue run ID (a unique prefix will do; --list shows the runs).
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+    /// List the runs and exit.
+    #[arg(long, conflicts_with_all = ["prompt", "continue_latest", "resume"])]
+    pub list: bool,
+}
+
+/// `toolbelt cron`.
+#[derive(Debug, Args)]
+pub struct CronArgs {
+    #[command(subcommand)]
+    pub command: CronCommand,
+}
+
+// The subcommands of `toolbelt cron`.
+#[derive(Debug, Subcommand)]
+pub enum CronCommand {
+    /// List this workspace's jobs with their next run (in each job's time zone) and
+    /// the outcome of their last run.
+    List {
+        /// Print the envelope as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a job that sends MESSAGE to CHANNEL on SCHEDULE, or has the agent
+    /// ([agent] in toolbelt.toml) carry out PROMPT and sends its answer.
+    Add {
+        /// The job's name, unique in the workspace.
+        name: String,
+        /// A cron expression (5 fields, or 6 with seconds first), `every 10m`, or an
+        /// RFC 3339 time (once).
+        #[arg(long)]
+        schedule: String,
+        /// The text the job sends.
+        #[arg(long, required_unless_present = "prompt", conflicts_with = "prompt")]
+        message: Option<String>,
+        /// A task the agent carries out with the tools when the job fires (calls
+        /// that an `ask` rule covers are declined); its final answer is sent to
+        /// CHANNEL, or kept as the job's last run without one.
+        #[arg(long)]
+        prompt: Option<String>,
+        /// A channel of toolbelt.toml ([channels.NAME]); required with --message.
+        #[arg(long, required_unless_present = "prompt")]
+        channel: Option<String>,
+        /// The chat in the channel (a Telegram chat id, an email address).
+        #[arg(long)]
+        chat_id: Option<String>,
+        /// The IANA time zone of the schedule (default: the machine's).
+        #[arg(long)]
+        tz: Option<String>,
+        /// Print the envelope as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a job.
+    Remove {
+        /// The job's name.
+        name: String,
+        /// Print the envelope as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fire due jobs and deliver the outbox in the foreground until Ctrl-C or
+    /// SIGTERM: `toolbelt serve`'s scheduler without the HTTP server.
+    Run {
+        /// Fire what is due now, wait for the prompts it runs, attempt the
+        /// messages due, and exit (for a system timer); what is not delivered
+        /// yet stays in the outbox.
+        #[arg(long)]
+        once: bool,
+    },
+}
+
+/// Arguments of `toolbelt doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,327 @@
+//! `toolbelt doctor`: what this machine and the configuration allow — roots, the
+//! state directory, tools, skills, agent types, the store, and what the shell
+//! sandbox can enforce here.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use toolbelt_agent::TypeProblem;
+use toolbelt_core::state::StateLocation;
+use toolbelt_sandbox::{Sandbox, SandboxMode, Support};
+use toolbelt_store::Location;
+use toolbelt_tools::{SkillScan, Skills};
+
+use super::{exit_code, out, out_json};
+use crate::runtime::{self, Threads};
+use crate::settings::Settings;
+use crate::workspace::Workspace;
+
+/// What `doctor` found.
+struct Report {
+    /// The configuration can be served.
+    ok: bool,
+    problems: Vec<String>,
+    roots: Vec<PathBuf>,
+    state_dir: Option<StateLocation>,
+    /// How many tools are served.
+    tools: Option<usize>,
+    store: Option<String>,
+    sandbox: SandboxMode,
+    network: bool,
+    /// What the sandbox of the configuration comes to here.
+    verdict: String,
+    /// Sandboxed commands can read the state directory.
+    state_readable: bool,
+    helper: Option<PathBuf>,
+    support: &'static Support,
+    skills: Skills,
+    skill_scan: SkillScan,
+    /// The agent types' names (joined), the directories searched, the types skipped.
+    agent_types: Option<(String, Vec<PathBuf>, Vec<TypeProblem>)>,
+}
+
+/// Checks `settings` (whose errors are problems to report, not failures) and
+/// prints the report; the status is 1 when the configuration cannot be served.
+///
+/// # Errors
+/// Standard output cannot be written.
+pub fn run(settings: Result<Settings>, json: bool) -> Result<ExitCode> {
+    let report = check(settings);
+    if json {
+        out_json(&report_json(&report))?;
+    } else {
+        out(&report_text(&report))?;
+    }
+    Ok(exit_code(report.ok))
+}
+
+/// Looks at everything `doctor` reports.
+fn check(settings: Result<Settings>) -> Report {
+    let helper = toolbelt_sandbox::locate_helper();
+    let support = Support::probe();
+    let mut ok = true;
+    let mut problems: Vec<String> = Vec::new();
+    let store = match &settings {
+        Ok(s) => match store_report(&s.store) {
+            Ok(report) => Some(report),
+            Err(e) => {
+                problems.push(format!("{e:#}"));
+                ok = false;
+                Some(format!("{}: refused", s.store.describe()))
+            }
+        },
+        Err(_) => None,
+    };
+    let (roots, sandbox, network, state_dir) = match &settings {
+        Ok(s) => (
+            s.roots.clone(),
+            s.sandbox,
+            s.network,
+            Some(s.state_location()),
+        ),
+        Err(e) => {
+            ok = false;
+            problems.push(format!("{e:#}"));
+            (Vec::new(), SandboxMode::None, true, None)
+        }
+    };
+    // A sandbox hides the state directory (the store, the serve token) from
+    // commands with a mount namespace; where none can be made, they can read it.
+    let mut state_readable = false;
+    let verdict = if settings.is_ok() {
+        match Sandbox::new(sandbox, network, &roots) {
+            Ok(Some(_)) if !support.mount_namespace => {
+                state_readable = true;
+                "enforced, but commands can read the state directory".to_string()
+            }
+            Ok(Some(_)) => "enforced".to_string(),
+            Ok(None) => "no sandbox: commands run with the server's own rights".to_string(),
+            Err(e) => {
+                ok = false;
+                problems.push(e.to_string());
+                format!("refused: {e}")
+            }
+        }
+    } else {
+        "unknown".to_string()
+    };
+    let settings = settings.ok().filter(|_| ok);
+    let tools = settings.as_ref().and_then(|s| {
+        Workspace::build(s, false, false)
+            .map(|ws| ws.registry.definitions().len())
+            .ok()
+    });
+    // Broken skills are skipped where they are served: warnings, not failures.
+    let skills = Skills::from_env(&roots);
+    let skill_scan = skills.scan();
+    // The same for agent types, checked against the tools subagents would get.
+    let agent_types = settings.as_ref().and_then(|s| {
+        let ws = Workspace::build(s, true, false).ok()?;
+        let subagents = ws.subagents?;
+        subagents.attach(&ws.registry);
+        Some((
+            subagents.types().names().join(", "),
+            subagents.types().searched().to_vec(),
+            subagents.problems(),
+        ))
+    });
+    Report {
+        ok,
+        problems,
+        roots,
+        state_dir,
+        tools,
+        store,
+        sandbox,
+        network,
+        verdict,
+        state_readable,
+        helper,
+        support,
+        skills,
+        skill_scan,
+        agent_types,
+    }
+}
+
+/// The store as `toolbelt doctor` reports it. A SQLite file that does not exist yet
+/// is not created.
+fn store_report(location: &Location) -> Result<String> {
+    if let Location::Sqlite(path) = location
+        && !path.exists()
+    {
+        return Ok(format!("SQLite {} (created on first use)", path.display()));
+    }
+    let rt = runtime::start(Threads::One)?;
+    rt.block_on(async {
+        let store = toolbelt_store::Store::open(location)
+            .await
+            .context("the store cannot be opened")?;
+        let version = store.schema_version().await?;
+        store.close().await;
+        let kind = match store.backend() {
+            toolbelt_store::Backend::Sqlite => "SQLite",
+            toolbelt_store::Backend::Postgres => "PostgreSQL",
+        };
+        Ok(format!(
+            "{kind} {} (schema version {version})",
+            location.describe()
+        ))
+    })
+}
+
+/// `doctor --json`.
+fn report_json(r: &Report) -> Value {
+    json!({
+        "ok": r.ok,
+        "version": env!("CARGO_PKG_VERSION"),
+        "roots": r.roots,
+        "state_dir": r.state_dir.as_ref().map(|s| &s.dir),
+        "state_source": r.state_dir.as_ref().map(|s| s.source),
+        "state_reason": r.state_dir.as_ref().map(|s| s.source.reason()),
+        "tools": r.tools,
+        "store": r.store,
+        "shell": toolbelt_exec::default_shell(),
+        "sandbox": {
+            "mode": r.sandbox.as_str(),
+            "network": r.network,
+            "verdict": r.verdict,
+            "state_hidden": !r.state_readable && r.sandbox != SandboxMode::None,
+            "helper": r.helper,
+            "support": r.support,
+        },
+        "skills": skills_json(&r.skills, &r.skill_scan),
+        "agent_types": r.agent_types.as_ref().map(|(names, dirs, problems)| json!({
+            "names": names.split(", ").collect::<Vec<_>>(),
+            "dirs": dirs,
+            "problems": problems
+                .iter()
+                .map(|p| json!({"path": p.path, "message": p.message}))
+                .collect::<Vec<_>>(),
+        })),
+        "problems": r.problems,
+    })
+}
+
+/// `doctor` without `--json`.
+fn report_text(r: &Report) -> String {
+    let mut text = format!("toolbelt {}\n", env!("CARGO_PKG_VERSION"));
+    for root in &r.roots {
+        let _ = writeln!(text, "root: {}", root.display());
+    }
+    if let Some(state) = &r.state_dir {
+        let _ = writeln!(
+            text,
+            "state dir: {} ({})",
+            state.dir.display(),
+            state.source.reason()
+        );
+    }
+    if let Some(n) = r.tools {
+        let _ = writeln!(text, "tools: {n}");
+    }
+    text.push_str(&skills_text(&r.skills, &r.skill_scan));
+    if let Some((names, dirs, type_problems)) = &r.agent_types {
+        let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        let _ = writeln!(text, "agent types: {names} (looked in {})", dirs.join(", "));
+        for p in type_problems {
+            let _ = writeln!(
+                text,
+                "warning: agent type skipped: {}: {}",
+                p.path.display(),
+                p.message
+            );
+        }
+    }
+    if let Some(store) = &r.store {
+        let _ = writeln!(text, "store: {store}");
+    }
+    let _ = writeln!(text, "shell: {}", toolbelt_exec::default_shell().display());
+    let _ = writeln!(
+        text,
+        "sandbox helper: {}",
+        r.helper
+            .as_ref()
+            .map_or_else(|| "none found".to_string(), |h| h.display().to_string())
+    );
+    text.push_str("\nWhat this machine enforces:\n");
+    for line in r.support.report().lines() {
+        let _ = writeln!(text, "  {line}");
+    }
+    let _ = writeln!(
+        text,
+        "\nConfigured: sandbox {}, network {}: {}",
+        r.sandbox,
+        if r.network { "on" } else { "off" },
+        r.verdict
+    );
+    if r.state_readable {
+        let dir = r.state_dir.as_ref().map_or_else(
+            || "the state directory".to_string(),
+            |s| s.dir.display().to_string(),
+        );
+        let _ = writeln!(
+            text,
+            "warning: sandboxed commands can read {dir} (the store, saved outputs, the serve \
+             token): this machine cannot make the mount namespace that hides it; keep \
+             --state-dir out of reach some other way, or run where user namespaces are allowed"
+        );
+    }
+    for p in &r.problems {
+        let _ = writeln!(text, "problem: {p}");
+    }
+    text
+}
+
+/// How many skills each directory gives (the first of a name counts).
+fn skills_by_dir(skills: &Skills, scan: &SkillScan) -> Vec<(PathBuf, usize)> {
+    skills
+        .dirs()
+        .into_iter()
+        .map(|dir| {
+            let count = scan.skills.iter().filter(|s| s.source == dir).count();
+            (dir, count)
+        })
+        .collect()
+}
+
+/// `doctor`'s lines on skills: how many from where, then each problem as a warning.
+fn skills_text(skills: &Skills, scan: &SkillScan) -> String {
+    let by_dir = skills_by_dir(skills, scan);
+    let mut text = if scan.skills.is_empty() {
+        let dirs: Vec<String> = by_dir
+            .iter()
+            .map(|(d, _)| d.display().to_string())
+            .collect();
+        format!("skills: none (looked in {})\n", dirs.join(", "))
+    } else {
+        let from: Vec<String> = by_dir
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(d, n)| format!("{n} in {}", d.display()))
+            .collect();
+        format!("skills: {} ({})\n", scan.skills.len(), from.join(", "))
+    };
+    for p in &scan.problems {
+        let _ = writeln!(text, "warning: skill skipped: {p}");
+    }
+    text
+}
+
+/// `doctor --json`'s `skills`: the count, each directory searched with its count,
+/// and the problems.
+fn skills_json(skills: &Skills, scan: &SkillScan) -> Value {
+    let dirs: Vec<Value> = skills_by_dir(skills, scan)
+        .into_iter()
+        .map(|(path, count)| json!({"path": path, "count": count}))
+        .collect();
+    let problems: Vec<Value> = scan
+        .problems
+        .iter()
+        .map(|p| json!({"path": p.path, "message": p.message}))
+        .collect();
+    json!({"count": scan.skills.len(), "dirs": dirs, "problems": problems})
+}

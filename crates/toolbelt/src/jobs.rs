@@ -1,0 +1,124 @@
+//! Channels and scheduled jobs: the [`Messaging`] (channels, outbox, scheduler)
+//! of the `message` and `cron` tools, which `toolbelt serve` and `toolbelt cron run`
+//! run in the background, and [`AgentJobs`], which runs the prompts of jobs with
+//! the agent of `[agent]`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use anyhow::{Context, Result};
+use tokio_util::sync::CancellationToken;
+use toolbelt_core::{BoxFuture, Registry};
+use toolbelt_sched::{ChannelConfig, Channels, Messaging, PromptRun, PromptRunner};
+use toolbelt_store::{CronJob, StoreHandle};
+
+use crate::config::AgentConfig;
+use crate::model::{self, JOB_REASON, Unattended};
+use crate::settings::AgentSettings;
+
+/// The channels of the config file over `store`, secrets read from the
+/// environment; jobs run prompts when `[agent]` (or the environment) names a model.
+/// Returns the runner of prompts too, to [`AgentJobs::attach`] the tools to.
+///
+/// # Errors
+/// Invalid `[channels]`.
+pub fn messaging(
+    channels: &BTreeMap<String, ChannelConfig>,
+    agent: &AgentConfig,
+    state_dir: &Path,
+    store: &StoreHandle,
+) -> Result<(Messaging, Option<Arc<AgentJobs>>)> {
+    let env = |name: &str| std::env::var(name).ok();
+    let channels = Channels::from_config(channels, &env, state_dir)
+        .context("invalid [channels] in the config file")?;
+    let messaging = Messaging::new(store.clone(), channels);
+    // Without a usable [agent], `cron` refuses prompt jobs and says how to set one.
+    let Ok(settings) = AgentSettings::for_jobs(agent) else {
+        return Ok((messaging, None));
+    };
+    let jobs = Arc::new(AgentJobs {
+        settings,
+        registry: OnceLock::new(),
+    });
+    let runner: Arc<dyn PromptRunner> = jobs.clone();
+    Ok((messaging.with_prompt_runner(runner), Some(jobs)))
+}
+
+/// Runs the prompts of jobs with the agent of `[agent]`, on the tools of the
+/// command that runs the scheduler (`toolbelt serve`, `toolbelt cron run`): the
+/// same roots, rules, sandbox and call log; calls that an `ask` rule covers are
+/// declined, as in `toolbelt agent -p`.
+#[derive(Debug)]
+pub struct AgentJobs {
+    settings: AgentSettings,
+    registry: OnceLock<Arc<Registry>>,
+}
+
+impl AgentJobs {
+    /// Gives the runs the tools of `registry` (a fork of it: with its own
+    /// approver, which declines what needs approval). Once; later calls are
+    /// ignored.
+    pub fn attach(&self, registry: &Registry) {
+        let mut tools = registry.fork();
+        tools.set_approver(Some(Arc::new(Unattended {
+            approve_all: false,
+            reason: JOB_REASON,
+        })));
+        let _ = self.registry.set(Arc::new(tools));
+    }
+}
+
+impl PromptRunner for AgentJobs {
+    fn run<'a>(&'a self, job: &'a CronJob, cancel: CancellationToken) -> BoxFuture<'a, PromptRun> {
+        Box::pin(async move {
+            let (Some(registry), Some(prompt)) = (self.registry.get(), job.prompt.as_deref())
+            else {
+                return PromptRun::failed(
+                    "error",
+                    "the process that fired the job has no tools to run its prompt with",
+                );
+            };
+            let (outcome, text, run_id) =
+                model::run_unattended(Arc::clone(registry), &self.settings, prompt, &cancel).await;
+            PromptRun {
+                outcome: outcome.as_str().to_string(),
+                text,
+                run_id: (!run_id.is_empty()).then_some(run_id),
+            }
+        })
+    }
+}
+
+/// The scheduler and the outbox running in the background.
+#[derive(Debug)]
+pub struct Background {
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Background {
+    /// Stops them: prompt runs under way are cut off and recorded as interrupted
+    /// (within the scheduler's grace period), then this returns.
+    pub async fn stop(self) {
+        self.cancel.cancel();
+        let grace = std::time::Duration::from_millis(toolbelt_sched::STOP_GRACE_MS + 1_000);
+        if tokio::time::timeout(grace, self.task).await.is_err() {
+            tracing::warn!("the scheduler did not stop within its grace period");
+        }
+    }
+}
+
+/// Starts `messaging` on the current runtime until [`Background::stop`]: the
+/// scheduler and the outbox of `toolbelt serve`, the jobs' prompts run on
+/// `registry`'s tools.
+pub fn spawn(messaging: &Messaging, jobs: Option<&AgentJobs>, registry: &Registry) -> Background {
+    if let Some(jobs) = jobs {
+        jobs.attach(registry);
+    }
+    let cancel = CancellationToken::new();
+    let m = messaging.clone();
+    let c = cancel.clone();
+    let task = tokio::spawn(async move { m.run(c).await });
+    Background { cancel, task }
+}

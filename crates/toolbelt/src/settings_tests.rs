@@ -1,0 +1,103 @@
+//! The settings' order: flags, then the environment, then the config file, then the
+//! defaults; and the usage errors of bad values.
+
+use clap::Parser;
+use pretty_assertions::assert_eq;
+
+use super::*;
+use crate::config::SubagentsConfig;
+
+#[derive(Debug, Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: AgentArgs,
+}
+
+fn args(line: &[&str]) -> AgentArgs {
+    let mut all = vec!["agent"];
+    all.extend(line);
+    Cli::try_parse_from(all).unwrap().args
+}
+
+fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+}
+
+#[test]
+fn flags_then_environment_then_file() {
+    let file = AgentConfig {
+        provider: Some("anthropic".into()),
+        model: Some("file-model".into()),
+        base_url: Some("http://file.example/".into()),
+        api_key_env: Some("MY_KEY".into()),
+        max_steps: Some(7),
+        max_repeats: Some(3),
+        protocol: Some("text".into()),
+        context_window: Some(50_000),
+        max_tokens: Some(1_000),
+        subagents: SubagentsConfig::default(),
+    };
+    let s = AgentSettings::resolve(&args(&[]), &file, &env(&[("MY_KEY", "sk-1")])).unwrap();
+    assert_eq!(s.provider.kind, ProviderKind::Anthropic);
+    assert_eq!(s.provider.model, "file-model");
+    assert_eq!(s.provider.base_url, "http://file.example");
+    assert_eq!(s.provider.api_key, Some(Secret::new("sk-1")));
+    assert_eq!(s.provider.max_tokens, 1_000);
+    assert_eq!(
+        (s.protocol, s.max_steps, s.max_repeats, s.context_window),
+        (Protocol::Text, 7, 3, 50_000)
+    );
+    let from_env = env(&[("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/")]);
+    let s = AgentSettings::resolve(&args(&[]), &file, &from_env).unwrap();
+    assert_eq!(s.provider.base_url, "http://127.0.0.1:9");
+    assert_eq!(s.provider.api_key, None);
+    assert_eq!(s.key_env, "MY_KEY");
+    let s = AgentSettings::resolve(
+        &args(&[
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:1/v1",
+            "--protocol",
+            "native",
+            "--max-steps",
+            "2",
+        ]),
+        &file,
+        &from_env,
+    )
+    .unwrap();
+    assert_eq!(s.provider.kind, ProviderKind::OpenAi);
+    assert_eq!(s.provider.base_url, "http://127.0.0.1:1/v1");
+    assert_eq!((s.protocol, s.max_steps), (Protocol::Native, 2));
+}
+
+#[test]
+fn defaults_and_usage_errors() {
+    let none = env(&[]);
+    let err = AgentSettings::resolve(&args(&[]), &AgentConfig::default(), &none).unwrap_err();
+    assert_eq!(err.to_string(), NO_MODEL);
+    let s =
+        AgentSettings::resolve(&args(&["--model", "m"]), &AgentConfig::default(), &none).unwrap();
+    assert_eq!(s.provider.kind, ProviderKind::OpenAi);
+    assert_eq!(s.provider.base_url, "https://api.openai.com/v1");
+    assert_eq!(s.key_env, "OPENAI_API_KEY");
+    for bad in [
+        &["--model", "m", "--provider", "gemini"][..],
+        &["--model", "m", "--protocol", "xml"],
+        &["--model", "m", "--max-steps", "0"],
+        &["--model", "m", "--max-repeats", "1"],
+        &["--model", "m", "--base-url", "ftp://x"],
+    ] {
+        assert!(
+            AgentSettings::resolve(&args(bad), &AgentConfig::default(), &none).is_err(),
+            "{bad:?}"
+        );
+    }
+}
