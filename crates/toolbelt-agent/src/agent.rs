@@ -1,4 +1,7 @@
-//! The agent loop.
+//! The agent loop: ask the model, run the calls it asks for, give back the
+//! results, until a final answer. What it leans on lives beside it: the history's
+//! compaction in `compact`, its events and transcript in `journal`, the system
+//! prompt in `prompt`; subagents reach it only through [`Spawner`].
 
 use std::collections::BTreeMap;
 use std::path::Path;
