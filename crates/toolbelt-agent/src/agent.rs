@@ -1,183 +1,55 @@
-//! The agent loop.
+//! The agent loop: ask the model, run the calls it asks for, give back the
+//! results, until a final answer. What it leans on lives beside it: the history's
+//! compaction in `compact`, its events and transcript in `journal`, the system
+//! prompt in `prompt`; subagents reach it only through [`Spawner`].
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{BatchMode, CallOptions, Registry, Status, ToolCall};
 use toolbelt_wire::calls::{ParsedCall, TextParseError, parse_text_reply, to_observation};
 use toolbelt_wire::export::{export, text_prompt};
 
-use crate::compact;
+use crate::compact::{Compaction, Window};
+use crate::error::AgentError;
 use crate::events::{AgentEvent, EventTx};
+use crate::journal::Journal;
 use crate::message::{Message, ToolOutput, Usage};
+use crate::options::{AgentOptions, Outcome, Protocol, RunOutcome};
+use crate::prompt::system_prompt;
 use crate::provider::{
     ModelRequest, ModelResponse, Provider, ProviderError, StopReason, StreamEvent,
 };
 use crate::summary::{call_summary, result_summary};
 use crate::transcript::{self, Transcript};
 
-/// How the model asks for tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Protocol {
-    /// The provider's function calling (`tools` in the request).
-    #[default]
-    Native,
-    /// The text protocol: the tools described in the system prompt, `Action:
-    /// tool[{...}]` read from the reply, `Observation: ...` sent back.
-    Text,
+/// The subagents an agent started, as its loop sees them: their progress goes into
+/// the agent's events, and the reports of those in the background into its
+/// conversation. [`Subagents`](crate::Subagents) is the one the crate provides; the
+/// loop knows no more of it than this.
+pub trait Spawner: Send + Sync + std::fmt::Debug {
+    /// Sends the subagents' events to `events`, and records `run_id` as the parent
+    /// run of the background subagents started from now on.
+    fn bind(&self, events: EventTx, run_id: &str);
+
+    /// The reports of background subagents that ended and were not yet delivered,
+    /// as messages for the model; they count as delivered from now on.
+    fn take_reports(&self) -> BoxFuture<'_, Vec<String>>;
+
+    /// True when reports wait for delivery.
+    fn has_reports(&self) -> bool;
+
+    /// Background subagents this agent started that are still running.
+    fn running(&self) -> usize;
+
+    /// Waits until a background subagent of this agent ends (or `cancel` fires).
+    fn wait_any<'a>(&'a self, cancel: &'a CancellationToken) -> BoxFuture<'a, ()>;
 }
-
-impl Protocol {
-    /// `native` or `text`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::Native => "native",
-            Protocol::Text => "text",
-        }
-    }
-
-    /// Parses `native` or `text`.
-    pub fn parse(s: &str) -> Option<Protocol> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "native" => Some(Protocol::Native),
-            "text" => Some(Protocol::Text),
-            _ => None,
-        }
-    }
-}
-
-/// The default of [`AgentOptions::max_steps`].
-pub const DEFAULT_MAX_STEPS: usize = 100;
-/// The default of [`AgentOptions::repeat_warn`].
-pub const DEFAULT_REPEAT_WARN: usize = 3;
-/// The default of [`AgentOptions::repeat_stop`].
-pub const DEFAULT_REPEAT_STOP: usize = 8;
-/// The default of [`AgentOptions::context_window`], in tokens.
-pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
-
-/// How an [`Agent`] works.
-#[derive(Debug, Clone)]
-pub struct AgentOptions {
-    /// Native function calling or the text protocol.
-    pub protocol: Protocol,
-    /// Model calls one run may make.
-    pub max_steps: usize,
-    /// The same call with the same arguments this many times in a row is answered
-    /// with a reminder.
-    pub repeat_warn: usize,
-    /// ... and this many times in a row ends the run.
-    pub repeat_stop: usize,
-    /// The model's context window, in tokens.
-    pub context_window: u64,
-    /// Calls of one turn run at most this many at once (concurrency-safe ones only).
-    pub max_parallel: usize,
-    /// Replaces the built-in system prompt.
-    pub system_prompt: Option<String>,
-    /// Project instructions (`AGENTS.md`, `CLAUDE.md`): (file name, text).
-    pub instructions: Vec<(String, String)>,
-    /// Where transcripts go (`<state>/agent/runs`); none: no transcript.
-    pub transcript_dir: Option<PathBuf>,
-    /// Tokens (input and output) one turn may use; the turn stops once it has used
-    /// more. None: no limit.
-    pub token_budget: Option<u64>,
-    /// When the model answers while subagents it started in the background are
-    /// still running: wait for their reports and let the model go on with them
-    /// (true; for runs nobody watches, such as `-p`), or end the turn (false; the
-    /// reports arrive at the next turn).
-    pub wait_for_background: bool,
-}
-
-impl Default for AgentOptions {
-    fn default() -> AgentOptions {
-        AgentOptions {
-            protocol: Protocol::Native,
-            max_steps: DEFAULT_MAX_STEPS,
-            repeat_warn: DEFAULT_REPEAT_WARN,
-            repeat_stop: DEFAULT_REPEAT_STOP,
-            context_window: DEFAULT_CONTEXT_WINDOW,
-            max_parallel: toolbelt_core::DEFAULT_MAX_CONCURRENCY,
-            system_prompt: None,
-            instructions: Vec::new(),
-            transcript_dir: None,
-            token_budget: None,
-            wait_for_background: false,
-        }
-    }
-}
-
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// The model gave its final answer.
-    FinalAnswer,
-    /// The run reached `max_steps`.
-    MaxSteps,
-    /// The model repeated one call `repeat_stop` times.
-    RepeatedCall,
-    /// The run was cancelled (Ctrl-C).
-    Cancelled,
-    /// The turn used more tokens than its budget.
-    TokenBudget,
-    /// The provider failed (after its retries).
-    Error,
-}
-
-impl Outcome {
-    /// The name used in events and transcripts.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::FinalAnswer => "final_answer",
-            Outcome::MaxSteps => "max_steps",
-            Outcome::RepeatedCall => "repeated_call",
-            Outcome::Cancelled => "cancelled",
-            Outcome::TokenBudget => "token_budget",
-            Outcome::Error => "error",
-        }
-    }
-}
-
-/// What a run gave.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunOutcome {
-    /// How it ended.
-    pub outcome: Outcome,
-    /// The final answer, or what ended the run.
-    pub message: String,
-    /// Model calls made.
-    pub steps: usize,
-    /// Tool calls made.
-    pub tool_calls: usize,
-}
-
-/// An agent could not be set up.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// A transcript could not be read or written.
-    #[error("transcript {path}: {message}")]
-    Transcript {
-        /// The file.
-        path: PathBuf,
-        /// What went wrong.
-        message: String,
-    },
-}
-
-/// The history is compacted when a call would fill this share of the budget...
-const COMPACT_AT: f64 = 0.85;
-/// ... down to this share.
-const COMPACT_TO: f64 = 0.6;
-/// The last messages (about three steps) are never shortened.
-const KEEP_RECENT_MESSAGES: usize = 6;
-/// The longest summary asked for.
-const SUMMARY_MAX_TOKENS: u32 = 2_048;
 
 /// Asks the model to go on after an answer cut by the output limit.
 const CONTINUE_AFTER_CUT: &str =
@@ -205,23 +77,20 @@ pub struct Agent {
     registry: Arc<Registry>,
     provider: Arc<dyn Provider>,
     options: AgentOptions,
-    events: EventTx,
+    /// Its events and transcript.
+    journal: Journal,
     run_id: String,
     system: String,
     tools: Option<Arc<Value>>,
-    /// Characters of the system prompt and the tools, for token estimates.
-    fixed_chars: usize,
+    /// The context window, and how full the history makes it.
+    window: Window,
     messages: Vec<Message>,
     usage: Usage,
-    /// Tokens per character, learnt from the provider's usage.
-    tokens_per_char: Option<f64>,
-    transcript: Option<Transcript>,
     started: bool,
     resumed: bool,
     call_seq: u64,
-    /// The subagents this agent starts (`task`, `spawn`): their reports come into
-    /// the conversation.
-    subagents: Option<crate::subagent::Subagents>,
+    /// The subagents this agent starts: their reports come into the conversation.
+    subagents: Option<Arc<dyn Spawner>>,
 }
 
 impl Agent {
@@ -247,19 +116,18 @@ impl Agent {
             ),
         };
         let fixed_chars = system.len() + tools.as_ref().map_or(0, |t| t.to_string().len());
+        let window = Window::new(options.context_window, fixed_chars);
         Agent {
             registry,
             provider,
             options,
-            events,
+            journal: Journal::new(events),
             run_id: new_run_id(),
             system,
             tools,
-            fixed_chars,
+            window,
             messages: Vec::new(),
             usage: Usage::default(),
-            tokens_per_char: None,
-            transcript: None,
             started: false,
             resumed: false,
             call_seq: 0,
@@ -271,9 +139,9 @@ impl Agent {
     /// [`Subagents`](crate::Subagents) whose tools are in its registry): their
     /// progress goes into this agent's events, and the reports of background ones
     /// into its conversation, before its next model call.
-    pub fn set_subagents(&mut self, subagents: crate::subagent::Subagents) {
-        subagents.bind(self.events.clone(), &self.run_id);
-        self.subagents = Some(subagents);
+    pub fn set_subagents(&mut self, subagents: impl Spawner + 'static) {
+        subagents.bind(self.journal.events().clone(), &self.run_id);
+        self.subagents = Some(Arc::new(subagents));
     }
 
     /// Continues the conversation of the transcript at `path` (its later turns are
@@ -292,11 +160,13 @@ impl Agent {
         let mut agent = Agent::new(registry, provider, options, events);
         agent.run_id = loaded.run_id;
         if let Some(s) = &agent.subagents {
-            s.bind(agent.events.clone(), &agent.run_id);
+            s.bind(agent.journal.events().clone(), &agent.run_id);
         }
         agent.messages = loaded.messages;
         agent.usage = loaded.usage;
-        agent.transcript = Some(Transcript::append(path)?);
+        agent
+            .journal
+            .set_transcript(Some(Transcript::append(path)?));
         agent.resumed = true;
         Ok(agent)
     }
@@ -323,7 +193,7 @@ impl Agent {
 
     /// The transcript's path, once the first turn has started.
     pub fn transcript_path(&self) -> Option<&Path> {
-        self.transcript.as_ref().map(Transcript::path)
+        self.journal.transcript().map(Transcript::path)
     }
 
     /// Forgets the conversation (`/clear`): the next turn starts afresh, in a new
@@ -331,13 +201,13 @@ impl Agent {
     pub fn clear(&mut self) {
         self.messages.clear();
         self.usage = Usage::default();
-        self.tokens_per_char = None;
-        self.transcript = None;
+        self.window.forget();
+        self.journal.set_transcript(None);
         self.run_id = new_run_id();
         self.started = false;
         self.resumed = false;
         if let Some(s) = &self.subagents {
-            s.bind(self.events.clone(), &self.run_id);
+            s.bind(self.journal.events().clone(), &self.run_id);
         }
     }
 
@@ -345,8 +215,7 @@ impl Agent {
     /// turns summarised.
     pub async fn compact_now(&mut self, cancel: &CancellationToken) {
         self.ensure_started();
-        let target = (self.budget_tokens() as f64 * 0.3) as u64;
-        self.compact_to(target, cancel, true).await;
+        self.compaction().on_request(cancel).await;
     }
 
     /// Runs one turn: sends `prompt`, runs the tools the model asks for, and goes on
@@ -419,7 +288,7 @@ impl Agent {
                 }
             }
             self.deliver_reports().await;
-            self.fit_context(turn_start, cancel).await;
+            self.compaction().fit(turn_start, cancel).await;
             state.steps += 1;
             self.emit(AgentEvent::StepStarted { step: state.steps });
             let started = Instant::now();
@@ -432,9 +301,7 @@ impl Agent {
                     self.notice(format!(
                         "the provider says the conversation is too long for the model ({e}); compacting it"
                     ));
-                    let target = (self.budget_tokens() as f64 * 0.4) as u64;
-                    self.compact_to_keeping(target, turn_start, cancel, true)
-                        .await;
+                    self.compaction().after_overflow(turn_start, cancel).await;
                     continue;
                 }
                 Err(e) => return (Outcome::Error, e.to_string()),
@@ -474,7 +341,7 @@ impl Agent {
         if !self.options.wait_for_background {
             return false;
         }
-        let running = subagents.running_here();
+        let running = subagents.running();
         if running == 0 && !subagents.has_reports() {
             return false;
         }
@@ -787,7 +654,7 @@ impl Agent {
             tools: self.tools.clone(),
             max_tokens: None,
         };
-        let events = self.events.clone();
+        let events = self.journal.events().clone();
         let sink = move |event: StreamEvent| {
             let _ = events.send(match event {
                 StreamEvent::TextDelta { text } => AgentEvent::TextDelta { text },
@@ -811,13 +678,7 @@ impl Agent {
     fn account(&mut self, response: &ModelResponse, elapsed: std::time::Duration) {
         let step = response.usage;
         self.usage.add(&step);
-        if step.input_tokens > 0 {
-            let chars = self.context_chars();
-            if chars > 0 {
-                let ratio = step.input_tokens as f64 / chars as f64;
-                self.tokens_per_char = Some(ratio.clamp(0.1, 1.0));
-            }
-        }
+        self.window.learn(step.input_tokens, &self.messages);
         self.record(&json!({
             "type": "usage",
             "usage": step,
@@ -831,205 +692,15 @@ impl Agent {
         });
     }
 
-    /// Tokens the history may use: the window less room for the answer.
-    fn budget_tokens(&self) -> u64 {
-        let window = self.options.context_window.max(1_024);
-        let reserve = (window / 4).min(u64::from(crate::provider::DEFAULT_MAX_TOKENS));
-        window - reserve
-    }
-
-    /// Characters of everything sent with a call.
-    fn context_chars(&self) -> usize {
-        self.fixed_chars + self.messages.iter().map(Message::char_len).sum::<usize>()
-    }
-
-    /// The tokens the next call would send, estimated.
-    fn estimate_tokens(&self) -> u64 {
-        let ratio = self.tokens_per_char.unwrap_or(1.0 / 3.5);
-        (self.context_chars() as f64 * ratio).ceil() as u64
-    }
-
-    /// Compacts the history when the next call would fill more than
-    /// [`COMPACT_AT`] of the budget.
-    async fn fit_context(&mut self, turn_start: usize, cancel: &CancellationToken) {
-        let budget = self.budget_tokens();
-        if (self.estimate_tokens() as f64) <= budget as f64 * COMPACT_AT {
-            return;
-        }
-        let target = (budget as f64 * COMPACT_TO) as u64;
-        self.compact_to_keeping(target, turn_start, cancel, false)
-            .await;
-    }
-
-    async fn compact_to(&mut self, target: u64, cancel: &CancellationToken, force: bool) {
-        let turn_start = self
-            .messages
-            .iter()
-            .rposition(
-                |m| matches!(m, Message::User { content } if !content.starts_with("Observation")),
-            )
-            .unwrap_or(0);
-        self.compact_to_keeping(target, turn_start, cancel, force)
-            .await;
-    }
-
-    /// Makes the history fit `target` tokens: old large tool results shortened,
-    /// then older turns summarised, then (if that is not enough) left out. The
-    /// task of the turn (the message at `turn_start`), the latest todo list and the
-    /// last steps stay intact. `force` summarises even when shortening was enough.
-    async fn compact_to_keeping(
-        &mut self,
-        target: u64,
-        turn_start: usize,
-        cancel: &CancellationToken,
-        force: bool,
-    ) {
-        let before = self.estimate_tokens();
-        // 1. Old large tool results, all but the last steps'.
-        let keep_from = self.messages.len().saturating_sub(KEEP_RECENT_MESSAGES);
-        let spill_dir = self.registry.session().spill_dir();
-        let shortened = compact::shorten_old_results(&mut self.messages, keep_from, &spill_dir);
-        if !shortened.is_empty() {
-            let after = self.estimate_tokens();
-            self.record(&json!({
-                "type": "compaction",
-                "kind": "tool_results",
-                "tokens_before": before,
-                "tokens_after": after,
-                "shortened": shortened,
-            }));
-            self.emit(AgentEvent::Compacted {
-                kind: "tool_results".into(),
-                tokens_before: before,
-                tokens_after: after,
-            });
-        }
-        if self.estimate_tokens() <= target && !force {
-            self.record_reset();
-            return;
-        }
-        // 2. Older turns summarised by the model.
-        let ratio = self.tokens_per_char.unwrap_or(1.0 / 3.5);
-        let keep_chars = ((target as f64 * 0.5) / ratio) as usize;
-        let keep_chars = keep_chars.saturating_sub(self.fixed_chars.min(keep_chars / 2));
-        let task = self.messages.get(turn_start).cloned();
-        let before_summary = self.estimate_tokens();
-        if let Some(cut) = compact::cut_point(
-            &self.messages,
-            keep_chars,
-            self.messages.len().saturating_sub(1),
-        ) {
-            let old = self.messages[..cut].to_vec();
-            let todo = compact::latest_todo_text(&old, |name| {
-                matches!(
-                    self.registry.resolve(name),
-                    Some("set_todo_list" | "update_todos")
-                )
-            });
-            let summary = self.summarise(&old, cancel).await;
-            let mut head = String::from(
-                "[The earlier conversation was condensed to fit the context window.]\n\n",
-            );
-            let kind = match &summary {
-                Some(text) => {
-                    head.push_str("Summary of it:\n");
-                    head.push_str(text.trim());
-                    "summary"
-                }
-                None => {
-                    head.push_str("(It could not be summarised; its older part was left out.)");
-                    "dropped"
-                }
-            };
-            if turn_start < cut
-                && let Some(Message::User { content }) = &task
-            {
-                head.push_str("\n\nThe current task, as the user gave it:\n");
-                head.push_str(content);
-            }
-            if let Some(todo) = todo {
-                head.push_str("\n\nThe todo list as it last stood:\n");
-                head.push_str(&todo);
-            }
-            let mut messages = vec![Message::user(head)];
-            messages.extend(self.messages.drain(cut..));
-            self.messages = messages;
-            let after = self.estimate_tokens();
-            self.record(&json!({
-                "type": "compaction",
-                "kind": kind,
-                "messages_replaced": cut,
-                "tokens_before": before_summary,
-                "tokens_after": after,
-            }));
-            self.emit(AgentEvent::Compacted {
-                kind: kind.into(),
-                tokens_before: before_summary,
-                tokens_after: after,
-            });
-        }
-        // 3. Still too big: leave out the oldest steps, keeping the first message
-        // (the summary or the task) and the last step.
-        let budget = self.budget_tokens();
-        let mut dropped = 0usize;
-        let before_drop = self.estimate_tokens();
-        while self.estimate_tokens() > budget && self.messages.len() > 3 {
-            // Remove message 1 and any tool results that would start the rest.
-            self.messages.remove(1);
-            dropped += 1;
-            while self.messages.len() > 2
-                && matches!(self.messages.get(1), Some(Message::Tool { .. }))
-            {
-                self.messages.remove(1);
-                dropped += 1;
-            }
-        }
-        if dropped > 0 {
-            let after = self.estimate_tokens();
-            self.record(&json!({
-                "type": "compaction",
-                "kind": "dropped",
-                "messages_dropped": dropped,
-                "tokens_before": before_drop,
-                "tokens_after": after,
-            }));
-            self.emit(AgentEvent::Compacted {
-                kind: "dropped".into(),
-                tokens_before: before_drop,
-                tokens_after: after,
-            });
-        }
-        self.record_reset();
-    }
-
-    /// Writes the whole history to the transcript, so a resumed run starts from it.
-    fn record_reset(&mut self) {
-        let messages = self.messages.clone();
-        self.record(&json!({"type": "reset", "messages": messages}));
-    }
-
-    /// Asks the model for a summary of `old`; `None` when it cannot give one.
-    async fn summarise(&mut self, old: &[Message], cancel: &CancellationToken) -> Option<String> {
-        let request = ModelRequest {
-            system: compact::SUMMARY_SYSTEM.to_string(),
-            messages: vec![Message::user(format!(
-                "The conversation so far:\n\n{}\n\nWrite the summary now.",
-                compact::render_for_summary(old)
-            ))],
-            tools: None,
-            max_tokens: Some(SUMMARY_MAX_TOKENS),
-        };
-        let sink = |_: StreamEvent| {};
-        match self.provider.complete(&request, &sink, cancel).await {
-            Ok(r) if !r.content.trim().is_empty() => {
-                self.usage.add(&r.usage);
-                Some(r.content)
-            }
-            Ok(_) => None,
-            Err(e) => {
-                self.notice(format!("the history could not be summarised: {e}"));
-                None
-            }
+    /// The parts of this agent a compaction of its history works on.
+    fn compaction(&mut self) -> Compaction<'_> {
+        Compaction {
+            messages: &mut self.messages,
+            journal: &mut self.journal,
+            usage: &mut self.usage,
+            provider: &*self.provider,
+            registry: &self.registry,
+            window: self.window,
         }
     }
 
@@ -1038,11 +709,11 @@ impl Agent {
             return;
         }
         self.started = true;
-        if self.transcript.is_none()
+        if self.journal.transcript().is_none()
             && let Some(dir) = &self.options.transcript_dir
         {
             match Transcript::create(dir, &self.run_id) {
-                Ok(t) => self.transcript = Some(t),
+                Ok(t) => self.journal.set_transcript(Some(t)),
                 Err(e) => tracing::warn!("no transcript for this run: {e}"),
             }
             self.record(&json!({
@@ -1070,20 +741,15 @@ impl Agent {
     }
 
     fn record(&mut self, line: &Value) {
-        if let Some(t) = &mut self.transcript
-            && let Err(e) = t.write(line)
-        {
-            tracing::warn!("the transcript cannot be written: {e}");
-        }
+        self.journal.record(line);
     }
 
     fn emit(&self, event: AgentEvent) {
-        let _ = self.events.send(event);
+        self.journal.emit(event);
     }
 
     fn notice(&mut self, message: String) {
-        self.record(&json!({"type": "notice", "message": message}));
-        self.emit(AgentEvent::Notice { message });
+        self.journal.notice(message);
     }
 }
 
@@ -1152,60 +818,3 @@ fn new_run_id() -> String {
     let random = uuid::Uuid::new_v4().simple().to_string();
     format!("{now}-{}", &random[..4])
 }
-
-/// The system prompt: who the agent is and where it works, the project's
-/// instructions, and (text protocol) the tools.
-fn system_prompt(registry: &Registry, options: &AgentOptions, tools: Option<&str>) -> String {
-    let session = registry.session();
-    let mut out = match &options.system_prompt {
-        Some(custom) => custom.trim_end().to_string(),
-        None => format!("{BASE_PROMPT}\n\n{}", environment(session)),
-    };
-    for (name, text) in &options.instructions {
-        let text = text.trim();
-        if !text.is_empty() {
-            out.push_str(&format!("\n\n# Project instructions ({name})\n\n{text}"));
-        }
-    }
-    if let Some(tools) = tools {
-        out.push_str("\n\n");
-        out.push_str(tools.trim_end());
-        out.push_str(
-            "\n\nWrite one or more Action lines and stop; the observations come back in the next message. \
-             When the task is done, write `Final Answer: ` followed by your answer.",
-        );
-    }
-    out
-}
-
-/// The `# Environment` section of a system prompt: where the agent works.
-pub(crate) fn environment(session: &toolbelt_core::Session) -> String {
-    let roots = session
-        .roots()
-        .iter()
-        .map(|r| r.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
-    format!(
-        "# Environment\n- Working directory: {}\n- Workspace roots: {roots}\n- Platform: {}\n- Today: {}",
-        session.cwd().display(),
-        std::env::consts::OS,
-        chrono::Local::now().format("%Y-%m-%d"),
-    )
-}
-
-/// The built-in system prompt.
-const BASE_PROMPT: &str = "\
-You are toolbelt, an agent that works on the user's machine through tools: files, search, \
-the shell, the web, a todo list. Do the task the user gives you, then answer briefly with \
-what you did and what you found.
-
-- Look before you act: list, search and read the files a change touches before you edit them.
-- Keep changes small and focused; follow the project's style.
-- After a change, run what checks it (the tests, a build) when the project has it, and read \
-the result.
-- For a task of several steps, keep a todo list and update it as you go.
-- When a tool answers with an error, read its message and hint and fix the call; do not \
-repeat a call that failed unchanged.
-- Large outputs are cut to their head, tail and error lines; read the rest with read_output \
-when you need it.";

@@ -7,25 +7,39 @@
 //!   calling, or the text protocol's `Action: tool[{...}]`), returns the results, and
 //!   goes on until a final answer; it guards against repeated calls, keeps the history
 //!   inside the context window and writes a transcript.
+//!   Compaction (old tool results shortened, older turns summarised) lives apart
+//!   from the loop, which calls it before a model call that would not fit.
+//! - [`Subagents`]: agents an agent starts for one task (`task`, `spawn`). The loop
+//!   sees them through the [`Spawner`] trait only: it hands them its events and
+//!   takes the reports of background ones into its conversation.
 //! - [`AgentEvent`]: what a run reports as it goes, for a terminal or a program.
 //! - [`transcript`]: runs as JSONL files, listed and resumed.
+//! - [`tool_names`]: the few tools the agent names, each once.
+//! - [`AgentError`] for transcripts and runs; [`ProviderError`] for model calls.
 //!
 //! No terminal code lives here: the `toolbelt agent` command renders the events.
 
 mod agent;
 mod compact;
+mod error;
 mod events;
+mod journal;
 mod message;
+mod options;
+mod prompt;
 pub mod provider;
 pub mod subagent;
 mod summary;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod tool_names;
 pub mod transcript;
 
-pub use agent::{Agent, AgentError, AgentOptions, Outcome, Protocol, RunOutcome};
+pub use agent::{Agent, Spawner};
+pub use error::AgentError;
 pub use events::{AgentEvent, EventTx, ToolEventForwarder};
 pub use message::{Message, ModelCall, ToolOutput, Usage};
+pub use options::{AgentOptions, Outcome, Protocol, RunOutcome};
 pub use provider::{
     ModelRequest, ModelResponse, Provider, ProviderConfig, ProviderError, ProviderKind,
     RetryPolicy, Secret, StopReason, StreamEvent, build_provider,

@@ -4,6 +4,8 @@
 use serde_json::Value;
 use toolbelt_core::{Envelope, Status};
 
+use crate::tool_names::{SPAWN, TASK, THINK};
+
 /// The longest summary, in characters.
 const MAX_SUMMARY_CHARS: usize = 100;
 
@@ -25,15 +27,15 @@ const KEY_ARGUMENTS: &[&str] = &[
 ];
 
 /// A call in one line, by its key argument: `grep "fn main" in src`, `bash cargo
-/// test`, `read_file src/main.rs`, `Think: "..."` (seed 000's style, not a JSON blob).
+/// test`, `read_file src/main.rs`, `Think: "..."`: what the call does, not a JSON blob.
 pub fn call_summary(tool: &str, arguments: &Value) -> String {
     let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(one_line);
     let lower = tool.to_ascii_lowercase();
-    if lower == "think" {
+    if lower == THINK {
         let thought = text("thought").unwrap_or_default();
         return clip(&format!("Think: \"{thought}\""));
     }
-    if lower == "task" || lower == "spawn" {
+    if lower == TASK || lower == SPAWN {
         let what = text("description")
             .or_else(|| text("label"))
             .or_else(|| text("task"))

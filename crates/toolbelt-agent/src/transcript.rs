@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::agent::AgentError;
+use crate::error::AgentError;
 use crate::message::{Message, Usage};
 use crate::summary::{call_summary, result_summary};
 
@@ -32,14 +32,15 @@ impl Transcript {
     /// # Errors
     /// The directory or the file cannot be created.
     pub fn create(dir: &Path, run_id: &str) -> Result<Transcript, AgentError> {
+        fn open_new(dir: &Path, path: &Path) -> io::Result<File> {
+            fs::create_dir_all(dir)?;
+            OpenOptions::new().create_new(true).append(true).open(path)
+        }
         let path = dir.join(format!("{run_id}.jsonl"));
-        fs::create_dir_all(dir).map_err(|e| err(&path, &e))?;
-        let file = OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| err(&path, &e))?;
-        Ok(Transcript { path, file })
+        match open_new(dir, &path) {
+            Ok(file) => Ok(Transcript { path, file }),
+            Err(source) => Err(AgentError::Transcript { path, source }),
+        }
     }
 
     /// Opens an existing transcript to append to it.
@@ -50,7 +51,10 @@ impl Transcript {
         let file = OpenOptions::new()
             .append(true)
             .open(path)
-            .map_err(|e| err(path, &e))?;
+            .map_err(|source| AgentError::Transcript {
+                path: path.to_path_buf(),
+                source,
+            })?;
         Ok(Transcript {
             path: path.to_path_buf(),
             file,
@@ -84,11 +88,24 @@ impl Transcript {
     }
 }
 
-fn err(path: &Path, e: &dyn std::fmt::Display) -> AgentError {
-    AgentError::Transcript {
-        path: path.to_path_buf(),
-        message: e.to_string(),
+/// Gives `visit` the events of the transcript at `path`, one JSON value a line, in
+/// order; lines that are not JSON (a line cut by a crash) are skipped.
+///
+/// # Errors
+/// The file cannot be read.
+fn each_event(path: &Path, visit: impl FnMut(Value)) -> Result<(), AgentError> {
+    fn read(path: &Path, mut visit: impl FnMut(Value)) -> io::Result<()> {
+        for line in BufReader::new(File::open(path)?).lines() {
+            if let Ok(event) = serde_json::from_str::<Value>(&line?) {
+                visit(event);
+            }
+        }
+        Ok(())
     }
+    read(path, visit).map_err(|source| AgentError::Transcript {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// A transcript read back.
@@ -108,15 +125,10 @@ pub struct Loaded {
 /// # Errors
 /// The file cannot be read, or holds no run.
 pub fn load(path: &Path) -> Result<Loaded, AgentError> {
-    let file = File::open(path).map_err(|e| err(path, &e))?;
     let mut messages = Vec::new();
     let mut usage = Usage::default();
     let mut is_run = false;
-    for line in BufReader::new(file).lines() {
-        let line = line.map_err(|e| err(path, &e))?;
-        let Ok(event) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
+    each_event(path, |event| {
         match event.get("type").and_then(Value::as_str) {
             Some("run") => is_run = true,
             Some("message") => {
@@ -145,9 +157,11 @@ pub fn load(path: &Path) -> Result<Loaded, AgentError> {
             }
             _ => {}
         }
-    }
+    })?;
     if !is_run {
-        return Err(err(path, &"not a transcript of toolbelt agent"));
+        return Err(AgentError::NotATranscript {
+            path: path.to_path_buf(),
+        });
     }
     Ok(Loaded {
         run_id: run_id_of(path),
@@ -365,19 +379,12 @@ pub enum Entry {
 /// # Errors
 /// The file cannot be read, or holds no run.
 pub fn read(path: &Path) -> Result<Vec<Entry>, AgentError> {
-    let file = File::open(path).map_err(|e| err(path, &e))?;
     let mut entries = Vec::new();
-    for line in BufReader::new(file).lines() {
-        let line = line.map_err(|e| err(path, &e))?;
-        let Ok(event) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
-        if let Some(entry) = entry_of(&event) {
-            entries.push(entry);
-        }
-    }
+    each_event(path, |event| entries.extend(entry_of(&event)))?;
     if !matches!(entries.first(), Some(Entry::Run { .. })) {
-        return Err(err(path, &"not a transcript of toolbelt agent"));
+        return Err(AgentError::NotATranscript {
+            path: path.to_path_buf(),
+        });
     }
     Ok(entries)
 }
@@ -476,25 +483,24 @@ pub fn latest(dir: &Path) -> io::Result<Option<PathBuf>> {
 ///
 /// # Errors
 /// No run, or several, match.
-pub fn find(dir: &Path, id: &str) -> Result<PathBuf, String> {
-    let runs = list(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+pub fn find(dir: &Path, id: &str) -> Result<PathBuf, AgentError> {
+    let runs = list(dir).map_err(|source| AgentError::RunsUnreadable {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
     if let Some(run) = runs.iter().find(|r| r.id == id) {
         return Ok(run.path.clone());
     }
     let matching: Vec<_> = runs.iter().filter(|r| r.id.starts_with(id)).collect();
     match matching.as_slice() {
         [one] => Ok(one.path.clone()),
-        [] => Err(format!(
-            "no run {id:?} in {} (toolbelt agent --list shows the runs)",
-            dir.display()
-        )),
-        many => Err(format!(
-            "{id:?} names {} runs: {}",
-            many.len(),
-            many.iter()
-                .map(|r| r.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        [] => Err(AgentError::NoSuchRun {
+            id: id.to_string(),
+            dir: dir.to_path_buf(),
+        }),
+        many => Err(AgentError::AmbiguousRun {
+            id: id.to_string(),
+            matches: many.iter().map(|r| r.id.clone()).collect(),
+        }),
     }
 }

@@ -49,6 +49,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::McpServer;
 use crate::conn::{Conn, Connections, Deadlines, Peer, Tracked, WithDeadline};
+use crate::error::{ApiError, error_body};
 use crate::web::{self, Web, api::ApiState};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use toolbelt_core::{BatchMode, CallOptions, Envelope, ErrorCode, Registry, ToolCall};
@@ -163,10 +164,10 @@ impl std::fmt::Debug for ServeConfig {
     }
 }
 
-/// Why the server could not run.
+/// Why the HTTP server could not run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ServerError {
+pub enum HttpServeError {
     /// The listening socket could not be opened.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -183,24 +184,24 @@ pub enum ServerError {
 /// Opens the listening socket for `addr`.
 ///
 /// # Errors
-/// [`ServerError::Bind`] when the address is taken or not allowed.
-pub async fn bind(addr: SocketAddr) -> Result<TcpListener, ServerError> {
+/// [`HttpServeError::Bind`] when the address is taken or not allowed.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, HttpServeError> {
     TcpListener::bind(addr)
         .await
-        .map_err(|source| ServerError::Bind { addr, source })
+        .map_err(|source| HttpServeError::Bind { addr, source })
 }
 
 /// Serves the tools on `config.bind` until `shutdown` completes, then lets open
 /// connections finish (for at most [`SHUTDOWN_GRACE_SECS`]).
 ///
 /// # Errors
-/// [`ServerError::Bind`] when the address cannot be bound; [`ServerError::Config`]
+/// [`HttpServeError::Bind`] when the address cannot be bound; [`HttpServeError::Config`]
 /// for an empty token or zero caps.
 pub async fn serve(
     registry: Arc<Registry>,
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send,
-) -> Result<(), ServerError> {
+) -> Result<(), HttpServeError> {
     check_config(&config)?;
     let listener = bind(config.bind).await?;
     serve_listener(listener, registry, config, shutdown).await
@@ -210,13 +211,13 @@ pub async fn serve(
 /// only used for the `Host` check).
 ///
 /// # Errors
-/// [`ServerError::Config`] for an empty token or zero caps.
+/// [`HttpServeError::Config`] for an empty token or zero caps.
 pub async fn serve_listener(
     listener: TcpListener,
     registry: Arc<Registry>,
     mut config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send,
-) -> Result<(), ServerError> {
+) -> Result<(), HttpServeError> {
     check_config(&config)?;
     if config.bind.port() == 0
         && let Ok(addr) = listener.local_addr()
@@ -296,13 +297,13 @@ pub async fn serve_listener(
     Ok(())
 }
 
-fn check_config(config: &ServeConfig) -> Result<(), ServerError> {
+fn check_config(config: &ServeConfig) -> Result<(), HttpServeError> {
     match &config.token {
         Some(token) if token.trim().is_empty() => {
-            return Err(ServerError::Config("the token is empty".into()));
+            return Err(HttpServeError::Config("the token is empty".into()));
         }
         None if !config.bind.ip().is_loopback() => {
-            return Err(ServerError::Config(format!(
+            return Err(HttpServeError::Config(format!(
                 "refusing to serve {} without a token: the address is reachable from other machines",
                 config.bind
             )));
@@ -310,7 +311,7 @@ fn check_config(config: &ServeConfig) -> Result<(), ServerError> {
         _ => {}
     }
     if config.max_connections == 0 || config.max_sessions == 0 || config.max_body_bytes == 0 {
-        return Err(ServerError::Config(
+        return Err(HttpServeError::Config(
             "max_connections, max_sessions and max_body_bytes must be at least 1".into(),
         ));
     }
@@ -539,7 +540,7 @@ impl McpEndpoint {
     /// was opened with), else, for `initialize`, by the revision it asks for, else
     /// by its `MCP-Protocol-Version` header. The body, when read, comes back in
     /// the request.
-    async fn is_legacy(&self, request: Request) -> Result<(bool, Request), Response> {
+    async fn is_legacy(&self, request: Request) -> Result<(bool, Request), ApiError> {
         let headers = request.headers();
         if let Some(session) = headers
             .get(MCP_SESSION_HEADER)
@@ -575,34 +576,24 @@ impl McpEndpoint {
     }
 }
 
-/// The answer to a request whose body could not be read whole: 413 over the limit,
-/// 408 when it stopped coming (the body deadline), else 400.
-fn unread_body(e: &(dyn std::error::Error + 'static), max_body_bytes: usize) -> Response {
+/// The refusal of a request whose body could not be read whole: 413 over the
+/// limit, 408 when it stopped coming (the body deadline), else 400.
+fn unread_body(e: &(dyn std::error::Error + 'static), max_body_bytes: usize) -> ApiError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(cause) = source {
         if let Some(io) = cause.downcast_ref::<io::Error>()
             && io.kind() == io::ErrorKind::TimedOut
         {
-            return refuse(
-                StatusCode::REQUEST_TIMEOUT,
-                "REQUEST_TIMEOUT",
-                &io.to_string(),
-            );
+            return ApiError::BodyTimedOut(io.to_string());
         }
         if cause.to_string().contains("length limit") {
-            return refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "TOO_LARGE",
-                &format!("the request body is over the limit of {max_body_bytes} bytes"),
-            );
+            return ApiError::TooLarge {
+                max_bytes: max_body_bytes,
+            };
         }
         source = cause.source();
     }
-    refuse(
-        StatusCode::BAD_REQUEST,
-        "BAD_REQUEST",
-        &format!("the request body could not be read: {e}"),
-    )
+    ApiError::UnreadableBody(e.to_string())
 }
 
 /// The protocol revision an `initialize` request asks for (`""` when it names
@@ -631,7 +622,7 @@ async fn mcp_endpoint(State(endpoint): State<McpEndpoint>, request: Request) -> 
     use tower::ServiceExt as _;
     let (legacy, request) = match endpoint.is_legacy(request).await {
         Ok(routed) => routed,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     let service = if legacy {
         endpoint.legacy
@@ -662,13 +653,13 @@ async fn checks(guard: &Guard, request: Request, next: Next) -> Response {
     let path = request.uri().path().to_string();
     if let Err(reason) = check_host(guard, &request) {
         tracing::info!(target: "toolbelt::serve", %method, %path, reason, "refused: Host");
-        return refuse(StatusCode::FORBIDDEN, "FORBIDDEN_HOST", reason);
+        return ApiError::ForbiddenHost(reason).into_response();
     }
     let origin = match check_origin(guard, request.headers()) {
         Ok(origin) => origin,
         Err(reason) => {
             tracing::info!(target: "toolbelt::serve", %method, %path, "refused: Origin");
-            return refuse(StatusCode::FORBIDDEN, "FORBIDDEN_ORIGIN", reason);
+            return ApiError::ForbiddenOrigin(reason).into_response();
         }
     };
     if method == Method::OPTIONS && origin.is_some() {
@@ -678,32 +669,42 @@ async fn checks(guard: &Guard, request: Request, next: Next) -> Response {
     if let Some(expected) = guard.token_digest.as_ref().filter(|_| needs_token) {
         if let Some(name) = token_in_query(request.uri().query()) {
             tracing::info!(target: "toolbelt::serve", %method, %path, "refused: token in the query string");
-            return unauthorized(
-                "invalid_request",
-                &format!(
+            return ApiError::Unauthorized {
+                challenge: Some("invalid_request"),
+                message: format!(
                     "a token in the URL (query parameter {name:?}) is never accepted: URLs end up in logs; \
                      send it as the header `Authorization: Bearer <token>` and treat this token as leaked"
                 ),
-            );
+            }
+            .into_response();
         }
         let bearer = bearer(request.headers());
         match bearer {
             None if guard.web.has_session(request.headers())
                 && web::same_origin_request(&method, request.headers()) => {}
             None => {
-                return unauthorized(
-                    "",
-                    "this server needs the header `Authorization: Bearer <token>`; \
-                     the token is printed by `toolbelt serve` at start",
-                );
+                return ApiError::Unauthorized {
+                    challenge: None,
+                    message: "this server needs the header `Authorization: Bearer <token>`; \
+                              the token is printed by `toolbelt serve` at start"
+                        .into(),
+                }
+                .into_response();
             }
             Some(token) if !constant_time_eq(&digest(token), expected) => {
                 tracing::info!(target: "toolbelt::serve", %method, %path, "refused: wrong token");
                 let peer = request.extensions().get::<Peer>().cloned();
                 if let Some(wait) = hold_back_wrong_token(&guard.web, peer.as_ref()).await {
-                    return too_many_attempts(wait);
+                    return ApiError::TooManyAttempts {
+                        secs: wait.as_secs().max(1),
+                    }
+                    .into_response();
                 }
-                return unauthorized("invalid_token", "the bearer token is wrong");
+                return ApiError::Unauthorized {
+                    challenge: Some("invalid_token"),
+                    message: "the bearer token is wrong".into(),
+                }
+                .into_response();
             }
             Some(_) => {}
         }
@@ -715,39 +716,23 @@ async fn checks(guard: &Guard, request: Request, next: Next) -> Response {
         && request.headers().contains_key(header::CONTENT_TYPE)
         && !is_json(request.headers())
     {
-        return refuse(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "UNSUPPORTED_MEDIA_TYPE",
-            "the body is JSON: send it with the header `Content-Type: application/json`",
-        );
+        return ApiError::UnsupportedMediaType.into_response();
     }
     if content_length(request.headers()).is_some_and(|n| n > guard.max_body_bytes) {
-        return refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "TOO_LARGE",
-            &format!(
-                "the request body is over the limit of {} bytes",
-                guard.max_body_bytes
-            ),
-        );
+        return ApiError::TooLarge {
+            max_bytes: guard.max_body_bytes,
+        }
+        .into_response();
     }
     if let Some(endpoint) = &guard.sessions {
         let new_session = path == "/mcp"
             && method == Method::POST
             && !request.headers().contains_key(MCP_SESSION_HEADER);
         if new_session && endpoint.sessions().await >= guard.max_sessions {
-            let mut response = refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "TOO_MANY_SESSIONS",
-                &format!(
-                    "the server holds its maximum of {} MCP sessions; close one (DELETE /mcp) or retry later",
-                    guard.max_sessions
-                ),
-            );
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-            return response;
+            return ApiError::TooManySessions {
+                max: guard.max_sessions,
+            }
+            .into_response();
         }
     }
     tracing::debug!(target: "toolbelt::serve", %method, %path, "request");
@@ -831,20 +816,6 @@ pub(crate) async fn hold_back_wrong_token(web: &Web, peer: Option<&Peer>) -> Opt
     let _held = peer.map(|p| p.conn.hold());
     tokio::time::sleep(wait.min(Duration::from_secs(web::LOGIN_REFILL_SECS))).await;
     Some(wait)
-}
-
-/// The answer to a wrong token past the client's burst.
-fn too_many_attempts(wait: Duration) -> Response {
-    let secs = wait.as_secs().max(1);
-    let mut response = refuse(
-        StatusCode::TOO_MANY_REQUESTS,
-        "TOO_MANY_ATTEMPTS",
-        &format!("too many wrong tokens; try again in {secs} seconds"),
-    );
-    if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {
-        response.headers_mut().insert(header::RETRY_AFTER, value);
-    }
-    response
 }
 
 /// The request's `Host` (or, for HTTP/2, its `:authority`) must name this machine
@@ -966,29 +937,6 @@ fn content_length(headers: &HeaderMap) -> Option<usize> {
         .ok()
 }
 
-fn error_body(code: &str, message: &str) -> Value {
-    json!({ "error": { "code": code, "message": message } })
-}
-
-pub(crate) fn refuse(status: StatusCode, code: &str, message: &str) -> Response {
-    (status, axum::Json(error_body(code, message))).into_response()
-}
-
-fn unauthorized(error: &str, message: &str) -> Response {
-    let challenge = if error.is_empty() {
-        "Bearer realm=\"toolbelt\"".to_string()
-    } else {
-        format!("Bearer realm=\"toolbelt\", error=\"{error}\"")
-    };
-    let mut response = refuse(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", message);
-    if let Ok(value) = HeaderValue::from_str(&challenge) {
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, value);
-    }
-    response
-}
-
 fn preflight() -> Response {
     let mut response = StatusCode::NO_CONTENT.into_response();
     let headers = response.headers_mut();
@@ -1029,12 +977,8 @@ async fn healthz() -> Response {
     axum::Json(json!({ "status": "ok" })).into_response()
 }
 
-async fn not_found() -> Response {
-    refuse(
-        StatusCode::NOT_FOUND,
-        "NOT_FOUND",
-        "no such route; see GET /v1/openapi.json",
-    )
+async fn not_found() -> ApiError {
+    ApiError::NotFound("no such route; see GET /v1/openapi.json".into())
 }
 
 async fn list_tools(State(state): State<Arc<AppState>>) -> Response {
@@ -1049,11 +993,8 @@ async fn call_tool(
     State(state): State<Arc<AppState>>,
     UrlPath(name): UrlPath<String>,
     body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let body = match body_or_refusal(body, state.max_body_bytes) {
-        Ok(body) => body,
-        Err(refusal) => return *refusal,
-    };
+) -> Result<Response, ApiError> {
+    let body = read_body(body, state.max_body_bytes)?;
     let arguments = if body.iter().all(u8::is_ascii_whitespace) {
         Value::Object(Map::new())
     } else {
@@ -1066,7 +1007,7 @@ async fn call_tool(
                     Some("send the arguments as one JSON object in the body".into()),
                 );
                 envelope.context.tool = name;
-                return (StatusCode::BAD_REQUEST, axum::Json(envelope)).into_response();
+                return Ok((StatusCode::BAD_REQUEST, axum::Json(envelope)).into_response());
             }
         }
     };
@@ -1080,7 +1021,7 @@ async fn call_tool(
     } else {
         StatusCode::OK
     };
-    (status, axum::Json(envelope)).into_response()
+    Ok((status, axum::Json(envelope)).into_response())
 }
 
 /// Call options whose cancellation fires when the guard drops: a client that goes
@@ -1095,22 +1036,20 @@ fn cancelled_when_dropped() -> (CallOptions, DropGuard) {
     (options, guard)
 }
 
-/// The request body, or the answer to a body that could not be read (over the
+/// The request body, or the refusal of a body that could not be read (over the
 /// limit, cut off).
-fn body_or_refusal(
+fn read_body(
     body: Result<Bytes, BytesRejection>,
     max_body_bytes: usize,
-) -> Result<Bytes, Box<Response>> {
+) -> Result<Bytes, ApiError> {
     body.map_err(|rejection| {
-        Box::new(if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "TOO_LARGE",
-                &format!("the request body is over the limit of {max_body_bytes} bytes"),
-            )
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge {
+                max_bytes: max_body_bytes,
+            }
         } else {
             unread_body(&rejection, max_body_bytes)
-        })
+        }
     })
 }
 
@@ -1120,21 +1059,18 @@ fn body_or_refusal(
 async fn call_batch(
     State(state): State<Arc<AppState>>,
     body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let body = match body_or_refusal(body, state.max_body_bytes) {
-        Ok(body) => body,
-        Err(refusal) => return *refusal,
-    };
+) -> Result<Response, ApiError> {
+    let body = read_body(body, state.max_body_bytes)?;
     let calls = match toolbelt_wire::batch::parse_calls(&body) {
         Ok(calls) => calls,
-        Err(message) => return refuse(StatusCode::BAD_REQUEST, "INVALID_BATCH", &message),
+        Err(message) => return Err(ApiError::InvalidBatch(message.to_string())),
     };
     let (options, _cancel_on_drop) = cancelled_when_dropped();
     let envelopes = state
         .registry
         .execute_batch_with(calls, BatchMode::Sequential, &options)
         .await;
-    (StatusCode::OK, axum::Json(envelopes)).into_response()
+    Ok((StatusCode::OK, axum::Json(envelopes)).into_response())
 }
 
 // ---------------------------------------------------------------- OpenAPI

@@ -488,7 +488,7 @@ fn config_debug_never_shows_the_token() {
 struct Running {
     addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<Result<(), ServerError>>,
+    task: tokio::task::JoinHandle<Result<(), HttpServeError>>,
 }
 
 async fn start(dir: &tempfile::TempDir, mut config: ServeConfig) -> Running {

@@ -2,8 +2,14 @@
 //! (through the official Rust SDK, `rmcp`, as an adapter over the registry), and a
 //! small JSON API, and the web page for people ([`web`]). Nothing below this crate
 //! knows about MCP.
+//!
+//! Every refusal over HTTP (a failed check, a bad request, a store that cannot
+//! answer) is one error type turned into a response in one place, with the same
+//! JSON body, `{"error": {"code", "message"}}`. Serving fails with
+//! [`http::HttpServeError`] (HTTP) or [`McpServeError`] (MCP on a stream).
 
 mod conn;
+mod error;
 pub mod http;
 pub mod mcp;
 mod stdio;
@@ -12,4 +18,4 @@ mod test_support;
 pub mod web;
 
 pub use http::{ServeConfig, load_or_create_token, router, serve};
-pub use mcp::{McpOptions, McpServer, ServerError, StructuredContent, serve_stdio};
+pub use mcp::{McpOptions, McpServeError, McpServer, StructuredContent, serve_stdio};

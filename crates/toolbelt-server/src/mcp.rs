@@ -165,10 +165,11 @@ const PARSE_ERROR_CODE: i64 = -32700;
 /// JSON-RPC's code for a message that is not a valid request.
 const INVALID_REQUEST_CODE: i64 = -32600;
 
-/// Errors that stop a server.
+/// Errors that stop an MCP server on a stream (standard input and output, or
+/// the pipes given to [`serve_lines`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ServerError {
+pub enum McpServeError {
     /// The client did not complete the MCP handshake.
     #[error("the MCP handshake failed: {0}")]
     Initialize(Box<ServerInitializeError>),
@@ -180,15 +181,18 @@ pub enum ServerError {
     Io(#[from] std::io::Error),
 }
 
-impl From<ServerInitializeError> for ServerError {
-    fn from(e: ServerInitializeError) -> ServerError {
-        ServerError::Initialize(Box::new(e))
+impl From<ServerInitializeError> for McpServeError {
+    fn from(e: ServerInitializeError) -> McpServeError {
+        McpServeError::Initialize(Box::new(e))
     }
 }
 
-/// Builds a registry for the workspace roots a client announced; the error is
-/// a message for the log.
-pub type RegistryFactory = Arc<dyn Fn(Vec<PathBuf>) -> Result<Registry, String> + Send + Sync>;
+/// Why a registry could not be built for the roots a client announced: any
+/// error (a `String` will do), for the log.
+pub type RootsError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Builds a registry for the workspace roots a client announced.
+pub type RegistryFactory = Arc<dyn Fn(Vec<PathBuf>) -> Result<Registry, RootsError> + Send + Sync>;
 
 /// The registry as an MCP server. Cheap to clone: every clone shares the registry,
 /// the skills and the prepared tool list.
@@ -305,7 +309,7 @@ impl McpServer {
     /// given to [`McpServer::new`] serves.
     pub fn with_client_roots<F>(mut self, rebuild: F) -> McpServer
     where
-        F: Fn(Vec<PathBuf>) -> Result<Registry, String> + Send + Sync + 'static,
+        F: Fn(Vec<PathBuf>) -> Result<Registry, RootsError> + Send + Sync + 'static,
     {
         self.rebuild = Some(Arc::new(rebuild));
         self
@@ -829,8 +833,8 @@ impl ProgressForwarder {
 ///
 /// # Errors
 ///
-/// [`ServerError`] when the handshake fails or the pipes break.
-pub async fn serve_stdio(registry: Arc<Registry>) -> Result<(), ServerError> {
+/// [`McpServeError`] when the handshake fails or the pipes break.
+pub async fn serve_stdio(registry: Arc<Registry>) -> Result<(), McpServeError> {
     serve(McpServer::new(registry)).await
 }
 
@@ -838,8 +842,8 @@ pub async fn serve_stdio(registry: Arc<Registry>) -> Result<(), ServerError> {
 ///
 /// # Errors
 ///
-/// [`ServerError`] when the handshake fails or the pipes break.
-pub async fn serve(server: McpServer) -> Result<(), ServerError> {
+/// [`McpServeError`] when the handshake fails or the pipes break.
+pub async fn serve(server: McpServer) -> Result<(), McpServeError> {
     serve_lines(server, crate::stdio::input(), crate::stdio::output()).await
 }
 
@@ -851,8 +855,8 @@ pub async fn serve(server: McpServer) -> Result<(), ServerError> {
 ///
 /// # Errors
 ///
-/// [`ServerError`] when the handshake fails or the pipes break.
-pub async fn serve_lines<R, W>(server: McpServer, input: R, output: W) -> Result<(), ServerError>
+/// [`McpServeError`] when the handshake fails or the pipes break.
+pub async fn serve_lines<R, W>(server: McpServer, input: R, output: W) -> Result<(), McpServeError>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -869,7 +873,7 @@ where
     let served = async {
         let running = server.serve((engine_read, out_write)).await?;
         running.waiting().await?;
-        Ok::<(), ServerError>(())
+        Ok::<(), McpServeError>(())
     }
     .await;
     reader.abort();

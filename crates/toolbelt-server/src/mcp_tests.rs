@@ -637,7 +637,7 @@ impl ClientHandler for RootsClient {
     }
 }
 
-fn builtins_on(roots: Vec<PathBuf>) -> Result<Registry, String> {
+fn builtins_on(roots: Vec<PathBuf>) -> Result<Registry, crate::mcp::RootsError> {
     let mut registry = Registry::new(Session::new(roots[0].clone()).with_roots(roots));
     register_builtins(&mut registry);
     Ok(registry)

@@ -77,10 +77,7 @@ fn polled<S>(
     let opened = if kind == FileType::Fifo {
         pipe(dup, flags)
     } else {
-        rustix::fs::fcntl_setfl(&dup, flags | OFlags::NONBLOCK)
-            .map_err(io::Error::from)
-            .and_then(|()| UnixStream::from_std(std::os::unix::net::UnixStream::from(dup)))
-            .map(|stream| socket(stream, flags))
+        nonblocking_socket(dup, flags).map(|stream| socket(stream, flags))
     };
     match opened {
         Ok(stream) => Some(stream),
@@ -90,6 +87,12 @@ fn polled<S>(
             None
         }
     }
+}
+
+/// The socket `fd` (with status `flags`), made non-blocking, on the reactor.
+fn nonblocking_socket(fd: OwnedFd, flags: OFlags) -> io::Result<UnixStream> {
+    rustix::fs::fcntl_setfl(&fd, flags | OFlags::NONBLOCK)?;
+    UnixStream::from_std(std::os::unix::net::UnixStream::from(fd))
 }
 
 /// A polled stream that puts the descriptor's status flags back when dropped:

@@ -37,20 +37,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{Registry, RegistryError};
 use toolbelt_store::{StoreHandle, SubagentProgress, SubagentTask};
 
-pub use types::{AgentType, AgentTypes, DEFAULT_TYPE, EXPLORE_TOOLS, TypeProblem};
+pub use crate::tool_names::{EXPLORE_TOOLS, SUBAGENT_TOOLS};
+pub use types::{AgentType, AgentTypes, DEFAULT_TYPE, TypeProblem};
 
-use crate::agent::{Agent, AgentOptions, Outcome};
+use crate::agent::{Agent, Spawner};
+use crate::error::SubagentError;
 use crate::events::{AgentEvent, EventTx};
 use crate::message::Usage;
+use crate::options::{AgentOptions, Outcome};
+use crate::prompt::environment;
 use crate::provider::{Provider, ProviderConfig, build_provider};
-
-/// The tools of this module, which subagents get only below the depth limit.
-pub const SUBAGENT_TOOLS: &[&str] = &["task", "spawn", "task_output", "task_stop", "task_list"];
+use crate::tool_names::{SPAWN, TASK};
 
 /// The deepest nesting allowed: a subagent's subagent's subagent.
 pub const MAX_DEPTH: usize = 3;
@@ -384,47 +387,6 @@ impl Subagents {
         problems
     }
 
-    /// Sends this level's subagent events to `events`, and records `run_id` as the
-    /// parent of the background subagents started from now on.
-    pub(crate) fn bind(&self, events: EventTx, run_id: &str) {
-        *lock(&self.level.events) = Some(events);
-        *lock(&self.level.run_id) = Some(run_id.to_string());
-    }
-
-    /// The reports of background subagents that ended and were not yet delivered,
-    /// as messages for the model; they count as delivered from now on.
-    pub(crate) async fn take_reports(&self) -> Vec<String> {
-        let taken: Vec<(String, String)> = std::mem::take(&mut *lock(&self.level.reports));
-        for (id, _) in &taken {
-            self.mark_delivered(id).await;
-        }
-        taken.into_iter().map(|(_, text)| text).collect()
-    }
-
-    /// True when reports wait for delivery.
-    pub(crate) fn has_reports(&self) -> bool {
-        !lock(&self.level.reports).is_empty()
-    }
-
-    /// Background subagents this level started that are still running.
-    pub(crate) fn running_here(&self) -> usize {
-        lock(&self.level.running).len()
-    }
-
-    /// Waits until a background subagent of this level ends (or `cancel`).
-    pub(crate) async fn wait_any(&self, cancel: &CancellationToken) {
-        loop {
-            let notified = self.level.changed.notified();
-            if self.has_reports() || self.running_here() == 0 {
-                return;
-            }
-            tokio::select! {
-                () = notified => {}
-                () = cancel.cancelled() => return,
-            }
-        }
-    }
-
     /// Stops every background subagent of this process and waits up to `grace`
     /// for them to end (their commands are stopped with them, their outcome
     /// recorded). For a process that is about to exit.
@@ -487,15 +449,12 @@ impl Subagents {
         cancel: CancellationToken,
         snapshot: &Mutex<Snapshot>,
         on_progress: &(dyn Fn(&Snapshot) + Send + Sync),
-    ) -> Result<ChildEnd, String> {
+    ) -> Result<ChildEnd, SubagentError> {
         let Some(base) = self.shared.base.get() else {
-            return Err("the subagent tools are not attached to any tools".into());
+            return Err(SubagentError::Detached);
         };
         let Some(model) = self.shared.model.get() else {
-            return Err(
-                "no model is configured for subagents (set [agent] model in toolbelt.toml, or TOOLBELT_AGENT_MODEL)"
-                    .into(),
-            );
+            return Err(SubagentError::NoModel);
         };
         let settings = &self.shared.settings;
         let mut registry = base.fork();
@@ -524,21 +483,18 @@ impl Subagents {
                     .as_ref()
                     .is_none_or(|t| t.iter().any(|x| x == n))
             };
-            if allowed("task") || allowed("spawn") {
-                nested
-                    .register(&mut registry)
-                    .map_err(|e| format!("the subagent's tools cannot be set up: {e}"))?;
+            if allowed(TASK) || allowed(SPAWN) {
+                nested.register(&mut registry)?;
             }
         }
         let provider = match (&spec.agent_type.model, &model.provider_config) {
             (Some(name), Some(config)) if name != model.provider.model() => {
                 let mut config = config.clone();
                 config.model = name.clone();
-                build_provider(config).map_err(|e| {
-                    format!(
-                        "the model {name:?} of agent type {:?} cannot be used: {e}",
-                        spec.agent_type.name
-                    )
+                build_provider(config).map_err(|source| SubagentError::Model {
+                    name: name.clone(),
+                    agent_type: spec.agent_type.name.clone(),
+                    source,
                 })?
             }
             _ => Arc::clone(&model.provider),
@@ -547,7 +503,7 @@ impl Subagents {
         options.system_prompt = Some(format!(
             "{}\n\n{}\n\n{SUBAGENT_RULES}",
             spec.agent_type.prompt.trim_end(),
-            crate::agent::environment(registry.session()),
+            environment(registry.session()),
         ));
         options.max_steps = settings.limits.max_steps;
         options.token_budget = settings.limits.token_budget;
@@ -759,7 +715,7 @@ impl Subagents {
             () = cancel.cancelled() => None,
         };
         let end = match permit {
-            None => Err("stopped before it started".to_string()),
+            None => Err(SubagentError::NotStarted),
             Some(_permit) => {
                 let now = {
                     let mut s = lock(&snapshot);
@@ -823,15 +779,56 @@ impl Subagents {
     }
 }
 
+/// The loop's side of the subagents: one level, the agent that started them.
+impl Spawner for Subagents {
+    fn bind(&self, events: EventTx, run_id: &str) {
+        *lock(&self.level.events) = Some(events);
+        *lock(&self.level.run_id) = Some(run_id.to_string());
+    }
+
+    fn take_reports(&self) -> BoxFuture<'_, Vec<String>> {
+        Box::pin(async move {
+            let taken: Vec<(String, String)> = std::mem::take(&mut *lock(&self.level.reports));
+            for (id, _) in &taken {
+                self.mark_delivered(id).await;
+            }
+            taken.into_iter().map(|(_, text)| text).collect()
+        })
+    }
+
+    fn has_reports(&self) -> bool {
+        !lock(&self.level.reports).is_empty()
+    }
+
+    fn running(&self) -> usize {
+        lock(&self.level.running).len()
+    }
+
+    fn wait_any<'a>(&'a self, cancel: &'a CancellationToken) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            loop {
+                let notified = self.level.changed.notified();
+                if self.has_reports() || self.running() == 0 {
+                    return;
+                }
+                tokio::select! {
+                    () = notified => {}
+                    () = cancel.cancelled() => return,
+                }
+            }
+        })
+    }
+}
+
 /// The status and the result text of a subagent that ended.
 pub(crate) fn finish_state(
-    end: &Result<ChildEnd, String>,
+    end: &Result<ChildEnd, SubagentError>,
     cancel: &CancellationToken,
     limits: &SubagentLimits,
 ) -> (String, String) {
     match end {
-        Err(message) if cancel.is_cancelled() => ("stopped".into(), message.clone()),
-        Err(message) => ("failed".into(), message.clone()),
+        Err(e) if cancel.is_cancelled() => ("stopped".into(), e.to_string()),
+        Err(e) => ("failed".into(), e.to_string()),
         Ok(end) if end.outcome == Outcome::FinalAnswer => ("done".into(), end.message.clone()),
         Ok(end) => {
             let why = if end.timed_out {

@@ -11,7 +11,8 @@ use toolbelt_core::{
 };
 
 use super::{ChildSpec, Snapshot, Subagents, finish_state, lock};
-use crate::agent::Outcome;
+use crate::options::Outcome;
+use crate::tool_names::{SPAWN, TASK, TASK_LIST, TASK_OUTPUT, TASK_STOP};
 
 /// The longest `task_output` wait.
 const MAX_WAIT_MS: u64 = 600_000;
@@ -108,7 +109,7 @@ impl TypedTool for TaskTool {
     fn spec(&self) -> ToolSpec {
         let limits = self.subagents.limits();
         ToolSpec::describe(
-            "task",
+            TASK,
             format!(
                 "Runs a subagent on one self-contained task and returns its final answer. The subagent \
                  starts with a fresh conversation (it sees none of yours), works with its own tools \
@@ -178,8 +179,8 @@ impl TypedTool for TaskTool {
         let data = data(&spec.id, &spec.label, &spec.agent_type.name, &s);
         let end = match end {
             Ok(end) => end,
-            Err(message) => {
-                return Err(ToolError::new(ErrorCode::Internal, message).data(data));
+            Err(e) => {
+                return Err(ToolError::new(ErrorCode::Internal, e.to_string()).data(data));
             }
         };
         if end.outcome == Outcome::FinalAnswer {
@@ -266,7 +267,7 @@ impl TypedTool for SpawnTool {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec::describe(
-            "spawn",
+            SPAWN,
             format!(
                 "Starts a subagent in the background on one self-contained task and returns its id at \
                  once; you go on with your work. When it ends, its report comes into this conversation \
@@ -383,7 +384,7 @@ impl TypedTool for TaskOutputTool {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec::describe(
-            "task_output",
+            TASK_OUTPUT,
             "Reads a background subagent's report, or its progress while it runs. By default waits \
              for it to end (up to timeout_ms); with block false it answers at once. Reports of \
              earlier runs are kept and can be read here by id.",
@@ -500,7 +501,7 @@ impl TypedTool for TaskStopTool {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec::describe(
-            "task_stop",
+            TASK_STOP,
             "Stops a background subagent, and the commands it runs, and returns what it had done.",
         )
         .title("Stop Background Subagent")
@@ -585,7 +586,7 @@ impl TypedTool for TaskListTool {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec::describe(
-            "task_list",
+            TASK_LIST,
             "Lists background subagents: those of this process (running or ended) and the latest \
              recorded ones, with their status and progress.",
         )

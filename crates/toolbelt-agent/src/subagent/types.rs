@@ -8,20 +8,11 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toolbelt_core::front_matter::{self, NameList};
 
+use crate::error::TypeFileError;
+use crate::tool_names::EXPLORE_TOOLS;
+
 /// The type `task` uses when none is named.
 pub const DEFAULT_TYPE: &str = "general-purpose";
-
-/// The tools of the built-in `explore` type: reading and searching only.
-pub const EXPLORE_TOOLS: &[&str] = &[
-    "read_file",
-    "list_dir",
-    "glob",
-    "grep",
-    "web_fetch",
-    "web_search",
-    "read_output",
-    "think",
-];
 
 /// The longest type name accepted.
 const MAX_NAME_CHARS: usize = 64;
@@ -141,7 +132,10 @@ impl AgentTypes {
                         }
                         from_files.push(t);
                     }
-                    Err(message) => out.problems.push(TypeProblem { path, message }),
+                    Err(e) => out.problems.push(TypeProblem {
+                        path,
+                        message: e.to_string(),
+                    }),
                 }
             }
         }
@@ -193,9 +187,9 @@ impl AgentTypes {
     }
 }
 
-fn read_type(path: &Path) -> Result<AgentType, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot be read: {e}"))?;
-    let doc = front_matter::parse::<Meta>(&text).map_err(|e| e.to_string())?;
+fn read_type(path: &Path) -> Result<AgentType, TypeFileError> {
+    let text = std::fs::read_to_string(path)?;
+    let doc = front_matter::parse::<Meta>(&text)?;
     let name = doc.meta.name.trim().to_string();
     if name.is_empty()
         || name.chars().count() > MAX_NAME_CHARS
@@ -203,17 +197,18 @@ fn read_type(path: &Path) -> Result<AgentType, String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     {
-        return Err(format!(
-            "invalid name {name:?}: use up to {MAX_NAME_CHARS} letters, digits, '-', '_' or '.'"
-        ));
+        return Err(TypeFileError::Name {
+            name,
+            max_chars: MAX_NAME_CHARS,
+        });
     }
     let description = doc.meta.description.trim().to_string();
     if description.is_empty() {
-        return Err("the description is empty: say when this agent should be used".into());
+        return Err(TypeFileError::NoDescription);
     }
     let prompt = doc.body.trim().to_string();
     if prompt.is_empty() {
-        return Err("the body (the agent's system prompt) is empty".into());
+        return Err(TypeFileError::NoPrompt);
     }
     Ok(AgentType {
         name,

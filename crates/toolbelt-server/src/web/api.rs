@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Path as UrlPath, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -35,7 +35,7 @@ use toolbelt_store::{
 };
 use toolbelt_wire::export::{Format, export_tool};
 
-use crate::http::refuse;
+use crate::error::ApiError;
 
 /// How often the live call log looks for new calls, in milliseconds.
 pub const CALL_STREAM_POLL_MS: u64 = 500;
@@ -70,61 +70,17 @@ pub(crate) fn routes(state: Arc<ApiState>) -> Router {
 
 type Params = Query<HashMap<String, String>>;
 
-/// An answer instead of a value: a refusal (boxed: a response is large). Handlers
-/// give it with `?`; a store's failure becomes one.
-pub(crate) struct Refused(Box<Response>);
-
-impl IntoResponse for Refused {
-    fn into_response(self) -> Response {
-        *self.0
-    }
-}
-
-impl From<StoreError> for Refused {
-    fn from(e: StoreError) -> Refused {
-        Refused(Box::new(store_failure(&e)))
-    }
-}
-
 /// What a handler answers.
-type Answer = Result<Response, Refused>;
+type Answer = Result<Response, ApiError>;
 
 /// `value` as the JSON answer.
 fn json_answer(value: impl serde::Serialize) -> Answer {
     Ok(axum::Json(value).into_response())
 }
 
-/// A refusal for a bad query parameter.
-fn bad(message: String) -> Refused {
-    Refused(Box::new(refuse(
-        StatusCode::BAD_REQUEST,
-        "INVALID_PARAMS",
-        &message,
-    )))
-}
-
-fn store_failure(e: &StoreError) -> Response {
-    match e {
-        StoreError::NotFound(m) => refuse(StatusCode::NOT_FOUND, "NOT_FOUND", m),
-        StoreError::Invalid(m) => refuse(StatusCode::BAD_REQUEST, "INVALID_PARAMS", m),
-        e => {
-            tracing::warn!(target: "toolbelt::serve", error = %e, "store failure");
-            refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "STORE_UNAVAILABLE",
-                &format!("the store cannot answer: {e}"),
-            )
-        }
-    }
-}
-
-async fn open(state: &ApiState) -> Result<&Store, Refused> {
+async fn open(state: &ApiState) -> Result<&Store, ApiError> {
     let Some(handle) = &state.store else {
-        return Err(Refused(Box::new(refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "STORE_UNAVAILABLE",
-            "this server has no store",
-        ))));
+        return Err(ApiError::NoStore);
     };
     Ok(handle.store().await?)
 }
@@ -140,13 +96,13 @@ fn text(params: &HashMap<String, String>, name: &str) -> Option<String> {
 fn number<T: std::str::FromStr>(
     params: &HashMap<String, String>,
     name: &str,
-) -> Result<Option<T>, Refused> {
+) -> Result<Option<T>, ApiError> {
     match text(params, name) {
         None => Ok(None),
         Some(v) => v
             .parse()
             .map(Some)
-            .map_err(|_| bad(format!("{name}: {v:?} is not a number"))),
+            .map_err(|_| ApiError::InvalidParams(format!("{name}: {v:?} is not a number"))),
     }
 }
 
@@ -154,12 +110,12 @@ fn choice<T: Copy>(
     params: &HashMap<String, String>,
     name: &str,
     parse: impl Fn(&str) -> Option<T>,
-) -> Result<Option<T>, Refused> {
+) -> Result<Option<T>, ApiError> {
     match text(params, name) {
         None => Ok(None),
-        Some(v) => parse(&v)
-            .map(Some)
-            .ok_or_else(|| bad(format!("{name}: {v:?} is not one of the allowed values"))),
+        Some(v) => parse(&v).map(Some).ok_or_else(|| {
+            ApiError::InvalidParams(format!("{name}: {v:?} is not one of the allowed values"))
+        }),
     }
 }
 
@@ -167,7 +123,7 @@ fn record_id(
     params: &HashMap<String, String>,
     name: &str,
     kind: Kind,
-) -> Result<Option<RecordId>, Refused> {
+) -> Result<Option<RecordId>, ApiError> {
     match text(params, name) {
         None => Ok(None),
         Some(v) => Ok(Some(RecordId::parse(kind, &v)?)),
@@ -178,24 +134,20 @@ fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Option<T> {
     serde_json::from_value(Value::String(text.to_string())).ok()
 }
 
-async fn schemas(State(state): State<Arc<ApiState>>, UrlPath(name): UrlPath<String>) -> Response {
+async fn schemas(State(state): State<Arc<ApiState>>, UrlPath(name): UrlPath<String>) -> Answer {
     let Some(spec) = state
         .registry
         .definitions()
         .into_iter()
         .find(|s| s.name == name)
     else {
-        return refuse(
-            StatusCode::NOT_FOUND,
-            "UNKNOWN_TOOL",
-            &format!("no tool is named {name:?}; see GET /v1/tools"),
-        );
+        return Err(ApiError::UnknownTool(name));
     };
     let formats: Vec<Value> = Format::ALL
         .iter()
         .map(|&format| json!({ "format": format.as_str(), "schema": export_tool(&spec, format) }))
         .collect();
-    axum::Json(json!({ "tool": spec.name, "formats": formats })).into_response()
+    json_answer(json!({ "tool": spec.name, "formats": formats }))
 }
 
 async fn calls(State(state): State<Arc<ApiState>>, Query(params): Params) -> Answer {
@@ -211,12 +163,12 @@ async fn calls(State(state): State<Arc<ApiState>>, Query(params): Params) -> Ans
     json_answer(json!({ "calls": calls, "next_before": next_before }))
 }
 
-fn call_query(params: &HashMap<String, String>) -> Result<CallQuery, Refused> {
+fn call_query(params: &HashMap<String, String>) -> Result<CallQuery, ApiError> {
     let status = text(params, "status");
     if let Some(s) = &status
         && !matches!(s.as_str(), "success" | "partial" | "error")
     {
-        return Err(bad(format!(
+        return Err(ApiError::InvalidParams(format!(
             "status: {s:?} is not one of success, partial, error"
         )));
     }
@@ -387,22 +339,17 @@ fn run_json(run: &toolbelt_agent::transcript::RunInfo) -> Value {
     })
 }
 
+/// Why the runs' transcripts cannot be read.
+type RunsError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Reads the runs' transcripts off the async threads.
 async fn read_runs<T: Send + 'static>(
-    read: impl FnOnce() -> std::io::Result<T> + Send + 'static,
-) -> Result<T, Refused> {
-    let unreadable = |e: &dyn std::fmt::Display| {
-        tracing::warn!(target: "toolbelt::serve", error = %e, "agent runs cannot be read");
-        Refused(Box::new(refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "RUNS_UNAVAILABLE",
-            &format!("the agent's runs cannot be read: {e}"),
-        )))
-    };
+    read: impl FnOnce() -> Result<T, RunsError> + Send + 'static,
+) -> Result<T, ApiError> {
     match tokio::task::spawn_blocking(read).await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(unreadable(&e)),
-        Err(e) => Err(unreadable(&e)),
+        Ok(Err(e)) => Err(ApiError::RunsUnreadable(e)),
+        Err(e) => Err(ApiError::RunsUnreadable(Box::new(e))),
     }
 }
 
@@ -412,7 +359,7 @@ async fn agent_runs(State(state): State<Arc<ApiState>>, Query(params): Params) -
         .unwrap_or(DEFAULT_RUNS_LISTED)
         .clamp(1, MAX_RUNS_LISTED);
     let dir = runs_dir(&state);
-    let runs = read_runs(move || toolbelt_agent::transcript::list(&dir)).await?;
+    let runs = read_runs(move || Ok(toolbelt_agent::transcript::list(&dir)?)).await?;
     let newest: Vec<Value> = runs.iter().rev().take(limit).map(run_json).collect();
     json_answer(json!({ "runs": newest, "total": runs.len() }))
 }
@@ -427,18 +374,15 @@ async fn agent_run(State(state): State<Arc<ApiState>>, UrlPath(id): UrlPath<Stri
         let Some(run) = runs.into_iter().find(|r| r.id == wanted) else {
             return Ok(None);
         };
-        let entries = toolbelt_agent::transcript::read(&run.path)
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let entries = toolbelt_agent::transcript::read(&run.path)?;
         Ok(Some((run, entries)))
     })
     .await?;
     match found {
         Some((run, entries)) => json_answer(json!({ "run": run_json(&run), "entries": entries })),
-        None => Ok(refuse(
-            StatusCode::NOT_FOUND,
-            "NOT_FOUND",
-            &format!("no agent run {id:?}; see GET /v1/agent/runs"),
-        )),
+        None => Err(ApiError::NotFound(format!(
+            "no agent run {id:?}; see GET /v1/agent/runs"
+        ))),
     }
 }
 

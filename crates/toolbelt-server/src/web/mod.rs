@@ -35,6 +35,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use sha2::{Digest, Sha256};
 
+use crate::error::ApiError;
+
 /// How long a session lasts after login, in seconds (12 hours).
 pub const SESSION_TTL_SECS: u64 = 12 * 60 * 60;
 /// Most sessions held at once; a new login past it ends the oldest.
@@ -312,7 +314,7 @@ async fn asset(UrlPath(file): UrlPath<String>) -> Response {
             a.body,
         )
             .into_response(),
-        None => crate::http::refuse(StatusCode::NOT_FOUND, "NOT_FOUND", "no such file"),
+        None => ApiError::NotFound("no such file".into()).into_response(),
     }
 }
 
@@ -356,11 +358,8 @@ async fn login(
 ) -> Response {
     let peer = peer.map(|axum::Extension(peer)| peer);
     if !same_origin_request(&Method::POST, &headers) {
-        return crate::http::refuse(
-            StatusCode::FORBIDDEN,
-            "FORBIDDEN_ORIGIN",
-            "log in from the page this server serves",
-        );
+        return ApiError::ForbiddenOrigin("log in from the page this server serves")
+            .into_response();
     }
     if !web.token_required {
         return redirect_home(None);
@@ -398,22 +397,15 @@ async fn login(
     }
     match web.start_session() {
         Some(id) => redirect_home(Some(web.session_cookie(&id))),
-        None => crate::http::refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL",
-            "no session could be started (no randomness)",
-        ),
+        None => ApiError::Internal("no session could be started (no randomness)").into_response(),
     }
 }
 
 /// `POST /logout`.
 async fn logout(State(web): State<Arc<Web>>, headers: HeaderMap) -> Response {
     if !same_origin_request(&Method::POST, &headers) {
-        return crate::http::refuse(
-            StatusCode::FORBIDDEN,
-            "FORBIDDEN_ORIGIN",
-            "log out from the page this server serves",
-        );
+        return ApiError::ForbiddenOrigin("log out from the page this server serves")
+            .into_response();
     }
     web.end_session(&headers);
     redirect_home(Some(web.cleared_cookie()))

@@ -1,0 +1,141 @@
+//! How an agent works ([`AgentOptions`], [`Protocol`]) and how its runs end
+//! ([`Outcome`], [`RunOutcome`]).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// How the model asks for tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// The provider's function calling (`tools` in the request).
+    #[default]
+    Native,
+    /// The text protocol: the tools described in the system prompt, `Action:
+    /// tool[{...}]` read from the reply, `Observation: ...` sent back.
+    Text,
+}
+
+impl Protocol {
+    /// `native` or `text`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Native => "native",
+            Protocol::Text => "text",
+        }
+    }
+
+    /// Parses `native` or `text`.
+    pub fn parse(s: &str) -> Option<Protocol> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "native" => Some(Protocol::Native),
+            "text" => Some(Protocol::Text),
+            _ => None,
+        }
+    }
+}
+
+/// The default of [`AgentOptions::max_steps`].
+pub const DEFAULT_MAX_STEPS: usize = 100;
+/// The default of [`AgentOptions::repeat_warn`].
+pub const DEFAULT_REPEAT_WARN: usize = 3;
+/// The default of [`AgentOptions::repeat_stop`].
+pub const DEFAULT_REPEAT_STOP: usize = 8;
+/// The default of [`AgentOptions::context_window`], in tokens.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+
+/// How an [`Agent`](crate::Agent) works.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// Native function calling or the text protocol.
+    pub protocol: Protocol,
+    /// Model calls one run may make.
+    pub max_steps: usize,
+    /// The same call with the same arguments this many times in a row is answered
+    /// with a reminder.
+    pub repeat_warn: usize,
+    /// ... and this many times in a row ends the run.
+    pub repeat_stop: usize,
+    /// The model's context window, in tokens.
+    pub context_window: u64,
+    /// Calls of one turn run at most this many at once (concurrency-safe ones only).
+    pub max_parallel: usize,
+    /// Replaces the built-in system prompt.
+    pub system_prompt: Option<String>,
+    /// Project instructions (`AGENTS.md`, `CLAUDE.md`): (file name, text).
+    pub instructions: Vec<(String, String)>,
+    /// Where transcripts go (`<state>/agent/runs`); none: no transcript.
+    pub transcript_dir: Option<PathBuf>,
+    /// Tokens (input and output) one turn may use; the turn stops once it has used
+    /// more. None: no limit.
+    pub token_budget: Option<u64>,
+    /// When the model answers while subagents it started in the background are
+    /// still running: wait for their reports and let the model go on with them
+    /// (true; for runs nobody watches, such as `-p`), or end the turn (false; the
+    /// reports arrive at the next turn).
+    pub wait_for_background: bool,
+}
+
+impl Default for AgentOptions {
+    fn default() -> AgentOptions {
+        AgentOptions {
+            protocol: Protocol::Native,
+            max_steps: DEFAULT_MAX_STEPS,
+            repeat_warn: DEFAULT_REPEAT_WARN,
+            repeat_stop: DEFAULT_REPEAT_STOP,
+            context_window: DEFAULT_CONTEXT_WINDOW,
+            max_parallel: toolbelt_core::DEFAULT_MAX_CONCURRENCY,
+            system_prompt: None,
+            instructions: Vec::new(),
+            transcript_dir: None,
+            token_budget: None,
+            wait_for_background: false,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The model gave its final answer.
+    FinalAnswer,
+    /// The run reached `max_steps`.
+    MaxSteps,
+    /// The model repeated one call `repeat_stop` times.
+    RepeatedCall,
+    /// The run was cancelled (Ctrl-C).
+    Cancelled,
+    /// The turn used more tokens than its budget.
+    TokenBudget,
+    /// The provider failed (after its retries).
+    Error,
+}
+
+impl Outcome {
+    /// The name used in events and transcripts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::FinalAnswer => "final_answer",
+            Outcome::MaxSteps => "max_steps",
+            Outcome::RepeatedCall => "repeated_call",
+            Outcome::Cancelled => "cancelled",
+            Outcome::TokenBudget => "token_budget",
+            Outcome::Error => "error",
+        }
+    }
+}
+
+/// What a run gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The final answer, or what ended the run.
+    pub message: String,
+    /// Model calls made.
+    pub steps: usize,
+    /// Tool calls made.
+    pub tool_calls: usize,
+}
