@@ -10,6 +10,7 @@
 //! ([`Compaction::on_request`]).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::json;
@@ -68,8 +69,9 @@ fn shorten_old_results(
     messages: &mut [Message],
     keep_from: usize,
     spill_dir: &Path,
+    reader: Option<Arc<str>>,
 ) -> Vec<Shortened> {
-    let budget = OutputBudget::with_max_bytes(SHORTENED_BYTES);
+    let budget = OutputBudget::with_max_bytes(SHORTENED_BYTES).with_reader(reader);
     let mut done = Vec::new();
     let end = keep_from.min(messages.len());
     for (index, message) in messages[..end].iter_mut().enumerate() {
@@ -351,7 +353,8 @@ impl Compaction<'_> {
         // 1. Old large tool results, all but the last steps'.
         let keep_from = self.messages.len().saturating_sub(KEEP_RECENT_MESSAGES);
         let spill_dir = self.registry.session().spill_dir();
-        let shortened = shorten_old_results(self.messages, keep_from, &spill_dir);
+        let reader = self.registry.saved_output_reader();
+        let shortened = shorten_old_results(self.messages, keep_from, &spill_dir, reader);
         if !shortened.is_empty() {
             let after = self.estimate_tokens();
             self.journal.record(&json!({
@@ -558,7 +561,7 @@ mod tests {
         let mut messages = vec![Message::user("task")];
         messages.extend(step(0, 50_000));
         messages.extend(step(1, 50_000));
-        let done = shorten_old_results(&mut messages, 3, dir.path());
+        let done = shorten_old_results(&mut messages, 3, dir.path(), Some("read_output".into()));
         assert_eq!(done.len(), 1);
         assert_eq!(done[0].call_id, "c0");
         let Message::Tool { results } = &messages[2] else {

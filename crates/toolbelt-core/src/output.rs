@@ -42,7 +42,7 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use serde_json::{Map, Value};
 
@@ -148,9 +148,20 @@ pub struct OutputBudget {
     /// Most bytes kept of one error line; also how much of each line is searched
     /// for [`ERROR_MARKERS`].
     pub max_line_bytes: usize,
+    /// The tool that reads a saved output back, as the model knows it: the
+    /// markers of a truncated output name it. `None`: the markers give the
+    /// `output_id` alone (no such tool is served).
+    pub reader: Option<Arc<str>>,
 }
 
 impl OutputBudget {
+    /// The same budget, with `reader` named in the markers of truncated output.
+    #[must_use]
+    pub fn with_reader(mut self, reader: Option<Arc<str>>) -> OutputBudget {
+        self.reader = reader;
+        self
+    }
+
     /// A budget of `max_bytes` split the default way: a quarter for the head, 35% for
     /// the tail, the rest for error lines and markers.
     pub fn with_max_bytes(max_bytes: usize) -> OutputBudget {
@@ -163,6 +174,7 @@ impl OutputBudget {
             tail_bytes,
             max_error_lines: DEFAULT_MAX_ERROR_LINES.min(error_share / DEFAULT_MAX_LINE_BYTES),
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            reader: None,
         }
     }
 
@@ -554,6 +566,7 @@ impl OutputSink {
             total_newlines: self.total_newlines,
             total_lines,
             output_id: file.as_ref().map(|(id, _)| id.as_str()),
+            reader: self.budget.reader.as_deref(),
         };
         let layout = spill.layout();
         let rendered = layout.render(&summary, self.budget.max_bytes);
@@ -976,6 +989,7 @@ struct Summary<'a> {
     total_newlines: u64,
     total_lines: u64,
     output_id: Option<&'a str>,
+    reader: Option<&'a str>,
 }
 
 /// What a truncated rendering is made of.
@@ -1098,11 +1112,12 @@ impl Layout {
             plural(omitted_lines, "line"),
             human_bytes(omitted_bytes),
         );
-        let source = match summary.output_id {
-            Some(id) => format!(
-                "full output: output_id={id}, read it with read_output(output_id, offset, limit)"
+        let source = match (summary.output_id, summary.reader) {
+            (Some(id), Some(reader)) => format!(
+                "full output: output_id={id}, read it with {reader}(output_id, offset, limit)"
             ),
-            None => "the full output could not be saved".to_string(),
+            (Some(id), None) => format!("full output: output_id={id}"),
+            (None, _) => "the full output could not be saved".to_string(),
         };
         let not_shown = self.matched.saturating_sub(shown_matches);
         if lines.is_empty() {
@@ -1145,11 +1160,12 @@ impl Layout {
             group(first_line),
             group(last_line),
         ));
-        match summary.output_id {
-            Some(id) => text.push_str(&format!(
-                "; read them with read_output(output_id={id}, offset={first_line})]"
+        match (summary.output_id, summary.reader) {
+            (Some(id), Some(reader)) => text.push_str(&format!(
+                "; read them with {reader}(output_id={id}, offset={first_line})]"
             )),
-            None => text.push(']'),
+            (Some(id), None) => text.push_str(&format!("; output_id={id}, offset={first_line}]")),
+            (None, _) => text.push(']'),
         }
         Rendered {
             text,

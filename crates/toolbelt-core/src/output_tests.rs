@@ -13,6 +13,7 @@ fn small_budget() -> OutputBudget {
         tail_bytes: 150,
         max_error_lines: 4,
         max_line_bytes: 60,
+        reader: Some("read_output".into()),
     }
 }
 
@@ -58,6 +59,7 @@ fn default_budget_splits_thirty_thousand_bytes() {
             tail_bytes: 10_500,
             max_error_lines: 40,
             max_line_bytes: 256,
+            reader: None,
         }
     );
 }

@@ -212,6 +212,8 @@ pub struct Registry {
     approver: Option<Arc<dyn Approver>>,
     events: Option<Arc<dyn EventSink>>,
     call_log: Option<Arc<dyn CallLog>>,
+    /// The canonical name of the tool that reads saved outputs, if one is registered.
+    saved_output_reader: Option<Arc<str>>,
 }
 
 impl fmt::Debug for Registry {
@@ -243,6 +245,7 @@ impl Registry {
             approver: None,
             events: None,
             call_log: None,
+            saved_output_reader: None,
         }
     }
 
@@ -297,6 +300,7 @@ impl Registry {
             approver: None,
             events: None,
             call_log: self.call_log.clone(),
+            saved_output_reader: self.saved_output_reader.clone(),
         }
     }
 
@@ -318,6 +322,21 @@ impl Registry {
     /// The active profile.
     pub fn profile(&self) -> &Profile {
         &self.profile
+    }
+
+    /// The tool that reads back saved outputs, under the name the model knows it
+    /// by: truncated outputs name it. `None` without such a tool.
+    pub fn saved_output_reader(&self) -> Option<Arc<str>> {
+        let canonical = self.saved_output_reader.as_ref()?;
+        if !self.tools.contains_key(&**canonical) {
+            return None;
+        }
+        let exposed = self.profile.exposed(canonical);
+        Some(if exposed == &**canonical {
+            Arc::clone(canonical)
+        } else {
+            Arc::from(exposed)
+        })
     }
 
     /// The authorizer asked before every call.
@@ -377,6 +396,9 @@ impl Registry {
                 name,
                 reason: "the input schema must have \"type\": \"object\"".into(),
             });
+        }
+        if spec.reads_saved_output {
+            self.saved_output_reader = Some(Arc::from(name.as_str()));
         }
         let validator = OnceLock::new();
         if check == SchemaCheck::Now {
@@ -595,7 +617,7 @@ impl Registry {
                 format!(
                     "the arguments for {exposed} were cut off in the middle of a string; running it would write truncated content"
                 ),
-                Some("send the complete arguments again; for long content, write it in parts (e.g. write_file with mode \"append\")".into()),
+                Some("send the complete arguments again; for long content, write it in parts (a write tool's append mode, say)".into()),
             );
             return (env, canonical_owned, repairs);
         }
@@ -703,8 +725,12 @@ impl Registry {
 
         // 4. The call: timeout, cancellation, panics contained.
         let cancel = opts.cancel.unwrap_or_default();
+        let budget = opts
+            .budget
+            .unwrap_or_else(|| self.session.budget().clone())
+            .with_reader(self.saved_output_reader());
         let ctx = ToolContext::new(Arc::clone(&self.session), canonical, call_id)
-            .with_budget(opts.budget)
+            .with_budget(Some(budget))
             .with_cancel(cancel.child_token())
             .with_progress(opts.progress)
             .with_events(self.events.clone())

@@ -190,6 +190,10 @@ pub struct ToolSpec {
     /// default timeout.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub own_timeout: bool,
+    /// The tool reads back the outputs the output budget saved: the registry
+    /// names it in the markers of every truncated output.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reads_saved_output: bool,
 }
 
 impl ToolSpec {
@@ -214,6 +218,7 @@ impl ToolSpec {
             permission_argument: None,
             subject: None,
             own_timeout: false,
+            reads_saved_output: false,
         }
     }
 
@@ -282,6 +287,12 @@ impl ToolSpec {
     /// Names the argument permission rules match, when it is not the key argument.
     pub fn permission_argument(mut self, field: impl Into<String>) -> ToolSpec {
         self.permission_argument = Some(field.into());
+        self
+    }
+
+    /// Declares that the tool reads back the outputs the output budget saved.
+    pub fn reads_saved_output(mut self) -> ToolSpec {
+        self.reads_saved_output = true;
         self
     }
 

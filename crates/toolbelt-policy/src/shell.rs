@@ -120,7 +120,7 @@ pub fn simple_commands(command: &str) -> Result<Vec<SimpleCommand>, UnparsedComm
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_bash::LANGUAGE.into())
-        .map_err(|e| UnparsedCommand::new(format!("the bash grammar did not load: {e}")))?;
+        .map_err(|e| UnparsedCommand::new(format!("the shell grammar did not load: {e}")))?;
     let tree = parser
         .parse(ascii_shadow(command).as_ref(), None)
         .ok_or_else(|| UnparsedCommand::new("the parser gave up"))?;

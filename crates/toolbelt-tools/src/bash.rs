@@ -238,8 +238,9 @@ impl TypedTool for Bash {
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
             &call_env,
         );
-        req.stdout_budget = OutputBudget::with_max_bytes(stdout_budget);
-        req.stderr_budget = OutputBudget::with_max_bytes(stderr_budget);
+        let reader = ctx.budget().reader.clone();
+        req.stdout_budget = OutputBudget::with_max_bytes(stdout_budget).with_reader(reader.clone());
+        req.stderr_budget = OutputBudget::with_max_bytes(stderr_budget).with_reader(reader);
         req.spill_dir = Some(session.spill_dir());
         req.locale = locale;
         req.sandbox.clone_from(&self.sandbox);

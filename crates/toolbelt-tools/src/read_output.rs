@@ -57,6 +57,7 @@ impl TypedTool for ReadOutput {
             .title("Read Saved Output")
             .category(Category::System)
             .permission("state:read")
+            .reads_saved_output()
             .hints(Hints::read_only())
             .key_argument("output_id")
             .example(

@@ -119,9 +119,18 @@ fn session(dir: &Path) -> Session {
         .with_timeout(Duration::from_secs(300))
 }
 
+/// Registers a tool that reads saved outputs back: truncated outputs name it.
+fn register_reader(registry: &mut Registry) {
+    let spec = ToolSpec::describe("read_output", "Reads a saved output.").reads_saved_output();
+    registry
+        .register_fn(spec, |_ctx, _args| async { Ok(Reply::new(json!({}), "")) })
+        .unwrap();
+}
+
 /// The workload: a tool streams the 50 MB log through `ctx.output_sink()`.
 async fn run_50mb(dir: &Path) {
     let mut registry = Registry::new(session(dir));
+    register_reader(&mut registry);
     registry
         .register_fn(
             ToolSpec::describe("build_log", "Prints a long build log."),
@@ -374,4 +383,31 @@ async fn registry_honours_the_session_budget_and_keeps_errors_errors() {
     })
     .await
     .unwrap();
+}
+
+#[tokio::test]
+async fn markers_name_the_reader_only_when_one_is_served_and_under_its_exposed_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = session(dir.path()).with_budget(OutputBudget::with_max_bytes(2_000));
+    let mut registry = Registry::new(session);
+    registry
+        .register_fn(
+            ToolSpec::describe("long", "Says much."),
+            |_ctx, _args| async { Ok(Reply::new(json!({}), "line\n".repeat(2_000))) },
+        )
+        .unwrap();
+    let env = registry.execute("long", json!({})).await;
+    assert!(env.text.contains("output_id=out_"), "{}", env.text);
+    assert!(!env.text.contains("read it with"), "{}", env.text);
+    register_reader(&mut registry);
+    registry.set_profile(toolbelt_core::profile::Profile::table(
+        "p",
+        &[("read_output", "ReadOutput")],
+    ));
+    let env = registry.execute("long", json!({})).await;
+    assert!(
+        env.text.contains("read it with ReadOutput(output_id"),
+        "{}",
+        env.text
+    );
 }
