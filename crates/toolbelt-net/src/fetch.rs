@@ -52,6 +52,7 @@ use crate::charset::{self, Decoded};
 pub use crate::error::{FetchError, TimeoutKind};
 use crate::guard::{CheckedTarget, Guard, Policy, Resolver, SystemResolver, check_url, parse_url};
 use crate::proxy::Proxy;
+use crate::tls;
 
 mod body;
 mod idle;
@@ -268,24 +269,7 @@ impl FetcherBuilder {
             HeaderValue::from_str(&self.user_agent).map_err(|e| FetchError::Config {
                 reason: format!("user agent {:?}: {e}", self.user_agent),
             })?;
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        for der in self.extra_roots {
-            roots
-                .add(rustls::pki_types::CertificateDer::from(der))
-                .map_err(|e| FetchError::Config {
-                    reason: format!("root certificate: {e}"),
-                })?;
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| FetchError::Config {
-                reason: format!("TLS: {e}"),
-            })?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let tls = tls::client_config(&self.extra_roots, tls::ALPN_HTTP1)?;
         let proxy = self.proxy.as_deref().map(Proxy::parse).transpose()?;
         Ok(Fetcher {
             inner: Arc::new(Inner {
