@@ -419,12 +419,7 @@ impl Shells {
             &req.env,
             Stdio::piped(),
             req.sandbox.as_deref(),
-        )
-        .map_err(|(shell, source)| ShellError::Spawn {
-            shell,
-            cwd: req.cwd.clone(),
-            source,
-        })?;
+        )?;
         let pid = child.id();
         let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (changed, _) = watch::channel(0);
