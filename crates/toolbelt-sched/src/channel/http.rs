@@ -56,25 +56,27 @@ fn build_client() -> Result<reqwest::Client, ClientError> {
 
 /// A failure to get an answer: always worth another try. The URL (which may hold
 /// a token) is left out.
-fn transport(e: reqwest::Error) -> SendError {
-    let kind = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "cannot connect"
-    } else {
-        "request failed"
-    };
-    let e = e.without_url();
-    let mut detail = format!("{kind}: {e}");
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        detail.push_str(": ");
-        detail.push_str(&s.to_string());
-        source = s.source();
-    }
-    SendError::Retry {
-        detail,
-        retry_after: None,
+impl From<reqwest::Error> for SendError {
+    fn from(e: reqwest::Error) -> SendError {
+        let kind = if e.is_timeout() {
+            "timed out"
+        } else if e.is_connect() {
+            "cannot connect"
+        } else {
+            "request failed"
+        };
+        let e = e.without_url();
+        let mut detail = format!("{kind}: {e}");
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            detail.push_str(": ");
+            detail.push_str(&s.to_string());
+            source = s.source();
+        }
+        SendError::Retry {
+            detail,
+            retry_after: None,
+        }
     }
 }
 
@@ -142,8 +144,7 @@ async fn post_json(
         .header(IDEMPOTENCY_KEY, key)
         .json(body)
         .send()
-        .await
-        .map_err(transport)?;
+        .await?;
     outcome(response, explain, retry_in_body).await
 }
 
@@ -325,8 +326,7 @@ async fn telegram_documents(
             .header(IDEMPOTENCY_KEY, format!("{}-{}", message.id, i + 1))
             .multipart(form)
             .send()
-            .await
-            .map_err(transport)?;
+            .await?;
         outcome(response, telegram_text, telegram_wait).await?;
         parts_sent(part_no).await;
     }
