@@ -217,3 +217,37 @@ impl From<FsError> for ToolError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn fs_errors_for_the_model_carry_code_message_and_hint() {
+        let err: ToolError = FsError::NotFound {
+            path: "/w/a.txt".into(),
+        }
+        .into();
+        assert_eq!(err.code, ErrorCode::NotFound);
+        assert_eq!(
+            err.message,
+            FsError::NotFound {
+                path: "/w/a.txt".into()
+            }
+            .to_string()
+        );
+        assert_eq!(
+            err.hint.as_deref(),
+            Some("list_dir or glob shows what exists")
+        );
+        let err: ToolError = FsError::TooLarge {
+            path: "/w/a.txt".into(),
+            size: 10,
+            limit_bytes: 5,
+        }
+        .into();
+        assert_eq!(err.hint, None);
+    }
+}

@@ -953,3 +953,22 @@ proptest! {
         prop_assert_eq!(patched.unwrap(), "first\nreplaced\nlast\n");
     }
 }
+
+#[test]
+fn patch_errors_for_the_model_say_nothing_was_changed() {
+    use toolbelt_core::{ErrorCode, ToolError};
+    let err: ToolError = scope().resolve_at("/etc/passwd", 3).unwrap_err().into();
+    assert_eq!(err.code, ErrorCode::AccessDenied);
+    assert_eq!(
+        err.message,
+        "patch line 3: /etc/passwd is outside the workspace (/w); use a path inside it\nNo file was changed."
+    );
+    assert_eq!(err.hint, None);
+    let err: ToolError = parse("not a patch").unwrap_err().into();
+    assert_eq!(err.code, ErrorCode::InvalidParams);
+    assert!(
+        err.hint
+            .unwrap()
+            .starts_with("the format is `*** Begin Patch`")
+    );
+}

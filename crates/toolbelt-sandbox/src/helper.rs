@@ -478,3 +478,58 @@ fn probe() -> Support {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setup_errors_read_as_before() {
+        let cases = [
+            (
+                SetupError::Namespaces(nix::Error::EPERM),
+                "cannot create namespaces: EPERM: Operation not permitted",
+            ),
+            (
+                SetupError::MapIds {
+                    file: "uid_map",
+                    source: io::Error::from_raw_os_error(1),
+                },
+                "cannot write /proc/self/uid_map: Operation not permitted (os error 1)",
+            ),
+            (
+                SetupError::Bind {
+                    path: PathBuf::from("/w/.git"),
+                    source: nix::Error::EPERM,
+                },
+                "cannot bind /w/.git: EPERM: Operation not permitted",
+            ),
+            (
+                SetupError::ReadOnly {
+                    path: PathBuf::from("/w/.git/hooks"),
+                    source: nix::Error::EPERM,
+                },
+                "cannot make /w/.git/hooks read-only: EPERM: Operation not permitted",
+            ),
+            (
+                SetupError::GitWithoutMountNamespace {
+                    path: Some(PathBuf::from("/w/.git")),
+                },
+                "/w/.git is a git repository, and without a mount namespace its hooks and config \
+                 cannot be kept read-only",
+            ),
+            (SetupError::NoNewPrivs, "cannot set no_new_privs"),
+            (
+                SetupError::OldLandlock { abi: 2 },
+                "Landlock ABI 3 or later is needed to keep writes out, this kernel has 2",
+            ),
+            (
+                SetupError::BindStayedWritable,
+                "a read-only bind stayed writable",
+            ),
+        ];
+        for (err, text) in cases {
+            assert_eq!(err.to_string(), text);
+        }
+    }
+}
