@@ -256,3 +256,41 @@ fn unread_output_drops_whole_characters() {
     let (text, dropped) = unread.take();
     assert_eq!((text.as_str(), dropped), ("", 0));
 }
+
+#[test]
+fn shell_errors_for_the_model_say_what_to_do_next() {
+    use toolbelt_core::{ErrorCode, ToolError};
+    let none: ToolError = ShellError::NotFound {
+        id: "shell_9".into(),
+        known: Vec::new(),
+    }
+    .into();
+    assert_eq!(none.code, ErrorCode::NotFound);
+    assert_eq!(
+        none.hint.as_deref(),
+        Some("no background shell is running; start one with bash and run_in_background: true")
+    );
+    let some: ToolError = ShellError::NotFound {
+        id: "shell_9".into(),
+        known: vec!["shell_1".into(), "shell_2".into()],
+    }
+    .into();
+    assert_eq!(
+        some.hint.as_deref(),
+        Some("known shells: shell_1, shell_2; list_shells shows them all")
+    );
+    let spawn: ToolError = ShellError::Spawn {
+        shell: "/bin/sh".into(),
+        cwd: "/nowhere".into(),
+        source: std::io::Error::from(std::io::ErrorKind::NotFound),
+    }
+    .into();
+    assert_eq!(spawn.code, ErrorCode::Internal);
+    assert!(
+        spawn
+            .message
+            .starts_with("cannot start /bin/sh in /nowhere: "),
+        "{}",
+        spawn.message
+    );
+}

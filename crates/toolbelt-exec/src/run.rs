@@ -135,7 +135,39 @@ pub enum ExecError {
     },
     /// The output could not be saved.
     #[error("cannot save the command's output: {0}")]
-    Output(#[source] std::io::Error),
+    Output(#[from] std::io::Error),
+}
+
+/// A command that [`spawn_marked`] could not start: [`ExecError::Spawn`] or
+/// [`ShellError::Spawn`](crate::background::ShellError::Spawn) to its caller.
+#[derive(Debug)]
+pub(crate) struct SpawnError {
+    /// The program started: the shell, or the sandbox helper.
+    program: PathBuf,
+    /// The working directory.
+    cwd: PathBuf,
+    /// The failure.
+    source: std::io::Error,
+}
+
+impl From<SpawnError> for ExecError {
+    fn from(e: SpawnError) -> Self {
+        ExecError::Spawn {
+            shell: e.program,
+            cwd: e.cwd,
+            source: e.source,
+        }
+    }
+}
+
+impl From<SpawnError> for crate::background::ShellError {
+    fn from(e: SpawnError) -> Self {
+        crate::background::ShellError::Spawn {
+            shell: e.program,
+            cwd: e.cwd,
+            source: e.source,
+        }
+    }
 }
 
 /// The default shell: bash where there is one.
@@ -185,7 +217,7 @@ pub(crate) fn spawn_marked(
     env: &[(String, String)],
     stdin: Stdio,
     sandbox: Option<&Sandbox>,
-) -> Result<Marked, (PathBuf, std::io::Error)> {
+) -> Result<Marked, SpawnError> {
     let shell = shell.cloned().unwrap_or_else(default_shell);
     let marker = uuid::Uuid::new_v4().simple().to_string();
     let mut cmd = match sandbox {
@@ -214,10 +246,11 @@ pub(crate) fn spawn_marked(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| {
+        .map_err(|source| SpawnError {
             // Name what failed to start: the sandbox helper, when there is one.
-            let program = sandbox.map_or(shell, |s| s.helper().to_path_buf());
-            (program, e)
+            program: sandbox.map_or(shell, |s| s.helper().to_path_buf()),
+            cwd: cwd.to_path_buf(),
+            source,
         })?;
     let group = child
         .id()
@@ -249,12 +282,7 @@ pub async fn run(req: ExecRequest, cancel: &CancellationToken) -> Result<ExecOut
         &req.env,
         Stdio::null(),
         req.sandbox.as_deref(),
-    )
-    .map_err(|(shell, source)| ExecError::Spawn {
-        shell,
-        cwd: req.cwd.clone(),
-        source,
-    })?;
+    )?;
     let mut guard = TreeGuard {
         group,
         marker: marker.clone(),
@@ -366,12 +394,10 @@ fn joined(
 ) -> Result<StreamOutput, ExecError> {
     match result {
         None => Ok(StreamOutput {
-            captured: OutputSink::without_spill(OutputBudget::default())
-                .finish()
-                .map_err(ExecError::Output)?,
+            captured: OutputSink::without_spill(OutputBudget::default()).finish()?,
             encoding: None,
         }),
-        Some(Ok(pumped)) => pumped.map_err(ExecError::Output),
+        Some(Ok(pumped)) => Ok(pumped?),
         Some(Err(e)) => Err(ExecError::Output(std::io::Error::other(e))),
     }
 }

@@ -21,9 +21,8 @@ pub(crate) fn detach(cmd: &mut tokio::process::Command) {
     // setsid(2), which is async-signal-safe: it allocates nothing and takes no lock.
     unsafe {
         cmd.pre_exec(|| {
-            rustix::process::setsid()
-                .map(drop)
-                .map_err(std::io::Error::from)
+            rustix::process::setsid()?;
+            Ok(())
         });
     }
 }

@@ -257,6 +257,21 @@ struct Root {
     identity: (u64, u64),
 }
 
+impl Root {
+    /// Opens the root configured as `given`.
+    fn open(given: &Path) -> io::Result<Root> {
+        let path = std::fs::canonicalize(given)?;
+        let dir = Dir::open_ambient_dir(&path, ambient_authority())?;
+        let identity = identity(&path)?;
+        Ok(Root {
+            given: normalize(given),
+            path,
+            dir,
+            identity,
+        })
+    }
+}
+
 /// Device and inode of the directory `path` names (symlinks followed).
 fn identity(path: &Path) -> io::Result<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
@@ -295,19 +310,11 @@ impl Jail {
         }
         let mut opened = Vec::with_capacity(roots.len());
         for given in roots {
-            let unavailable = |source| FsError::RootUnavailable {
+            let root = Root::open(given).map_err(|source| FsError::RootUnavailable {
                 root: given.clone(),
                 source,
-            };
-            let path = std::fs::canonicalize(given).map_err(unavailable)?;
-            let dir = Dir::open_ambient_dir(&path, ambient_authority()).map_err(unavailable)?;
-            let identity = identity(&path).map_err(unavailable)?;
-            opened.push(Root {
-                given: normalize(given),
-                path,
-                dir,
-                identity,
-            });
+            })?;
+            opened.push(root);
         }
         opened.sort_by_key(|r| std::cmp::Reverse(r.path.components().count()));
         Ok(Jail {
@@ -505,14 +512,7 @@ impl Jail {
     /// # Errors
     /// [`FsError::NotFound`] and other I/O errors.
     pub fn metadata(&self, p: &WorkPath) -> Result<Meta, FsError> {
-        let root = self.root_of(p)?;
-        let meta = if p.rel.as_os_str().is_empty() {
-            root.dir.dir_metadata()
-        } else {
-            root.dir.metadata(&p.rel)
-        };
-        meta.map(|m| Meta::of(&m))
-            .map_err(|e| self.io("stat", p, e))
+        self.stat(p, true)
     }
 
     /// Metadata of `p` itself: a symlink is reported as a symlink.
@@ -520,9 +520,16 @@ impl Jail {
     /// # Errors
     /// [`FsError::NotFound`] and other I/O errors.
     pub fn symlink_metadata(&self, p: &WorkPath) -> Result<Meta, FsError> {
+        self.stat(p, false)
+    }
+
+    /// Metadata of `p`, following a final symlink when `follow`.
+    fn stat(&self, p: &WorkPath, follow: bool) -> Result<Meta, FsError> {
         let root = self.root_of(p)?;
         let meta = if p.rel.as_os_str().is_empty() {
             root.dir.dir_metadata()
+        } else if follow {
+            root.dir.metadata(&p.rel)
         } else {
             root.dir.symlink_metadata(&p.rel)
         };
@@ -619,34 +626,7 @@ impl Jail {
     /// [`FsError::NotFound`], [`FsError::NotADirectory`] and other I/O errors.
     pub fn read_dir(&self, p: &WorkPath) -> Result<Vec<DirEntry>, FsError> {
         let dir = self.open_dir(p)?;
-        let entries = dir.entries().map_err(|e| self.io("list", p, e))?;
-        let mut out = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| self.io("list", p, e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let (kind, size, modified) = match entry.metadata() {
-                Ok(m) => {
-                    let m = Meta::of(&m);
-                    (m.kind, m.size, m.modified)
-                }
-                Err(_) => (
-                    entry
-                        .file_type()
-                        .map(EntryKind::of)
-                        .unwrap_or(EntryKind::Other),
-                    0,
-                    None,
-                ),
-            };
-            out.push(DirEntry {
-                name,
-                kind,
-                size,
-                modified,
-            });
-        }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        list(&dir).map_err(|e| self.io("list", p, e))
     }
 
     /// Opens directory `p` as a handle (a new open file description).
@@ -1280,10 +1260,41 @@ pub(crate) fn is_temp_name(name: &str) -> bool {
         && TempKind::ALL.iter().any(|k| k.extension() == kind)
 }
 
+/// The entries of the directory `dir`, sorted by name. Symlinks are reported, not followed.
+fn list(dir: &Dir) -> io::Result<Vec<DirEntry>> {
+    let mut out = Vec::new();
+    for entry in dir.entries()? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let (kind, size, modified) = match entry.metadata() {
+            Ok(m) => {
+                let m = Meta::of(&m);
+                (m.kind, m.size, m.modified)
+            }
+            Err(_) => (
+                entry
+                    .file_type()
+                    .map(EntryKind::of)
+                    .unwrap_or(EntryKind::Other),
+                0,
+                None,
+            ),
+        };
+        out.push(DirEntry {
+            name,
+            kind,
+            size,
+            modified,
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
 /// Renames `from` to `to` in `dir`, failing if `to` exists.
 fn rename_noreplace(dir: &Dir, from: &str, to: &OsStr) -> io::Result<()> {
-    rustix::fs::renameat_with(dir, from, dir, to, rustix::fs::RenameFlags::NOREPLACE)
-        .map_err(io::Error::from)
+    rustix::fs::renameat_with(dir, from, dir, to, rustix::fs::RenameFlags::NOREPLACE)?;
+    Ok(())
 }
 
 /// Flushes a directory's entries to disk; best effort. (Directory handles are

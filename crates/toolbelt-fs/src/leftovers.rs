@@ -124,43 +124,47 @@ impl TempJournal {
     }
 
     fn append(&self, dir: &Path) -> Result<(), FsError> {
+        self.append_line(dir)
+            .map_err(|failed| self.failed("append to", failed))
+    }
+
+    fn append_line(&self, dir: &Path) -> Result<(), Failed> {
         let bytes = dir.as_os_str().as_bytes();
         if !dir.is_absolute() || bytes.contains(&b'\n') {
             return Err(FsError::InvalidPath {
                 path: dir.display().to_string(),
                 reason: "only absolute paths without line breaks are noted".into(),
-            });
+            }
+            .into());
         }
         let line = Entry {
             writer: this_process(),
             dir: dir.to_path_buf(),
         }
         .line();
-        let io = |e| self.io_error("append to", e);
         if let Some(parent) = self.path.parent() {
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
-                .create(parent)
-                .map_err(io)?;
+                .create(parent)?;
         }
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .create(true)
             .mode(0o600)
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(&self.path)
-            .map_err(io)?;
+            .open(&self.path)?;
         self.lock(&file)?;
-        let size = file.metadata().map_err(io)?.len();
+        let size = file.metadata()?.len();
         if size + line.len() as u64 > MAX_JOURNAL_BYTES {
             return Err(FsError::TooLarge {
                 path: self.path.display().to_string(),
                 size,
                 limit_bytes: MAX_JOURNAL_BYTES,
-            });
+            }
+            .into());
         }
-        file.write_all(&line).map_err(io)
+        Ok(file.write_all(&line)?)
     }
 
     /// Removes the temporary files interrupted writes left in the journal's
@@ -245,18 +249,19 @@ impl TempJournal {
     /// Rewrites the journal without the lines `verdicts` let go, under its lock,
     /// keeping what was appended since it was read. Returns the lines kept.
     fn compact(&self, verdicts: &BTreeMap<PathBuf, Verdict>) -> Result<usize, FsError> {
-        let io = |e| self.io_error("rewrite", e);
+        self.rewrite(verdicts)
+            .map_err(|failed| self.failed("rewrite", failed))
+    }
+
+    fn rewrite(&self, verdicts: &BTreeMap<PathBuf, Verdict>) -> Result<usize, Failed> {
         let file = match open_nofollow(&self.path, true) {
             Ok(file) => file,
             Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(0),
-            Err(err) => return Err(io(err)),
+            Err(err) => return Err(err.into()),
         };
         self.lock(&file)?;
         let mut text = Vec::new();
-        (&file)
-            .take(2 * MAX_JOURNAL_BYTES)
-            .read_to_end(&mut text)
-            .map_err(io)?;
+        (&file).take(2 * MAX_JOURNAL_BYTES).read_to_end(&mut text)?;
         let mut seen_lines: HashSet<Vec<u8>> = HashSet::new();
         let mut kept_ended: HashSet<PathBuf> = HashSet::new();
         let mut kept: Vec<Vec<u8>> = Vec::new();
@@ -286,8 +291,8 @@ impl TempJournal {
         }
         let out: Vec<u8> = kept[first..].concat();
         if out != text {
-            file.set_len(0).map_err(io)?;
-            file.write_all_at(&out, 0).map_err(io)?;
+            file.set_len(0)?;
+            file.write_all_at(&out, 0)?;
         }
         Ok(kept.len() - first)
     }
@@ -314,6 +319,36 @@ impl TempJournal {
 
     fn io_error(&self, op: &'static str, err: io::Error) -> FsError {
         FsError::from_io(op, &self.path.display().to_string(), err)
+    }
+
+    /// `failed` as the error of operation `op` on the journal.
+    fn failed(&self, op: &'static str, failed: Failed) -> FsError {
+        match failed {
+            Failed::Io(err) => self.io_error(op, err),
+            Failed::Refused(err) => err,
+        }
+    }
+}
+
+/// What stopped an operation on the journal, before the operation is named
+/// ([`TempJournal::failed`]).
+#[derive(Debug)]
+enum Failed {
+    /// An OS error.
+    Io(io::Error),
+    /// A refusal that is whole already (too large, busy, a bad path).
+    Refused(FsError),
+}
+
+impl From<io::Error> for Failed {
+    fn from(err: io::Error) -> Failed {
+        Failed::Io(err)
+    }
+}
+
+impl From<FsError> for Failed {
+    fn from(err: FsError) -> Failed {
+        Failed::Refused(err)
     }
 }
 

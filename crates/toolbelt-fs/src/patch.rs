@@ -1346,21 +1346,36 @@ impl PathScope {
         }
     }
 
+    /// [`PathScope::locate`] with the refusal as its message: kept only until
+    /// its last caller uses [`PathScope::locate`] or [`PathScope::resolve_at`].
+    ///
+    /// # Errors
+    /// As [`PathScope::locate`].
+    ///
+    /// # Security
+    /// As [`PathScope::locate`].
+    pub fn resolve(&self, raw: &str) -> Result<PathBuf, String> {
+        self.locate(raw).map_err(|e| e.to_string())
+    }
+
     /// The absolute, lexically folded path of `raw`.
     ///
     /// # Errors
-    /// A reason for the model when `raw` is empty, holds a NUL byte, climbs out of
-    /// the roots with `..`, or is an absolute path elsewhere.
+    /// A [`ScopeError`] (its message is for the model) when `raw` is empty, holds a
+    /// NUL byte, climbs out of the roots with `..`, or is an absolute path
+    /// elsewhere.
     ///
     /// # Security
     /// Lexical only: symlinks are not followed, so the result must still be opened
     /// through a confined resolver (the jail), which refuses the rest.
-    pub fn resolve(&self, raw: &str) -> Result<PathBuf, String> {
+    pub fn locate(&self, raw: &str) -> Result<PathBuf, ScopeError> {
         if raw.is_empty() {
-            return Err("empty path".to_string());
+            return Err(ScopeError::Empty);
         }
         if raw.contains('\0') {
-            return Err(format!("path {raw:?} contains a NUL byte"));
+            return Err(ScopeError::Nul {
+                path: raw.to_string(),
+            });
         }
         let given = Path::new(raw);
         let joined = if given.is_absolute() {
@@ -1387,16 +1402,11 @@ impl PathScope {
         if self.roots.iter().any(|root| folded.starts_with(root)) && !climbed_out {
             return Ok(folded);
         }
-        let roots = self
-            .roots
-            .iter()
-            .map(|r| r.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
+        let (path, roots) = (raw.to_string(), self.roots.clone());
         Err(if given.is_absolute() {
-            format!("{raw} is outside the workspace ({roots}); use a path inside it")
+            ScopeError::Outside { path, roots }
         } else {
-            format!("{raw} leaves the workspace ({roots}) through `..`; use a path inside it")
+            ScopeError::ClimbsOut { path, roots }
         })
     }
 
@@ -1482,6 +1492,37 @@ pub struct Plan {
     pub files: Vec<FileEffect>,
 }
 
+impl From<PatchError> for toolbelt_core::ToolError {
+    /// The error for the model, saying that nothing was written (a patch error is
+    /// raised before anything is).
+    fn from(err: PatchError) -> toolbelt_core::ToolError {
+        use toolbelt_core::ErrorCode;
+        let code = match &err {
+            PatchError::TooLarge { .. } | PatchError::TooManyFiles { .. } => ErrorCode::TooLarge,
+            PatchError::BadPath { path, .. } if !path.is_empty() => ErrorCode::AccessDenied,
+            PatchError::AlreadyExists { .. } | PatchError::DestinationExists { .. } => {
+                ErrorCode::Conflict
+            }
+            PatchError::Missing { .. } => ErrorCode::NotFound,
+            _ => ErrorCode::InvalidParams,
+        };
+        let hint = match &err {
+            PatchError::Syntax { .. } => Some(
+                "the format is `*** Begin Patch`, then sections `*** Add File: <path>` (lines with '+'), `*** Delete File: <path>`, `*** Update File: <path>` (optional `*** Move to: <path>`, then `@@ <anchor>` and lines with ' ', '-', '+'), then `*** End Patch`",
+            ),
+            PatchError::Mismatch { .. } => {
+                Some("read the file again, then send the whole patch again with the hunks fixed")
+            }
+            _ => None,
+        };
+        let out = toolbelt_core::ToolError::new(code, format!("{err}\nNo file was changed."));
+        match hint {
+            Some(hint) => out.hint(hint),
+            None => out,
+        }
+    }
+}
+
 /// Why [`plan`] failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError<E> {
@@ -1502,14 +1543,14 @@ impl Patch {
     pub fn paths(&self, scope: &PathScope) -> Result<Vec<PathBuf>, PatchError> {
         let mut out = Vec::new();
         for op in &self.ops {
-            out.push(resolve(scope, op.path(), op.line())?);
+            out.push(scope.resolve_at(op.path(), op.line())?);
             if let FileOp::Update {
                 move_to: Some(dest),
                 line,
                 ..
             } = op
             {
-                out.push(resolve(scope, dest, *line)?);
+                out.push(scope.resolve_at(dest, *line)?);
             }
         }
         out.sort();
@@ -1518,12 +1559,64 @@ impl Patch {
     }
 }
 
-fn resolve(scope: &PathScope, raw: &str, line: usize) -> Result<PathBuf, PatchError> {
-    scope.resolve(raw).map_err(|reason| PatchError::BadPath {
-        path: raw.to_string(),
-        line,
-        reason,
-    })
+impl PathScope {
+    /// [`PathScope::locate`] for the path `raw` written on patch line `line`.
+    ///
+    /// # Errors
+    /// [`PatchError::BadPath`] with the [`ScopeError`] as its reason.
+    pub fn resolve_at(&self, raw: &str, line: usize) -> Result<PathBuf, PatchError> {
+        self.locate(raw).map_err(|e| PatchError::BadPath {
+            path: raw.to_string(),
+            line,
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// Why [`PathScope::locate`] refuses a path; the message is for the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScopeError {
+    /// The path is empty.
+    #[error("empty path")]
+    Empty,
+    /// The path holds a NUL byte.
+    #[error("path {path:?} contains a NUL byte")]
+    Nul {
+        /// The path as written.
+        path: String,
+    },
+    /// An absolute path outside every root.
+    #[error(
+        "{path} is outside the workspace ({}); use a path inside it",
+        shown_roots(roots)
+    )]
+    Outside {
+        /// The path as written.
+        path: String,
+        /// The roots of the scope.
+        roots: Vec<PathBuf>,
+    },
+    /// A relative path that climbs out of the roots with `..`.
+    #[error(
+        "{path} leaves the workspace ({}) through `..`; use a path inside it",
+        shown_roots(roots)
+    )]
+    ClimbsOut {
+        /// The path as written.
+        path: String,
+        /// The roots of the scope.
+        roots: Vec<PathBuf>,
+    },
+}
+
+/// `roots` as a model reads them: `/a, /b`.
+fn shown_roots(roots: &[PathBuf]) -> String {
+    roots
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[derive(Debug)]
@@ -1556,9 +1649,9 @@ pub fn plan<E>(
     mut read: impl FnMut(&Path) -> Result<Option<String>, E>,
 ) -> Result<Plan, PlanError<E>> {
     let mut slots: BTreeMap<PathBuf, Slot> = BTreeMap::new();
-    let mut load = |slots: &mut BTreeMap<PathBuf, Slot>, path: &Path| -> Result<(), E> {
+    let mut load = |slots: &mut BTreeMap<PathBuf, Slot>, path: &Path| -> Result<(), PlanError<E>> {
         if !slots.contains_key(path) {
-            let before = read(path)?;
+            let before = read(path).map_err(PlanError::Read)?;
             slots.insert(
                 path.to_path_buf(),
                 Slot {
@@ -1574,8 +1667,8 @@ pub fn plan<E>(
 
     let mut ops = Vec::with_capacity(patch.ops.len());
     for op in &patch.ops {
-        let path = resolve(scope, op.path(), op.line())?;
-        load(&mut slots, &path).map_err(PlanError::Read)?;
+        let path = scope.resolve_at(op.path(), op.line())?;
+        load(&mut slots, &path)?;
         let display = scope.display(&path);
         let current = slots.get(&path).and_then(|s| s.after.clone());
         let result = match op {
@@ -1635,12 +1728,12 @@ pub fn plan<E>(
                 let applied = apply_hunks(&display, &current, hunks)?;
                 let derived = slots.get(&path).and_then(|s| s.derived_from.clone());
                 let dest = match move_to {
-                    Some(dest) => Some(resolve(scope, dest, *line)?).filter(|d| *d != path),
+                    Some(dest) => Some(scope.resolve_at(dest, *line)?).filter(|d| *d != path),
                     None => None,
                 };
                 match dest {
                     Some(dest) => {
-                        load(&mut slots, &dest).map_err(PlanError::Read)?;
+                        load(&mut slots, &dest)?;
                         let dest_display = scope.display(&dest);
                         if slots.get(&dest).is_some_and(|s| s.after.is_some()) {
                             return Err(PatchError::DestinationExists {

@@ -784,10 +784,18 @@ fn paths_leaving_the_workspace_are_refused() {
         ("a\0b", "path \"a\\0b\" contains a NUL byte"),
     ];
     for (raw, reason) in cases {
-        assert_eq!(scope.resolve(raw), Err(reason.to_string()), "{raw}");
+        assert_eq!(
+            scope.locate(raw).map_err(|e| e.to_string()),
+            Err(reason.to_string()),
+            "{raw}"
+        );
     }
-    assert_eq!(scope.resolve("../x"), Ok(PathBuf::from("/w/x")));
-    assert_eq!(scope.resolve("/w/sub/./y"), Ok(PathBuf::from("/w/sub/y")));
+    assert_eq!(scope.locate("../x"), Ok(PathBuf::from("/w/x")));
+    assert_eq!(scope.locate("/w/sub/./y"), Ok(PathBuf::from("/w/sub/y")));
+    assert_eq!(
+        scope.resolve("a\0b"),
+        Err("path \"a\\0b\" contains a NUL byte".into())
+    );
     assert_eq!(scope.display(Path::new("/w/sub/y")), "y");
     assert_eq!(scope.display(Path::new("/w/x")), "/w/x");
 
@@ -944,4 +952,23 @@ proptest! {
         prop_assert!(patched.is_ok(), "patch: {:?}", patched.err());
         prop_assert_eq!(patched.unwrap(), "first\nreplaced\nlast\n");
     }
+}
+
+#[test]
+fn patch_errors_for_the_model_say_nothing_was_changed() {
+    use toolbelt_core::{ErrorCode, ToolError};
+    let err: ToolError = scope().resolve_at("/etc/passwd", 3).unwrap_err().into();
+    assert_eq!(err.code, ErrorCode::AccessDenied);
+    assert_eq!(
+        err.message,
+        "patch line 3: /etc/passwd is outside the workspace (/w); use a path inside it\nNo file was changed."
+    );
+    assert_eq!(err.hint, None);
+    let err: ToolError = parse("not a patch").unwrap_err().into();
+    assert_eq!(err.code, ErrorCode::InvalidParams);
+    assert!(
+        err.hint
+            .unwrap()
+            .starts_with("the format is `*** Begin Patch`")
+    );
 }

@@ -190,3 +190,11 @@ pub enum FetchError {
         reason: String,
     },
 }
+
+impl From<crate::tls::TlsError> for FetchError {
+    fn from(e: crate::tls::TlsError) -> Self {
+        FetchError::Config {
+            reason: e.to_string(),
+        }
+    }
+}

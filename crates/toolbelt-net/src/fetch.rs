@@ -52,6 +52,7 @@ use crate::charset::{self, Decoded};
 pub use crate::error::{FetchError, TimeoutKind};
 use crate::guard::{CheckedTarget, Guard, Policy, Resolver, SystemResolver, check_url, parse_url};
 use crate::proxy::Proxy;
+use crate::tls;
 
 mod body;
 mod idle;
@@ -268,24 +269,7 @@ impl FetcherBuilder {
             HeaderValue::from_str(&self.user_agent).map_err(|e| FetchError::Config {
                 reason: format!("user agent {:?}: {e}", self.user_agent),
             })?;
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        for der in self.extra_roots {
-            roots
-                .add(rustls::pki_types::CertificateDer::from(der))
-                .map_err(|e| FetchError::Config {
-                    reason: format!("root certificate: {e}"),
-                })?;
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| FetchError::Config {
-                reason: format!("TLS: {e}"),
-            })?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let tls = tls::client_config(&self.extra_roots, tls::ALPN_HTTP1)?;
         let proxy = self.proxy.as_deref().map(Proxy::parse).transpose()?;
         Ok(Fetcher {
             inner: Arc::new(Inner {
@@ -566,19 +550,8 @@ impl Fetcher {
             let exchange = self.exchange(&target, &accept, headers).await?;
             let status = exchange.response.status().as_u16();
             let mut not_followed: Option<Url> = None;
-            if let Some(location) = redirect_location(&exchange.response) {
-                let location = location.map_err(|raw| FetchError::BadRedirect {
-                    url: current.to_string(),
-                    location: raw,
-                    reason: "the Location header is not valid text".to_owned(),
-                })?;
-                let mut next = current
-                    .join(&location)
-                    .map_err(|e| FetchError::BadRedirect {
-                        url: current.to_string(),
-                        location: location.clone(),
-                        reason: e.to_string(),
-                    })?;
+            if let Some(next) = redirect_target(&exchange.response, &current) {
+                let mut next = next?;
                 if next.fragment().is_none() && current.fragment().is_some() {
                     next.set_fragment(current.fragment());
                 }
@@ -688,12 +661,6 @@ impl Fetcher {
         } else {
             Box::new(tcp)
         };
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-            .await
-            .map_err(|e| self.hyper_error(target, e))?;
-        let connection = AbortOnDrop(tokio::spawn(async move {
-            let _ = conn.await;
-        }));
         let url = target.url();
         let mut path = url.path().to_owned();
         if let Some(query) = url.query() {
@@ -721,8 +688,7 @@ impl Fetcher {
                 url: url.to_string(),
                 reason: e.to_string(),
             })?;
-        let response = sender
-            .send_request(request)
+        let (response, connection) = http1(io, request)
             .await
             .map_err(|e| self.hyper_error(target, e))?;
         Ok(Exchange {
@@ -873,20 +839,53 @@ fn without_fragment(url: &Url) -> Url {
 
 /// The `Location` of a redirect response: `None` when the response is not a
 /// followable redirect, `Some(Err(raw))` when the header is not text.
-fn redirect_location<B>(response: &http::Response<B>) -> Option<Result<String, String>> {
+/// Where a redirect from `current` points: `None` when `response` is no
+/// redirect or has no `Location`, an error when the location is not text or not
+/// a URL reference.
+fn redirect_target<B>(
+    response: &http::Response<B>,
+    current: &Url,
+) -> Option<Result<Url, FetchError>> {
     if !matches!(response.status().as_u16(), 301 | 302 | 303 | 307 | 308) {
         return None;
     }
     let value = response.headers().get(LOCATION)?;
+    let bad = |location: String, reason: String| FetchError::BadRedirect {
+        url: current.to_string(),
+        location,
+        reason,
+    };
     Some(match value.to_str() {
-        Ok(s) => Ok(s.trim().to_owned()),
-        Err(_) => Err(String::from_utf8_lossy(value.as_bytes()).into_owned()),
+        Ok(s) => {
+            let location = s.trim();
+            current
+                .join(location)
+                .map_err(|e| bad(location.to_owned(), e.to_string()))
+        }
+        Err(_) => Err(bad(
+            String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            "the Location header is not valid text".to_owned(),
+        )),
     })
 }
 
 struct Exchange {
     response: http::Response<hyper::body::Incoming>,
     connection: AbortOnDrop,
+}
+
+/// One HTTP/1.1 exchange on `io`: the handshake, then `request`. The connection
+/// is driven by a task that stops when the returned guard is dropped.
+async fn http1(
+    io: Box<dyn Io>,
+    request: Request<Empty<Bytes>>,
+) -> Result<(http::Response<hyper::body::Incoming>, AbortOnDrop), hyper::Error> {
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
+    let connection = AbortOnDrop(tokio::spawn(async move {
+        let _ = conn.await;
+    }));
+    let response = sender.send_request(request).await?;
+    Ok((response, connection))
 }
 
 /// Stops the connection task when the fetch is done or dropped.

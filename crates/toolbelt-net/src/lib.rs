@@ -8,6 +8,7 @@
 //! - [`extract`]: the main content of an HTML page, with its metadata, as markdown
 //!   or text.
 //! - [`search`]: web search backends (DuckDuckGo's HTML endpoint, Brave, SearXNG).
+//! - [`tls`]: the TLS client configuration shared by every HTTP client.
 
 pub mod charset;
 pub mod error;
@@ -16,3 +17,4 @@ pub mod fetch;
 pub mod guard;
 mod proxy;
 pub mod search;
+pub mod tls;

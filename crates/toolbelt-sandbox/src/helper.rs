@@ -8,6 +8,7 @@
 //! the command starts.
 
 use std::ffi::OsString;
+use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,6 +34,69 @@ const NOT_STARTED_EXIT_CODE: i32 = 127;
 
 /// Devices a sandboxed command may write: discarding output is not writing.
 const WRITABLE_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
+
+/// Why the sandbox cannot be set up (or a part of it fails the probe); the
+/// message goes to the command's stderr after [`crate::REFUSAL_PREFIX`].
+#[derive(Debug, thiserror::Error)]
+enum SetupError {
+    #[error("cannot create namespaces: {0}")]
+    Namespaces(#[source] nix::Error),
+    #[error("cannot write /proc/self/{file}: {source}")]
+    MapIds {
+        file: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot make mounts private: {0}")]
+    PrivateMounts(#[source] nix::Error),
+    #[error("cannot bind {}: {source}", path.display())]
+    Bind {
+        path: PathBuf,
+        #[source]
+        source: nix::Error,
+    },
+    #[error("cannot make {} read-only: {source}", path.display())]
+    ReadOnly {
+        path: PathBuf,
+        #[source]
+        source: nix::Error,
+    },
+    #[error("cannot hide {}: {source}", path.display())]
+    Hide {
+        path: PathBuf,
+        #[source]
+        source: nix::Error,
+    },
+    #[error("cannot create {}: {source}", path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(
+        "{} is a git repository, and without a mount namespace its hooks and config cannot \
+         be kept read-only",
+        path.as_ref().map_or_else(String::new, |p| p.display().to_string())
+    )]
+    GitWithoutMountNamespace { path: Option<PathBuf> },
+    #[error("the working directory {} is hidden from commands: {source}", path.display())]
+    HiddenWorkingDirectory {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("Landlock: {0}")]
+    Landlock(#[from] landlock::RulesetError),
+    #[error("cannot set no_new_privs")]
+    NoNewPrivs,
+    #[error("Landlock ABI 3 or later is needed to keep writes out, this kernel has {abi}")]
+    OldLandlock { abi: u32 },
+    /// The probe's scratch directory.
+    #[error(transparent)]
+    Scratch(#[from] io::Error),
+    #[error("a read-only bind stayed writable")]
+    BindStayedWritable,
+}
 
 /// Runs the helper with the arguments after [`crate::HELPER_ARG`]; returns the
 /// process's exit code.
@@ -93,7 +157,7 @@ fn run(plan: &Plan, program: OsString, args: Vec<OsString>) -> i32 {
 }
 
 /// Everything of `plan` but starting the command.
-fn enter(plan: &Plan) -> Result<(), String> {
+fn enter(plan: &Plan) -> Result<(), SetupError> {
     let mut flags = CloneFlags::empty();
     if plan.mount_ns {
         flags |= CloneFlags::CLONE_NEWNS;
@@ -114,15 +178,9 @@ fn enter(plan: &Plan) -> Result<(), String> {
         let guard = git::guard(&plan.writable, &plan.writable);
         if !guard.dirs.is_empty() || !guard.files.is_empty() {
             if !plan.mount_ns {
-                return Err(format!(
-                    "{} is a git repository, and without a mount namespace its hooks and \
-                     config cannot be kept read-only",
-                    guard
-                        .dirs
-                        .first()
-                        .or(guard.files.first())
-                        .map_or_else(String::new, |p| p.display().to_string())
-                ));
+                return Err(SetupError::GitWithoutMountNamespace {
+                    path: guard.dirs.first().or(guard.files.first()).cloned(),
+                });
             }
             protect_git(&guard)?;
         }
@@ -136,12 +194,8 @@ fn enter(plan: &Plan) -> Result<(), String> {
         if let Ok(cwd) = std::env::current_dir()
             && plan.hidden.iter().any(|h| cwd.starts_with(h))
         {
-            std::env::set_current_dir(&cwd).map_err(|e| {
-                format!(
-                    "the working directory {} is hidden from commands: {e}",
-                    cwd.display()
-                )
-            })?;
+            std::env::set_current_dir(&cwd)
+                .map_err(|source| SetupError::HiddenWorkingDirectory { path: cwd, source })?;
         }
     }
     if plan.mode != SandboxMode::None || !plan.network {
@@ -152,24 +206,27 @@ fn enter(plan: &Plan) -> Result<(), String> {
 
 /// Enters new namespaces (`flags`), in a new user namespace when `user` (the
 /// caller's ids mapped to themselves; root keeps every id).
-fn enter_namespaces(flags: CloneFlags, user: bool) -> Result<(), String> {
+fn enter_namespaces(flags: CloneFlags, user: bool) -> Result<(), SetupError> {
     let (uid, gid) = (Uid::current(), Gid::current());
-    if user {
-        unshare(flags | CloneFlags::CLONE_NEWUSER)
-            .map_err(|e| format!("cannot create namespaces: {e}"))?;
-        map_ids(uid, gid)
+    let flags = if user {
+        flags | CloneFlags::CLONE_NEWUSER
     } else {
-        unshare(flags).map_err(|e| format!("cannot create namespaces: {e}"))
+        flags
+    };
+    unshare(flags).map_err(SetupError::Namespaces)?;
+    if user {
+        map_ids(uid, gid)?;
     }
+    Ok(())
 }
 
 /// Maps the caller's ids to themselves in a new user namespace. Only one id can
 /// be mapped from inside: files of other users are then seen as owned by
 /// `nobody`, and root keeps its rights over its own files only.
-fn map_ids(uid: Uid, gid: Gid) -> Result<(), String> {
-    let write = |file: &str, text: String| {
+fn map_ids(uid: Uid, gid: Gid) -> Result<(), SetupError> {
+    let write = |file: &'static str, text: String| {
         std::fs::write(Path::new("/proc/self").join(file), text)
-            .map_err(|e| format!("cannot write /proc/self/{file}: {e}"))
+            .map_err(|source| SetupError::MapIds { file, source })
     };
     write("setgroups", "deny\n".to_string())?;
     write("uid_map", format!("{uid} {uid} 1\n"))?;
@@ -177,7 +234,7 @@ fn map_ids(uid: Uid, gid: Gid) -> Result<(), String> {
 }
 
 /// Makes every mount private, so what is bound here stays here.
-fn private_mounts() -> Result<(), String> {
+fn private_mounts() -> Result<(), SetupError> {
     mount(
         None::<&str>,
         "/",
@@ -185,11 +242,11 @@ fn private_mounts() -> Result<(), String> {
         MsFlags::MS_REC | MsFlags::MS_PRIVATE,
         None::<&str>,
     )
-    .map_err(|e| format!("cannot make mounts private: {e}"))
+    .map_err(SetupError::PrivateMounts)
 }
 
 /// Binds `path` onto itself, read-only when asked.
-fn bind(path: &Path, read_only: bool) -> Result<(), String> {
+fn bind(path: &Path, read_only: bool) -> Result<(), SetupError> {
     mount(
         Some(path),
         path,
@@ -197,7 +254,10 @@ fn bind(path: &Path, read_only: bool) -> Result<(), String> {
         MsFlags::MS_BIND | MsFlags::MS_REC,
         None::<&str>,
     )
-    .map_err(|e| format!("cannot bind {}: {e}", path.display()))?;
+    .map_err(|source| SetupError::Bind {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if read_only {
         // The flags of the underlying mount are locked in a user namespace: keep them.
         let kept = statvfs(path).map(|s| s.flags()).unwrap_or(FsFlags::empty());
@@ -214,14 +274,18 @@ fn bind(path: &Path, read_only: bool) -> Result<(), String> {
                 flags |= ms;
             }
         }
-        mount(None::<&str>, path, None::<&str>, flags, None::<&str>)
-            .map_err(|e| format!("cannot make {} read-only: {e}", path.display()))?;
+        mount(None::<&str>, path, None::<&str>, flags, None::<&str>).map_err(|source| {
+            SetupError::ReadOnly {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
     }
     Ok(())
 }
 
 /// Covers `dir` with an empty read-only tmpfs: what was in it cannot be reached.
-fn hide(dir: &Path) -> Result<(), String> {
+fn hide(dir: &Path) -> Result<(), SetupError> {
     if !dir.is_dir() {
         return Ok(());
     }
@@ -232,11 +296,14 @@ fn hide(dir: &Path) -> Result<(), String> {
         MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
         Some("size=4k,mode=0500"),
     )
-    .map_err(|e| format!("cannot hide {}: {e}", dir.display()))
+    .map_err(|source| SetupError::Hide {
+        path: dir.to_path_buf(),
+        source,
+    })
 }
 
 /// Keeps the git files of `guard` from being changed (see [`crate::git`]).
-fn protect_git(guard: &git::GitGuard) -> Result<(), String> {
+fn protect_git(guard: &git::GitGuard) -> Result<(), SetupError> {
     let mut dirs = guard.dirs.clone();
     // Outer directories first, so inner binds are not hidden by outer ones.
     dirs.sort_by_key(|d| d.components().count());
@@ -252,13 +319,18 @@ fn protect_git(guard: &git::GitGuard) -> Result<(), String> {
             continue;
         }
         bind(dir, false)?;
-        if !hooks.exists() {
-            std::fs::create_dir(&hooks)
-                .map_err(|e| format!("cannot create {}: {e}", hooks.display()))?;
-        }
-        if !config.exists() {
-            std::fs::write(&config, "")
-                .map_err(|e| format!("cannot create {}: {e}", config.display()))?;
+        for (path, is_dir) in [(&hooks, true), (&config, false)] {
+            if !path.exists() {
+                let made = if is_dir {
+                    std::fs::create_dir(path)
+                } else {
+                    std::fs::write(path, "")
+                };
+                made.map_err(|source| SetupError::Create {
+                    path: path.clone(),
+                    source,
+                })?;
+            }
         }
         bind(&hooks, true)?;
         bind(&config, true)?;
@@ -271,61 +343,48 @@ fn protect_git(guard: &git::GitGuard) -> Result<(), String> {
 
 /// Restricts this process and what it starts with Landlock: read everywhere,
 /// write only where `plan` allows; no TCP when the network is off.
-fn landlock(plan: &Plan) -> Result<u32, String> {
-    let err = |e: landlock::RulesetError| format!("Landlock: {e}");
+fn landlock(plan: &Plan) -> Result<u32, SetupError> {
     let mut ruleset = landlock::Ruleset::default();
     if plan.mode != SandboxMode::None {
         // Truncation (ABI 3) is a write: without it, files outside could be emptied.
         ruleset = ruleset
             .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(AccessFs::from_all(ABI::V3))
-            .map_err(err)?
+            .handle_access(AccessFs::from_all(ABI::V3))?
             .set_compatibility(CompatLevel::BestEffort)
-            .handle_access(AccessFs::from_all(ABI::V7))
-            .map_err(err)?;
+            .handle_access(AccessFs::from_all(ABI::V7))?;
     }
     if !plan.network {
         // The network namespace already has no way out; this also stops TCP where
         // Landlock can (ABI 4), and abstract Unix sockets of other programs (ABI 6).
         ruleset = ruleset
             .set_compatibility(CompatLevel::BestEffort)
-            .handle_access(AccessNet::from_all(ABI::V4))
-            .map_err(err)?
-            .scope(Scope::AbstractUnixSocket)
-            .map_err(err)?;
+            .handle_access(AccessNet::from_all(ABI::V4))?
+            .scope(Scope::AbstractUnixSocket)?;
     }
     let mut created = ruleset
         .set_compatibility(CompatLevel::BestEffort)
-        .scope(Scope::Signal)
-        .map_err(err)?
-        .create()
-        .map_err(err)?;
+        .scope(Scope::Signal)?
+        .create()?;
     if plan.mode != SandboxMode::None {
         created = created
-            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(ABI::V7)))
-            .map_err(err)?
+            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(ABI::V7)))?
             .add_rules(path_beneath_rules(
                 WRITABLE_DEVICES.iter().filter(|d| Path::new(d).exists()),
                 AccessFs::from_file(ABI::V7),
-            ))
-            .map_err(err)?;
+            ))?;
         let mut writable: Vec<&PathBuf> = vec![&plan.tmp];
         if plan.mode == SandboxMode::WorkspaceWrite {
             writable.extend(&plan.writable);
         }
-        created = created
-            .add_rules(path_beneath_rules(writable, AccessFs::from_all(ABI::V7)))
-            .map_err(err)?;
+        created = created.add_rules(path_beneath_rules(writable, AccessFs::from_all(ABI::V7)))?;
     }
-    let status = created.restrict_self().map_err(err)?;
+    let status = created.restrict_self()?;
     if !status.no_new_privs {
-        return Err("cannot set no_new_privs".to_string());
+        return Err(SetupError::NoNewPrivs);
     }
     let abi = abi_of(status.landlock);
     if plan.mode != SandboxMode::None && abi < 3 {
-        return Err(format!(
-            "Landlock ABI 3 or later is needed to keep writes out, this kernel has {abi}"
-        ));
+        return Err(SetupError::OldLandlock { abi });
     }
     Ok(abi)
 }
@@ -374,10 +433,10 @@ fn probe() -> Support {
     if mount_ns {
         // Binding read-only is what the mount namespace is for: try it.
         let bound = private_mounts().and_then(|()| {
-            let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+            let dir = tempfile::tempdir()?;
             bind(dir.path(), true)?;
             match std::fs::write(dir.path().join("probe"), "") {
-                Ok(()) => Err("a read-only bind stayed writable".to_string()),
+                Ok(()) => Err(SetupError::BindStayedWritable),
                 Err(_) => Ok(()),
             }
         });
@@ -403,7 +462,7 @@ fn probe() -> Support {
     };
     match landlock(&plan) {
         Ok(abi) => s.landlock_abi = Some(abi),
-        Err(e) => s.problems.push(e),
+        Err(e) => s.problems.push(e.to_string()),
     }
     // The command is started as the first process of the new PID namespace.
     match Command::new("/bin/sh").args(["-c", ":"]).status() {
@@ -418,4 +477,59 @@ fn probe() -> Support {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setup_errors_read_as_before() {
+        let cases = [
+            (
+                SetupError::Namespaces(nix::Error::EPERM),
+                "cannot create namespaces: EPERM: Operation not permitted",
+            ),
+            (
+                SetupError::MapIds {
+                    file: "uid_map",
+                    source: io::Error::from_raw_os_error(1),
+                },
+                "cannot write /proc/self/uid_map: Operation not permitted (os error 1)",
+            ),
+            (
+                SetupError::Bind {
+                    path: PathBuf::from("/w/.git"),
+                    source: nix::Error::EPERM,
+                },
+                "cannot bind /w/.git: EPERM: Operation not permitted",
+            ),
+            (
+                SetupError::ReadOnly {
+                    path: PathBuf::from("/w/.git/hooks"),
+                    source: nix::Error::EPERM,
+                },
+                "cannot make /w/.git/hooks read-only: EPERM: Operation not permitted",
+            ),
+            (
+                SetupError::GitWithoutMountNamespace {
+                    path: Some(PathBuf::from("/w/.git")),
+                },
+                "/w/.git is a git repository, and without a mount namespace its hooks and config \
+                 cannot be kept read-only",
+            ),
+            (SetupError::NoNewPrivs, "cannot set no_new_privs"),
+            (
+                SetupError::OldLandlock { abi: 2 },
+                "Landlock ABI 3 or later is needed to keep writes out, this kernel has 2",
+            ),
+            (
+                SetupError::BindStayedWritable,
+                "a read-only bind stayed writable",
+            ),
+        ];
+        for (err, text) in cases {
+            assert_eq!(err.to_string(), text);
+        }
+    }
 }

@@ -107,9 +107,10 @@ pub enum SandboxError {
         #[source]
         source: std::io::Error,
     },
-    /// The private temporary directory cannot be made.
+    /// The private temporary directory cannot be made, or the plan naming it
+    /// cannot be written for the helper.
     #[error("cannot make the sandbox's temporary directory: {0}")]
-    TempDir(#[source] std::io::Error),
+    TempDir(#[from] std::io::Error),
 }
 
 /// Runs the helper and exits when this process was started as one (first

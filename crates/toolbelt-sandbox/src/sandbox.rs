@@ -88,9 +88,8 @@ impl Sandbox {
         }
         let tmp = tempfile::Builder::new()
             .prefix("toolbelt-sandbox-")
-            .tempdir()
-            .map_err(SandboxError::TempDir)?;
-        let tmp_path = std::fs::canonicalize(tmp.path()).map_err(SandboxError::TempDir)?;
+            .tempdir()?;
+        let tmp_path = std::fs::canonicalize(tmp.path())?;
         let plan = Plan {
             mode,
             network,
@@ -195,9 +194,10 @@ impl Sandbox {
     }
 }
 
-/// The plan as the helper reads it.
-fn plan_json(plan: &Plan) -> Result<String, SandboxError> {
-    serde_json::to_string(plan).map_err(|e| SandboxError::TempDir(std::io::Error::other(e)))
+/// The plan as the helper reads it (it fails only on a path that is not UTF-8,
+/// such as a temporary directory's).
+fn plan_json(plan: &Plan) -> std::io::Result<String> {
+    Ok(serde_json::to_string(plan)?)
 }
 
 /// What commands may do under `mode` with the network on or off, for the model.

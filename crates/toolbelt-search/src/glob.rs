@@ -154,14 +154,11 @@ impl Glob {
         if pat.is_empty() {
             return Err(bad("the pattern is empty"));
         }
-        let glob = GlobBuilder::new(pat)
+        let matcher = GlobBuilder::new(pat)
             .literal_separator(true)
             .backslash_escape(true)
             .build()
-            .map_err(|e| bad(&e.kind().to_string()))?;
-        let matcher = GlobSetBuilder::new()
-            .add(glob)
-            .build()
+            .and_then(|glob| GlobSetBuilder::new().add(glob).build())
             .map_err(|e| bad(&e.kind().to_string()))?;
         let by_name = !pat.contains('/');
         let parts: Vec<&str> = pat.split('/').collect();

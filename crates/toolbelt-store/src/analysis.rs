@@ -12,7 +12,7 @@ use sqlx::Row;
 
 use crate::reviews::{day_start_ms, format_offset, local_date, tag_key};
 use crate::themes::{phrase, sentences};
-use crate::{Store, StoreError, StoreResult};
+use crate::{Store, StoreResult};
 
 /// How many words and how many phrases the themes list at most.
 pub const TOP_THEMES: usize = 10;
@@ -349,9 +349,7 @@ pub async fn analyze_patterns(
     // Tokenising thousands of reviews (and loading the Chinese dictionary the first
     // time) takes long enough to stall other requests: off the async threads.
     let request = request.clone();
-    tokio::task::spawn_blocking(move || analyze(&request, &points, tasks))
-        .await
-        .map_err(|e| StoreError::Internal(format!("the analysis failed: {e}")))
+    Ok(tokio::task::spawn_blocking(move || analyze(&request, &points, tasks)).await?)
 }
 
 /// The analysis of `reviews` (those in the range, oldest first) and of the tasks

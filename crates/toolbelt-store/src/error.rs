@@ -63,6 +63,9 @@ pub enum StoreError {
     /// A query failed.
     #[error("store query failed: {0}")]
     Query(#[from] sqlx::Error),
+    /// The pattern analysis stopped before its end (it runs on a blocking thread).
+    #[error("the analysis failed: {0}")]
+    Analysis(#[from] tokio::task::JoinError),
 }
 
 impl StoreError {

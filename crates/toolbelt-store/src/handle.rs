@@ -62,13 +62,20 @@ impl StoreHandle {
     /// # Errors
     /// The database cannot be opened.
     pub async fn get(&self) -> Result<&Store, ToolError> {
-        self.store().await.map_err(store_error)
+        Ok(self.store().await?)
     }
 }
 
 impl From<Store> for StoreHandle {
     fn from(store: Store) -> StoreHandle {
         StoreHandle::open(store)
+    }
+}
+
+impl From<StoreError> for ToolError {
+    /// As [`store_error`].
+    fn from(e: StoreError) -> ToolError {
+        store_error(e)
     }
 }
 

@@ -274,66 +274,72 @@ async fn inspect_sqlite(path: &Path, location: &Location) -> StoreResult<SqliteH
     let opts = AnyConnectOptions::from_str(&url)
         .map_err(|e| open_error(location, e))?
         .disable_statement_logging();
-    let mut conn = opts
-        .connect()
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let (header, problems) = read_header(opts, size <= QUICK_CHECK_MAX_BYTES)
         .await
         .map_err(|e| sqlite_error(location, e))?;
+    if !problems.is_empty() {
+        return Err(StoreError::Corrupt {
+            location: location.describe(),
+            detail: format!("integrity check: {}", problems.join("; ")),
+        });
+    }
+    Ok(header)
+}
+
+/// The header of the SQLite file `opts` opens, and up to three problems its
+/// integrity check found (checked only when `check`).
+async fn read_header(
+    opts: AnyConnectOptions,
+    check: bool,
+) -> Result<(SqliteHeader, Vec<String>), sqlx::Error> {
+    let mut conn = opts.connect().await?;
     let application_id: i64 = sqlx::query("PRAGMA application_id")
         .fetch_one(&mut conn)
-        .await
-        .and_then(|r| r.try_get(0))
-        .map_err(|e| sqlite_error(location, e))?;
+        .await?
+        .try_get(0)?;
     let user_version: i64 = sqlx::query("PRAGMA user_version")
         .fetch_one(&mut conn)
-        .await
-        .and_then(|r| r.try_get(0))
-        .map_err(|e| sqlite_error(location, e))?;
+        .await?
+        .try_get(0)?;
     let tables = sqlx::query(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
     )
     .fetch_all(&mut conn)
-    .await
-    .map_err(|e| sqlite_error(location, e))?;
+    .await?;
     let mut foreign_tables = Vec::new();
     let mut checked = vec!["sqlite_master".to_string()];
     for row in tables {
-        let name: String = row.try_get(0).map_err(|e| sqlite_error(location, e))?;
+        let name: String = row.try_get(0)?;
         if !KNOWN_TABLES.contains(&name.as_str()) {
             foreign_tables.push(name);
         } else if !UNCHECKED_TABLES.contains(&name.as_str()) {
             checked.push(name);
         }
     }
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    if size <= QUICK_CHECK_MAX_BYTES {
-        let mut problems = Vec::new();
+    let mut problems = Vec::new();
+    if check {
         for table in &checked {
             // The names are toolbelt's own (KNOWN_TABLES): nothing to quote.
             let rows = sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA quick_check({table})")))
                 .fetch_all(&mut conn)
-                .await
-                .map_err(|e| sqlite_error(location, e))?;
+                .await?;
             for row in rows {
-                let line: String = row.try_get(0).map_err(|e| sqlite_error(location, e))?;
+                let line: String = row.try_get(0)?;
                 if line != "ok" {
                     problems.push(line);
                 }
             }
         }
-        if !problems.is_empty() {
-            problems.truncate(3);
-            return Err(StoreError::Corrupt {
-                location: location.describe(),
-                detail: format!("integrity check: {}", problems.join("; ")),
-            });
-        }
+        problems.truncate(3);
     }
     let _ = conn.close().await;
-    Ok(SqliteHeader {
+    let header = SqliteHeader {
         application_id,
         user_version,
         foreign_tables,
-    })
+    };
+    Ok((header, problems))
 }
 
 /// Tables not checked when the store is opened: the call log and the cron claims,
@@ -469,16 +475,16 @@ async fn migrate_sqlite(store: &Store) -> StoreResult<()> {
 }
 
 async fn open_postgres(url: &str, location: &Location) -> StoreResult<Store> {
-    let opts = AnyConnectOptions::from_str(url)
-        .map_err(|e| open_error(location, e))?
-        .disable_statement_logging();
-    let pool = AnyPoolOptions::new()
-        .max_connections(16)
-        .min_connections(0)
-        .acquire_timeout(Duration::from_secs(30))
-        .connect_with(opts)
-        .await
-        .map_err(|e| open_error(location, e))?;
+    let connect = async {
+        let opts = AnyConnectOptions::from_str(url)?.disable_statement_logging();
+        AnyPoolOptions::new()
+            .max_connections(16)
+            .min_connections(0)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(opts)
+            .await
+    };
+    let pool = connect.await.map_err(|e| open_error(location, e))?;
     let store = Store {
         pool,
         backend: Backend::Postgres,

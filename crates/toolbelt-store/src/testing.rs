@@ -4,7 +4,8 @@
 //! Debian's postgresql when missing) and stopped after it exits. Not part of the
 //! stable API.
 
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -25,6 +26,23 @@ pub struct TestStore {
     _dir: Option<tempfile::TempDir>,
 }
 
+/// Why no throwaway PostgreSQL server could be started.
+#[derive(Debug, thiserror::Error)]
+enum ServerError {
+    #[error("cannot run {}: {source}", script.display())]
+    Run {
+        script: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} start failed ({status})", script.display())]
+    Failed { script: PathBuf, status: ExitStatus },
+    #[error("{} start printed {url:?}", script.display())]
+    Printed { script: PathBuf, url: String },
+    #[error("cannot start the server's watcher: {0}")]
+    Watcher(#[source] std::io::Error),
+}
+
 /// The URL of the tests' PostgreSQL server: `TOOLBELT_TEST_DATABASE_URL`, else a
 /// server started once for this process.
 ///
@@ -33,7 +51,7 @@ pub struct TestStore {
 /// not running.
 #[allow(clippy::panic)]
 pub fn postgres_url() -> String {
-    static STARTED: OnceLock<Result<String, String>> = OnceLock::new();
+    static STARTED: OnceLock<Result<String, ServerError>> = OnceLock::new();
     if let Ok(url) = std::env::var(TEST_DATABASE_URL_VAR)
         && !url.trim().is_empty()
     {
@@ -49,7 +67,7 @@ pub fn postgres_url() -> String {
 
 /// Starts a throwaway server with the repository's `.ci/postgres`, and a watcher
 /// that stops it (and removes its files) once this process has exited.
-fn start_server() -> Result<String, String> {
+fn start_server() -> Result<String, ServerError> {
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let script = repo.join(".ci/postgres");
     let dir = std::env::temp_dir().join(format!("toolbelt-test-pg-{}", std::process::id()));
@@ -60,17 +78,19 @@ fn start_server() -> Result<String, String> {
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+        .map_err(|source| ServerError::Run {
+            script: script.clone(),
+            source,
+        })?;
     if !out.status.success() {
-        return Err(format!(
-            "{} start failed ({})",
-            script.display(),
-            out.status
-        ));
+        return Err(ServerError::Failed {
+            script,
+            status: out.status,
+        });
     }
     let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if !url.starts_with("postgres://") {
-        return Err(format!("{} start printed {url:?}", script.display()));
+        return Err(ServerError::Printed { script, url });
     }
     let watcher = format!(
         "while kill -0 {pid} 2>/dev/null; do sleep 1; done; exec \"$0\" stop \"$1\"",
@@ -85,7 +105,7 @@ fn start_server() -> Result<String, String> {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("cannot start the server's watcher: {e}"))?;
+        .map_err(ServerError::Watcher)?;
     Ok(url)
 }
 

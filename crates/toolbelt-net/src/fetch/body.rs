@@ -30,22 +30,33 @@ pub(super) async fn read_body(
     target: &CheckedTarget,
     idle: Duration,
 ) -> Result<BodyRead, FetchError> {
-    let read_error = |e: io::Error| {
-        if is_idle_timeout(&e) {
-            timeout_error(target.url(), TimeoutKind::Idle, idle)
-        } else {
-            FetchError::Body {
-                url: target.url().to_string(),
-                source: e,
+    read_capped(body, content_encoding, cap, content_length)
+        .await
+        .map_err(|e| {
+            if is_idle_timeout(&e) {
+                timeout_error(target.url(), TimeoutKind::Idle, idle)
+            } else {
+                FetchError::Body {
+                    url: target.url().to_string(),
+                    source: e,
+                }
             }
-        }
-    };
+        })
+}
+
+/// [`read_body`] before its errors name the URL.
+async fn read_capped(
+    body: hyper::body::Incoming,
+    content_encoding: Option<&str>,
+    cap: usize,
+    content_length: Option<u64>,
+) -> io::Result<BodyRead> {
     let stream = BodyDataStream::new(body).map_err(io::Error::other);
     let mut reader = StreamReader::new(stream);
     // The first bytes: an empty body needs no decoder (204, 304 and empty
     // answers often still name an encoding), and "deflate" is sent both as zlib
     // (the standard) and as raw deflate (old servers).
-    let head = reader.fill_buf().await.map_err(read_error)?;
+    let head = reader.fill_buf().await?;
     let empty = head.is_empty();
     let zlib = head.len() >= 2
         && head[0] & 0x0f == 8
@@ -73,7 +84,7 @@ pub(super) async fn read_body(
     let mut chunk = vec![0u8; READ_CHUNK_BYTES];
     let mut truncated = false;
     loop {
-        let n = decoded.read(&mut chunk).await.map_err(read_error)?;
+        let n = decoded.read(&mut chunk).await?;
         if n == 0 {
             break;
         }

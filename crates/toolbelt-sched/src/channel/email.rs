@@ -25,6 +25,16 @@ pub enum TlsMode {
     None,
 }
 
+/// A mail that cannot be built is refused for good: trying again builds the
+/// same mail.
+impl From<lettre::error::Error> for SendError {
+    fn from(e: lettre::error::Error) -> SendError {
+        SendError::Refused {
+            detail: format!("the mail cannot be built: {e}"),
+        }
+    }
+}
+
 /// A configured SMTP channel.
 pub(crate) struct Email {
     transport: AsyncSmtpTransport<Tokio1Executor>,
@@ -152,8 +162,7 @@ impl Email {
                 parts = parts.singlepart(MailAttachment::new(m.name.clone()).body(bytes, kind));
             }
             builder.multipart(parts)
-        }
-        .map_err(|e| refused(format!("the mail cannot be built: {e}")))?;
+        }?;
         match self.transport.send(built).await {
             Ok(_) => Ok(()),
             Err(e) if e.is_permanent() => {

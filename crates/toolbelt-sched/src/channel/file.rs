@@ -31,22 +31,27 @@ pub(crate) async fn append(
     });
     let mut bytes = line.to_string().into_bytes();
     bytes.push(b'\n');
-    let fail = |e: std::io::Error| SendError::Retry {
-        detail: format!("cannot append to {}: {e}", path.display()),
-        retry_after: None,
-    };
+    write_line(path, &bytes)
+        .await
+        .map_err(|e| SendError::Retry {
+            detail: format!("cannot append to {}: {e}", path.display()),
+            retry_after: None,
+        })
+}
+
+/// Appends `line` to `path` with one `write`, creating the file and its
+/// directory when missing.
+async fn write_line(path: &Path, line: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
-        tokio::fs::create_dir_all(dir).await.map_err(fail)?;
+        tokio::fs::create_dir_all(dir).await?;
     }
     let mut file = tokio::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
-        .await
-        .map_err(fail)?;
-    file.write_all(&bytes).await.map_err(fail)?;
-    file.flush().await.map_err(fail)?;
-    Ok(())
+        .await?;
+    file.write_all(line).await?;
+    file.flush().await
 }
 
 fn base64_len(data: &str) -> usize {

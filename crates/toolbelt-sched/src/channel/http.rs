@@ -6,6 +6,7 @@ use base64::Engine as _;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde_json::{Value, json};
+use toolbelt_net::tls::{self, TlsError};
 
 use super::{Outgoing, SEND_TIMEOUT_MS, Secret, SendError};
 use crate::error::{SchedError, SchedResult};
@@ -16,57 +17,66 @@ pub(crate) const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
 const MAX_ERROR_CHARS: usize = 500;
 const USER_AGENT: &str = concat!("toolbelt/", env!("CARGO_PKG_VERSION"));
 
-/// The client of the HTTP channels: rustls with the web's roots, no redirects
-/// (a webhook that redirects is misconfigured, and a redirect could carry the
-/// message elsewhere), a timeout per attempt.
+/// The client of the HTTP channels: rustls with the web's roots (the shared
+/// [`toolbelt_net::tls`] configuration), no redirects (a webhook that redirects
+/// is misconfigured, and a redirect could carry the message elsewhere), a
+/// timeout per attempt.
 pub(crate) fn client() -> SchedResult<reqwest::Client> {
-    let config_error = |m: String| SchedError::Config {
+    build_client().map_err(|e| SchedError::Config {
         channel: "(all HTTP channels)".into(),
-        message: m,
-    };
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    let crypto = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(crypto)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| config_error(format!("TLS: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    reqwest::Client::builder()
+        message: e.to_string(),
+    })
+}
+
+/// Why the HTTP channels' client cannot be built.
+#[derive(Debug, thiserror::Error)]
+enum ClientError {
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// Held without its URL.
+    #[error("the HTTP client cannot be built: {0}")]
+    Build(reqwest::Error),
+}
+
+impl From<reqwest::Error> for ClientError {
+    fn from(e: reqwest::Error) -> Self {
+        ClientError::Build(e.without_url())
+    }
+}
+
+fn build_client() -> Result<reqwest::Client, ClientError> {
+    let tls = tls::client_config(&[], tls::ALPN_NONE)?;
+    Ok(reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_millis(SEND_TIMEOUT_MS))
         .user_agent(USER_AGENT)
-        .build()
-        .map_err(|e| {
-            config_error(format!(
-                "the HTTP client cannot be built: {}",
-                e.without_url()
-            ))
-        })
+        .build()?)
 }
 
 /// A failure to get an answer: always worth another try. The URL (which may hold
 /// a token) is left out.
-fn transport(e: reqwest::Error) -> SendError {
-    let kind = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "cannot connect"
-    } else {
-        "request failed"
-    };
-    let e = e.without_url();
-    let mut detail = format!("{kind}: {e}");
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        detail.push_str(": ");
-        detail.push_str(&s.to_string());
-        source = s.source();
-    }
-    SendError::Retry {
-        detail,
-        retry_after: None,
+impl From<reqwest::Error> for SendError {
+    fn from(e: reqwest::Error) -> SendError {
+        let kind = if e.is_timeout() {
+            "timed out"
+        } else if e.is_connect() {
+            "cannot connect"
+        } else {
+            "request failed"
+        };
+        let e = e.without_url();
+        let mut detail = format!("{kind}: {e}");
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            detail.push_str(": ");
+            detail.push_str(&s.to_string());
+            source = s.source();
+        }
+        SendError::Retry {
+            detail,
+            retry_after: None,
+        }
     }
 }
 
@@ -134,8 +144,7 @@ async fn post_json(
         .header(IDEMPOTENCY_KEY, key)
         .json(body)
         .send()
-        .await
-        .map_err(transport)?;
+        .await?;
     outcome(response, explain, retry_in_body).await
 }
 
@@ -317,8 +326,7 @@ async fn telegram_documents(
             .header(IDEMPOTENCY_KEY, format!("{}-{}", message.id, i + 1))
             .multipart(form)
             .send()
-            .await
-            .map_err(transport)?;
+            .await?;
         outcome(response, telegram_text, telegram_wait).await?;
         parts_sent(part_no).await;
     }
