@@ -252,15 +252,7 @@ impl Http {
         headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
 
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        let crypto = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-        let mut tls = rustls::ClientConfig::builder_with_provider(crypto)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| ProviderError::Config(format!("TLS: {e}")))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let tls = toolbelt_net::tls::client_config(&[], toolbelt_net::tls::ALPN_H2_HTTP1)?;
         let client = reqwest::Client::builder()
             .tls_backend_preconfigured(tls)
             .connect_timeout(config.connect_timeout)

@@ -289,6 +289,12 @@ pub enum ProviderError {
     Config(String),
 }
 
+impl From<toolbelt_net::tls::TlsError> for ProviderError {
+    fn from(e: toolbelt_net::tls::TlsError) -> ProviderError {
+        ProviderError::Config(e.to_string())
+    }
+}
+
 fn attempts_note(attempts: u32) -> String {
     if attempts > 1 {
         format!(" (after {attempts} attempts)")
