@@ -93,4 +93,4 @@ pub use stamps::{FileStamps, Stamp};
 pub use tool::{
     BoxFuture, FnTool, Reply, Tool, ToolError, ToolResult, Typed, TypedTool, Violation,
 };
-pub use validate::{SchemaValidator, violations_message};
+pub use validate::{InvalidSchema, SchemaValidator, violations_message};

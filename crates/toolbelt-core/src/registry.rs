@@ -29,7 +29,7 @@ use crate::repair::repair_arguments;
 const TRUNCATED_STRING_REPAIR: &str = "closed unterminated string";
 use crate::spec::{Category, ToolSpec};
 use crate::tool::{FnTool, Tool, ToolResult, Typed, TypedTool};
-use crate::validate::{SchemaValidator, violations_message};
+use crate::validate::{InvalidSchema, SchemaValidator, violations_message};
 
 /// Longest tool name accepted (the OpenAI limit).
 pub const MAX_TOOL_NAME_LEN: usize = 64;
@@ -141,18 +141,17 @@ struct Entry {
     tool: Arc<dyn Tool>,
     /// Compiled on the first call: a short-lived process (one CLI call) pays only for
     /// the tool it runs. Registration already checked the schema.
-    validator: OnceLock<Result<SchemaValidator, String>>,
+    validator: OnceLock<Result<SchemaValidator, InvalidSchema>>,
     /// The parameter names of its input schema, at any depth: found on the first
     /// call under a profile that renames them.
     param_names: OnceLock<BTreeSet<String>>,
 }
 
 impl Entry {
-    fn validator(&self) -> Result<&SchemaValidator, &str> {
+    fn validator(&self) -> Result<&SchemaValidator, &InvalidSchema> {
         self.validator
             .get_or_init(|| SchemaValidator::new(&self.tool.spec().input_schema))
             .as_ref()
-            .map_err(String::as_str)
     }
 
     fn param_names(&self) -> &BTreeSet<String> {
@@ -362,7 +361,7 @@ impl Registry {
         self.insert(Arc::new(Typed::new(tool)), SchemaCheck::OnFirstCall)
     }
 
-    /// Registers a plain async function with a given spec (seed 004's register_function).
+    /// Registers a plain async function with a given spec.
     ///
     /// # Errors
     /// As [`Registry::register`].
@@ -405,7 +404,7 @@ impl Registry {
             let compiled = SchemaValidator::new(&spec.input_schema).map_err(|reason| {
                 RegistryError::InvalidSchema {
                     name: name.clone(),
-                    reason,
+                    reason: reason.0,
                 }
             })?;
             let _ = validator.set(Ok(compiled));

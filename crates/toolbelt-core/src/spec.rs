@@ -117,7 +117,7 @@ impl Hints {
     }
 }
 
-/// One worked example of a call: the arguments and what comes back (seed 003).
+/// One worked example of a call: the arguments and what comes back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Example {
     /// What the example shows.

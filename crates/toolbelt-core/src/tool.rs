@@ -364,8 +364,7 @@ impl<T: TypedTool> Tool for Typed<T> {
     }
 }
 
-/// A tool made of a plain async function and a given spec (seed 004's
-/// `register_function`). The function receives the validated arguments as JSON.
+/// A tool made of a plain async function and a given spec. The function receives the validated arguments as JSON.
 pub struct FnTool<F, Fut> {
     spec: ToolSpec,
     f: F,

@@ -18,12 +18,17 @@ impl fmt::Debug for SchemaValidator {
     }
 }
 
+/// A JSON Schema that does not compile; the message says where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidSchema(pub String);
+
 impl SchemaValidator {
     /// Compiles `schema`.
     ///
     /// # Errors
     /// The schema itself is invalid; the message says where.
-    pub fn new(schema: &Value) -> Result<SchemaValidator, String> {
+    pub fn new(schema: &Value) -> Result<SchemaValidator, InvalidSchema> {
         jsonschema::options()
             .with_draft(jsonschema::Draft::Draft202012)
             .build(schema)
@@ -31,7 +36,7 @@ impl SchemaValidator {
                 inner,
                 schema: schema.clone(),
             })
-            .map_err(|e| e.to_string())
+            .map_err(|e| InvalidSchema(e.to_string()))
     }
 
     /// True when `instance` is valid.

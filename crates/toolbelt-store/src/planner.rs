@@ -1,4 +1,4 @@
-//! The planner: projects, goals and tasks (seed 003), as methods of [`Store`].
+//! The planner: projects, goals and tasks, as methods of [`Store`].
 //!
 //! Every write runs in one transaction from [`Store::begin_write`]: the records a
 //! request names are read and checked inside it (locked with

@@ -1,4 +1,4 @@
-//! Batches of calls written as JSON, as seed 003's batch operations write them:
+//! Batches of calls written as JSON, as planners' batch operations write them:
 //! `[{"tool": "createProject", "params": {"name": "A"}}, ...]`. Read by
 //! [`parse_calls`] and run by [`toolbelt_core::Registry::execute_batch`].
 

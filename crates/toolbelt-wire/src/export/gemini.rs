@@ -4,6 +4,7 @@
 //! as the only composition, no references, no `additionalProperties`, and objects
 //! that always have some `properties`.
 
+use super::SchemaRejected;
 use serde_json::{Value, json};
 
 use super::common::{
@@ -440,43 +441,43 @@ fn shape_array(node: &mut Node) {
 ///
 /// # Errors
 /// The first rule broken, with the JSON pointer of the offending subschema.
-pub fn check_gemini(schema: &Value) -> Result<(), String> {
+pub fn check_gemini(schema: &Value) -> Result<(), SchemaRejected> {
     if schema.get("type") != Some(&json!("object")) {
-        return Err("/: the root must be `\"type\": \"object\"`".to_owned());
+        return Err("/: the root must be `\"type\": \"object\"`"
+            .to_owned()
+            .into());
     }
     check_node(schema, "")
 }
 
-fn check_node(value: &Value, path: &str) -> Result<(), String> {
+fn check_node(value: &Value, path: &str) -> Result<(), SchemaRejected> {
     let at = if path.is_empty() { "/" } else { path };
     let Value::Object(node) = value else {
-        return Err(format!(
-            "{at}: Gemini takes only object schemas, found {value}"
-        ));
+        return Err(format!("{at}: Gemini takes only object schemas, found {value}").into());
     };
     if let Some(key) = node.keys().find(|k| !GEMINI_KEYWORDS.contains(&k.as_str())) {
-        return Err(format!("{at}: `{key}` is not supported by Gemini"));
+        return Err(format!("{at}: `{key}` is not supported by Gemini").into());
     }
     let ty = match node.get("type") {
         None => None,
         Some(Value::String(t)) if GEMINI_TYPES.contains(&t.as_str()) => Some(t.as_str()),
         Some(other) => {
-            return Err(format!(
-                "{at}: `type` must be one of {GEMINI_TYPES:?}, found {other}"
-            ));
+            return Err(
+                format!("{at}: `type` must be one of {GEMINI_TYPES:?}, found {other}").into(),
+            );
         }
     };
     if node.get("nullable").is_some_and(|n| !n.is_boolean()) {
-        return Err(format!("{at}: `nullable` must be a boolean"));
+        return Err(format!("{at}: `nullable` must be a boolean").into());
     }
     if let Some(values) = node.get("enum") {
         let strings = values
             .as_array()
             .is_some_and(|vs| !vs.is_empty() && vs.iter().all(Value::is_string));
         if !strings || ty != Some("string") {
-            return Err(format!(
-                "{at}: `enum` must be a non-empty list of strings on a string"
-            ));
+            return Err(
+                format!("{at}: `enum` must be a non-empty list of strings on a string").into(),
+            );
         }
     }
     if let Some(format) = node.get("format") {
@@ -488,14 +489,15 @@ fn check_node(value: &Value, path: &str) -> Result<(), String> {
             return Err(format!(
                 "{at}: format {format} is not supported on {}",
                 ty.unwrap_or("a schema without type")
-            ));
+            )
+            .into());
         }
     }
     check_object(node, ty, at)?;
     match (ty, node.get("items")) {
-        (Some("array"), None) => return Err(format!("{at}: an array needs `items`")),
+        (Some("array"), None) => return Err(format!("{at}: an array needs `items`").into()),
         (Some("array"), Some(items)) => check_node(items, &format!("{path}/items"))?,
-        (_, Some(_)) => return Err(format!("{at}: `items` is only allowed on arrays")),
+        (_, Some(_)) => return Err(format!("{at}: `items` is only allowed on arrays").into()),
         (_, None) => {}
     }
     if let Some(properties) = node.get("properties").and_then(Value::as_object) {
@@ -516,7 +518,7 @@ fn check_node(value: &Value, path: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn check_object(node: &Node, ty: Option<&str>, at: &str) -> Result<(), String> {
+fn check_object(node: &Node, ty: Option<&str>, at: &str) -> Result<(), SchemaRejected> {
     let properties = node.get("properties");
     if ty != Some("object") {
         for key in [
@@ -527,7 +529,7 @@ fn check_object(node: &Node, ty: Option<&str>, at: &str) -> Result<(), String> {
             "maxProperties",
         ] {
             if node.contains_key(key) {
-                return Err(format!("{at}: `{key}` is only allowed on objects"));
+                return Err(format!("{at}: `{key}` is only allowed on objects").into());
             }
         }
         return Ok(());
@@ -543,9 +545,9 @@ fn check_object(node: &Node, ty: Option<&str>, at: &str) -> Result<(), String> {
                 .ok_or_else(|| format!("{at}: `{key}` must be a list"))?;
             for name in names {
                 if !name.as_str().is_some_and(|n| properties.contains_key(n)) {
-                    return Err(format!(
-                        "{at}: `{key}` names {name}, which is not a property"
-                    ));
+                    return Err(
+                        format!("{at}: `{key}` names {name}, which is not a property").into(),
+                    );
                 }
             }
         }

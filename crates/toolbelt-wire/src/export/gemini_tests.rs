@@ -291,6 +291,10 @@ fn check_gemini_names_the_first_broken_rule_and_where() {
         ),
     ];
     for (schema, expected) in cases {
-        assert_eq!(check_gemini(&schema), Err(expected.to_owned()), "{schema}");
+        assert_eq!(
+            check_gemini(&schema),
+            Err(super::SchemaRejected(expected.to_owned())),
+            "{schema}"
+        );
     }
 }

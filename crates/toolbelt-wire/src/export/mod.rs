@@ -50,6 +50,18 @@ use std::fmt;
 use serde_json::{Map, Value, json};
 
 pub use gemini::{check_gemini, gemini_schema};
+
+/// A schema a model API would refuse, with the JSON pointer of the offending
+/// subschema (`/properties/inner: additionalProperties must be false`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SchemaRejected(pub String);
+
+impl From<String> for SchemaRejected {
+    fn from(message: String) -> SchemaRejected {
+        SchemaRejected(message)
+    }
+}
 pub use mcp::envelope_schema;
 pub use strict::{check_strict, strict_schema};
 pub use text::text_prompt;

@@ -9,6 +9,7 @@
 //! Everything else is removed, and what a model should still know (a default,
 //! a length limit, an unsupported format) is written into the description.
 
+use super::SchemaRejected;
 use serde_json::{Value, json};
 
 use super::common::{
@@ -280,43 +281,43 @@ fn add_null_to_enum(node: &mut Node) {
 /// # Errors
 /// The first rule broken, with the JSON pointer of the offending subschema
 /// (`/properties/inner: additionalProperties must be false`).
-pub fn check_strict(schema: &Value) -> Result<(), String> {
+pub fn check_strict(schema: &Value) -> Result<(), SchemaRejected> {
     let root_type = schema.get("type");
     if root_type != Some(&json!("object")) {
-        return Err("/: the root must be `\"type\": \"object\"`".to_owned());
+        return Err("/: the root must be `\"type\": \"object\"`"
+            .to_owned()
+            .into());
     }
     check_node(schema, "")
 }
 
-fn check_node(value: &Value, path: &str) -> Result<(), String> {
+fn check_node(value: &Value, path: &str) -> Result<(), SchemaRejected> {
     let at = if path.is_empty() { "/" } else { path };
     let node = match value {
         Value::Object(node) => node,
         Value::Bool(_) => {
-            return Err(format!(
-                "{at}: a boolean schema (a free-form value) cannot be strict"
-            ));
+            return Err(
+                format!("{at}: a boolean schema (a free-form value) cannot be strict").into(),
+            );
         }
-        _ => return Err(format!("{at}: not a schema")),
+        _ => return Err(format!("{at}: not a schema").into()),
     };
     if let Some(key) = node.keys().find(|k| !STRICT_KEYWORDS.contains(&k.as_str())) {
-        return Err(format!("{at}: `{key}` is not supported in strict mode"));
+        return Err(format!("{at}: `{key}` is not supported in strict mode").into());
     }
     if let Some(format) = node.get("format")
         && !format
             .as_str()
             .is_some_and(|f| STRICT_STRING_FORMATS.contains(&f))
     {
-        return Err(format!(
-            "{at}: format {format} is not supported in strict mode"
-        ));
+        return Err(format!("{at}: format {format} is not supported in strict mode").into());
     }
     let types = type_names(node);
     if types.iter().any(|t| t == "null")
         && let Some(Value::Array(values)) = node.get("enum")
         && !values.contains(&Value::Null)
     {
-        return Err(format!("{at}: a nullable `enum` must list null"));
+        return Err(format!("{at}: a nullable `enum` must list null").into());
     }
     if is_object_schema(node) {
         check_closed_object(node, at)?;
@@ -346,7 +347,7 @@ fn check_node(value: &Value, path: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn check_closed_object(node: &Node, at: &str) -> Result<(), String> {
+fn check_closed_object(node: &Node, at: &str) -> Result<(), SchemaRejected> {
     let properties = node
         .get("properties")
         .and_then(Value::as_object)
@@ -354,7 +355,7 @@ fn check_closed_object(node: &Node, at: &str) -> Result<(), String> {
             format!("{at}: an object needs `properties` (free-form objects cannot be strict)")
         })?;
     if node.get("additionalProperties") != Some(&Value::Bool(false)) {
-        return Err(format!("{at}: `additionalProperties` must be false"));
+        return Err(format!("{at}: `additionalProperties` must be false").into());
     }
     let required = node
         .get("required")
@@ -366,12 +367,10 @@ fn check_closed_object(node: &Node, at: &str) -> Result<(), String> {
             .as_str()
             .ok_or_else(|| format!("{at}: `required` holds a non-string"))?;
         if !properties.contains_key(name) {
-            return Err(format!(
-                "{at}: `required` names {name:?}, which is not a property"
-            ));
+            return Err(format!("{at}: `required` names {name:?}, which is not a property").into());
         }
         if seen.contains(&name) {
-            return Err(format!("{at}: `required` names {name:?} twice"));
+            return Err(format!("{at}: `required` names {name:?} twice").into());
         }
         seen.push(name);
     }
@@ -384,7 +383,8 @@ fn check_closed_object(node: &Node, at: &str) -> Result<(), String> {
         return Err(format!(
             "{at}: `required` must list every property; missing: {}",
             missing.join(", ")
-        ));
+        )
+        .into());
     }
     Ok(())
 }
