@@ -780,7 +780,7 @@ fn unknown_profile_exits_2() {
     let run = toolbelt(dir.path(), &["--profile", "gpt", "tools"]);
     assert_usage_error(
         &run,
-        "unknown profile \"gpt\"; choose one of: default, claude, kimi, seed001, seed002, seed003",
+        "unknown profile \"gpt\"; choose one of: default, claude, kimi, exec, run-command, camel-planner",
     );
 }
 
