@@ -42,119 +42,93 @@
 //! assert!(registry.has("think"));
 //! ```
 
-mod analyze_patterns;
-mod apply_patch;
-mod bash;
-mod bash_output;
-mod complete_task;
-mod create_goal;
-mod create_project;
-mod create_task;
-mod delete_project;
+mod coding;
 mod describe;
-mod edit_file;
 mod files;
-mod get_project;
-mod glob;
-mod grep;
-mod kill_shell;
-mod link_goal_to_project;
-mod list_dir;
-mod list_goals;
-mod list_projects;
-mod list_reviews;
-mod list_shells;
-mod list_tasks;
 mod message;
-mod multi_edit;
 mod planner;
-mod read_file;
-mod read_output;
-mod reviews;
 mod schedule;
-mod set_todo_list;
+mod search;
+mod shell;
 mod skill;
 mod store;
-mod think;
+mod todo;
 mod toolsets;
-mod update_project;
-mod update_todos;
 mod web;
-mod web_fetch;
-mod web_search;
-mod write_file;
-mod write_review;
-mod write_stdin;
 
-pub use analyze_patterns::{AnalyzePatterns, AnalyzePatternsParams};
-pub use apply_patch::{
+pub use coding::read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
+pub use coding::think::{Think, ThinkOutput, ThinkParams, ThoughtType};
+pub use files::apply_patch::{
     ApplyPatch, ApplyPatchOutput, ApplyPatchParams, LooseMatch, PatchAction, PatchedFile,
 };
-pub use bash::{Bash, BashOutput, BashParams, MAX_BASH_TIMEOUT_SECS, MAX_CONCURRENT_COMMANDS};
-pub use bash_output::{
-    BashOutputParams, BashOutputTool, DEFAULT_BLOCK_SECS, MAX_BLOCK_SECS, ShellReport, ShellState,
+pub use files::edit_file::{EditFile, EditFileOutput, EditFileParams, LineSpan};
+pub use files::list_dir::{ListDir, ListDirOutput, ListDirParams};
+pub use files::multi_edit::{
+    MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams,
 };
-pub use complete_task::{CompleteTask, CompleteTaskOutput, CompleteTaskParams};
-pub use create_goal::{CreateGoal, CreateGoalParams};
-pub use create_project::{CreateProject, CreateProjectParams};
-pub use create_task::{CreateTask, CreateTaskParams};
-pub use delete_project::{DeleteProject, DeleteProjectOutput, DeleteProjectParams};
-pub use edit_file::{EditFile, EditFileOutput, EditFileParams, LineSpan};
-pub use get_project::{
+pub use files::read_file::{
+    ImageData, MAX_IMAGE_BYTES, MAX_READ_BYTES, ReadFile, ReadFileOutput, ReadFileParams, ReadKind,
+};
+pub use files::write_file::{WriteFile, WriteFileOutput, WriteFileParams, WriteMode};
+pub use message::message::{MESSAGE_WAIT_MS, Message, MessageOutput, MessageParams};
+pub use planner::analyze_patterns::{AnalyzePatterns, AnalyzePatternsParams};
+pub use planner::complete_task::{CompleteTask, CompleteTaskOutput, CompleteTaskParams};
+pub use planner::create_goal::{CreateGoal, CreateGoalParams};
+pub use planner::create_project::{CreateProject, CreateProjectParams};
+pub use planner::create_task::{CreateTask, CreateTaskParams};
+pub use planner::delete_project::{DeleteProject, DeleteProjectOutput, DeleteProjectParams};
+pub use planner::get_project::{
     GetProject, GetProjectOutput, GetProjectParams, LinkedGoalData, OverdueTaskData,
     ProjectStatsData,
 };
-pub use glob::{Glob, GlobFound, GlobParams, GlobResult, GlobSortParam};
-pub use grep::{Grep, GrepFile, GrepLine, GrepMode, GrepParams, GrepResult};
-pub use kill_shell::{KillShell, KillShellParams};
-pub use link_goal_to_project::{LinkGoalOutput, LinkGoalToProject, LinkGoalToProjectParams};
-pub use list_dir::{ListDir, ListDirOutput, ListDirParams};
-pub use list_goals::{ListGoals, ListGoalsOutput, ListGoalsParams};
-pub use list_projects::{ListProjects, ListProjectsOutput, ListProjectsParams};
-pub use list_reviews::{ListReviews, ListReviewsParams};
-pub use list_shells::{ListShells, ListShellsParams, ShellEntry, ShellList};
-pub use list_tasks::{ListTasks, ListTasksOutput, ListTasksParams};
-pub use message::message::{MESSAGE_WAIT_MS, Message, MessageOutput, MessageParams};
-pub use multi_edit::{
-    MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams,
+pub use planner::link_goal_to_project::{
+    LinkGoalOutput, LinkGoalToProject, LinkGoalToProjectParams,
 };
+pub use planner::list_goals::{ListGoals, ListGoalsOutput, ListGoalsParams};
+pub use planner::list_projects::{ListProjects, ListProjectsOutput, ListProjectsParams};
+pub use planner::list_reviews::{ListReviews, ListReviewsParams};
+pub use planner::list_tasks::{ListTasks, ListTasksOutput, ListTasksParams};
+pub use planner::update_project::{ProjectUpdates, UpdateProject, UpdateProjectParams};
+pub use planner::write_review::{WriteReview, WriteReviewParams};
 pub use planner::{
     GoalData, GoalStageParam, PriorityParam, ProjectData, ProjectStatusParam, TaskData,
     TaskStatusParam, rfc3339,
 };
-pub use read_file::{
-    ImageData, MAX_IMAGE_BYTES, MAX_READ_BYTES, ReadFile, ReadFileOutput, ReadFileParams, ReadKind,
-};
-pub use read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
 pub use schedule::cron::{
     Cron, CronAction, CronOutput, CronParams, JobData, LastRunData, job_data,
 };
-pub use set_todo_list::{
-    SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoInput, TodoListOutput, TodoStatus, render,
+pub use search::glob::{Glob, GlobFound, GlobParams, GlobResult, GlobSortParam};
+pub use search::grep::{Grep, GrepFile, GrepLine, GrepMode, GrepParams, GrepResult};
+pub use shell::bash::{
+    Bash, BashOutput, BashParams, MAX_BASH_TIMEOUT_SECS, MAX_CONCURRENT_COMMANDS,
 };
+pub use shell::bash_output::{
+    BashOutputParams, BashOutputTool, DEFAULT_BLOCK_SECS, MAX_BLOCK_SECS, ShellReport, ShellState,
+};
+pub use shell::kill_shell::{KillShell, KillShellParams};
+pub use shell::list_shells::{ListShells, ListShellsParams, ShellEntry, ShellList};
+pub use shell::write_stdin::{WriteStdin, WriteStdinParams};
 pub use skill::{
     MAX_ENTRIES_PER_DIR, MAX_LISTED_DESCRIPTION_CHARS, MAX_LISTED_FILES, MAX_LISTED_SKILLS,
     MAX_SKILL_FILE_BYTES, MAX_SKILL_NAME_LEN, SKILL_FILE, Skill, SkillOutput, SkillParams,
     SkillProblem, SkillScan, SkillTool, Skills, UnknownSkill, skill_dirs,
 };
 pub use store::{StoreHandle, store_error};
-pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
-pub use toolsets::TOOLSETS;
-pub use update_project::{ProjectUpdates, UpdateProject, UpdateProjectParams};
-pub use update_todos::{
+pub use todo::set_todo_list::{
+    SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoInput, TodoListOutput, TodoStatus, render,
+};
+pub use todo::update_todos::{
     NewTodo, TodoChange, TodoListChanges, UpdateTodos, UpdateTodosOutput, UpdateTodosParams,
 };
+pub use toolsets::TOOLSETS;
 pub use web::WebOptions;
-pub use web_fetch::{
+pub use web::web_fetch::{
     DEFAULT_FETCH_TIMEOUT_SECS, DEFAULT_MAX_LENGTH, FetchFormat, MAX_FETCH_TIMEOUT_SECS, WebFetch,
     WebFetchOutput, WebFetchParams,
 };
-pub use web_search::{
+pub use web::web_search::{
     TimeRangeParam, WebSearch, WebSearchOutput, WebSearchParams, WebSearchResult,
 };
-pub use write_file::{WriteFile, WriteFileOutput, WriteFileParams, WriteMode};
-pub use write_review::{WriteReview, WriteReviewParams};
-pub use write_stdin::{WriteStdin, WriteStdinParams};
 
 use std::sync::Arc;
 

@@ -2,6 +2,13 @@
 //! resolved and shown relative to the cwd, errors worded for the model, and the
 //! optimistic lock (a file must be unchanged since the agent last read it).
 
+pub(crate) mod apply_patch;
+pub(crate) mod edit_file;
+pub(crate) mod list_dir;
+pub(crate) mod multi_edit;
+pub(crate) mod read_file;
+pub(crate) mod write_file;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -10,7 +10,7 @@ use toolbelt_store::{
     parse_utc_offset,
 };
 
-use crate::reviews::{check, line, offset};
+use crate::planner::reviews::{check, line, offset};
 use crate::store::{StoreHandle, store_error};
 
 /// Arguments of `list_reviews`.

@@ -11,8 +11,8 @@ use toolbelt_fs::text::{self, Encoding, RenderOptions, Sniffed};
 use toolbelt_fs::{FsError, WorkPath};
 use toolbelt_search::tree::TreeOptions;
 
+use crate::files::list_dir::listing;
 use crate::files::{Workspace, fs_error, workspace};
-use crate::list_dir::listing;
 
 /// The largest file read into memory; larger ones are refused with TOO_LARGE.
 pub const MAX_READ_BYTES: u64 = 100_000_000;

@@ -10,7 +10,7 @@ use toolbelt_store::{
     write_review,
 };
 
-use crate::reviews::check;
+use crate::planner::reviews::check;
 use crate::store::{StoreHandle, store_error};
 
 /// Arguments of `write_review`.

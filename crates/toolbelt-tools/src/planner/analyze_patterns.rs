@@ -11,7 +11,7 @@ use toolbelt_store::{
 };
 
 use crate::planner::invalid;
-use crate::reviews::{check, offset};
+use crate::planner::reviews::{check, offset};
 use crate::store::{StoreHandle, store_error};
 
 /// Arguments of `analyze_patterns`.

@@ -8,10 +8,10 @@ use toolbelt_core::{
 };
 use toolbelt_store::{TodoChanges, TodoPatch};
 
-use crate::set_todo_list::{
+use crate::store::StoreHandle;
+use crate::todo::set_todo_list::{
     Todo, TodoCounts, TodoStatus, list_key, list_output, store_id, todo_error,
 };
-use crate::store::StoreHandle;
 
 /// A todo to add.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]

@@ -2,6 +2,22 @@
 //! they come back (ids like `project-12`, times in RFC 3339 UTC), errors naming
 //! the field, and the one-line renderings of records.
 
+pub(crate) mod analyze_patterns;
+pub(crate) mod complete_task;
+pub(crate) mod create_goal;
+pub(crate) mod create_project;
+pub(crate) mod create_task;
+pub(crate) mod delete_project;
+pub(crate) mod get_project;
+pub(crate) mod link_goal_to_project;
+pub(crate) mod list_goals;
+pub(crate) mod list_projects;
+pub(crate) mod list_reviews;
+pub(crate) mod list_tasks;
+pub(crate) mod reviews;
+pub(crate) mod update_project;
+pub(crate) mod write_review;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::{ErrorCode, ToolError, Violation};

@@ -18,8 +18,8 @@ use toolbelt_exec::{EnvPolicy, ExecOutcome, ExecRequest, Shells, StartRequest};
 use toolbelt_fs::EntryKind;
 use toolbelt_sandbox::{Sandbox, SandboxMode};
 
-use crate::bash_output::{millis, shell_error};
 use crate::files::{fs_error, workspace};
+use crate::shell::bash_output::{millis, shell_error};
 
 /// The longest timeout a call may ask for, in seconds.
 pub const MAX_BASH_TIMEOUT_SECS: u64 = MAX_TIMEOUT_MS / 1000;

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use toolbelt_core::{Category, Hints, ToolContext, ToolResult, ToolSpec, TypedTool};
 use toolbelt_exec::Shells;
 
-use crate::bash_output::{ShellReport, report, shell_error};
+use crate::shell::bash_output::{ShellReport, report, shell_error};
 
 /// Arguments of `kill_shell`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

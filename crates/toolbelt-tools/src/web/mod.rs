@@ -1,5 +1,8 @@
 //! What the web tools share: their settings, and the fetch errors they answer.
 
+pub(crate) mod web_fetch;
+pub(crate) mod web_search;
+
 use toolbelt_core::{ErrorCode, ToolError};
 use toolbelt_net::error::FetchError;
 use toolbelt_net::fetch::Fetcher;

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolbelt_core::{Category, Reply, ToolContext, ToolResult, ToolSpec, TypedTool};
 
-use crate::edit_file::{EditRequest, LineSpan, OwnedEdit, list_ranges, plural, run};
+use crate::files::edit_file::{EditRequest, LineSpan, OwnedEdit, list_ranges, plural, run};
 use crate::files::workspace;
 
 /// One replacement of `multi_edit`.

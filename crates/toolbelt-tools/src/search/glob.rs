@@ -12,7 +12,7 @@ use toolbelt_search::Stop;
 use toolbelt_search::glob::{DEFAULT_LIMIT, Glob as Engine, GlobOptions, GlobReport, GlobSort};
 
 use crate::files::{blocking, workspace};
-use crate::grep::{SearchWatch, plural, search_root, search_timeout, secret_files};
+use crate::search::grep::{SearchWatch, plural, search_root, search_timeout, secret_files};
 
 /// Arguments of `glob`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
