@@ -22,13 +22,7 @@ use toolbelt_fs::{FsError, Jail, TempJournal, WorkPath, content_hash};
 
 /// The hints of every tool that changes files: it may overwrite data, and two
 /// calls must not run at once.
-pub(crate) const WRITE_HINTS: Hints = Hints {
-    read_only: false,
-    destructive: true,
-    idempotent: false,
-    open_world: false,
-    concurrency_safe: false,
-};
+pub(crate) const WRITE_HINTS: Hints = Hints::writes().destructive();
 
 /// The largest file a tool reads whole into memory to change it.
 pub(crate) const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;

@@ -210,13 +210,7 @@ impl TypedTool for Message {
             .category(Category::Message)
             .permission("message:send")
             .key_argument("channel")
-            .hints(Hints {
-                read_only: false,
-                destructive: false,
-                idempotent: false,
-                open_world: true,
-                concurrency_safe: true,
-            })
+            .hints(Hints::writes().open_world().concurrency_safe())
             .example(
                 "Tell the team a build finished",
                 json!({"channel": "team", "content": "Nightly build passed: 412 tests, 0 failures."}),

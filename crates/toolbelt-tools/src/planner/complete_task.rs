@@ -51,13 +51,7 @@ impl TypedTool for CompleteTask {
             .category(Category::Task)
             .permission("store:write")
             .key_argument("task_id")
-            .hints(Hints {
-                read_only: false,
-                destructive: false,
-                idempotent: true,
-                open_world: false,
-                concurrency_safe: false,
-            })
+            .hints(Hints::writes().idempotent())
             .example(
                 "Complete a task with a note",
                 serde_json::json!({"task_id": "task-1", "completion_note": "Merged as docs/RELEASE.md"}),

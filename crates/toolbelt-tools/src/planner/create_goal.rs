@@ -50,13 +50,7 @@ impl TypedTool for CreateGoal {
             .category(Category::Goal)
             .permission("store:write")
             .key_argument("title")
-            .hints(Hints {
-                read_only: false,
-                destructive: false,
-                idempotent: false,
-                open_world: false,
-                concurrency_safe: false,
-            })
+            .hints(Hints::writes())
             .example(
                 "A yearly goal with a deadline",
                 serde_json::json!({

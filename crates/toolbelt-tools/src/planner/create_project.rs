@@ -52,13 +52,7 @@ impl TypedTool for CreateProject {
             .category(Category::Project)
             .permission("store:write")
             .key_argument("name")
-            .hints(Hints {
-                read_only: false,
-                destructive: false,
-                idempotent: false,
-                open_world: false,
-                concurrency_safe: false,
-            })
+            .hints(Hints::writes())
             .example(
                 "Create a project that serves a goal",
                 serde_json::json!({

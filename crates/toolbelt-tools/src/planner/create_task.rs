@@ -55,13 +55,7 @@ impl TypedTool for CreateTask {
             .category(Category::Task)
             .permission("store:write")
             .key_argument("title")
-            .hints(Hints {
-                read_only: false,
-                destructive: false,
-                idempotent: false,
-                open_world: false,
-                concurrency_safe: false,
-            })
+            .hints(Hints::writes())
             .example(
                 "A task due on a day, in a project",
                 serde_json::json!({

@@ -67,13 +67,7 @@ impl TypedTool for DeleteProject {
             .category(Category::Project)
             .permission("store:write")
             .key_argument("project_id")
-            .hints(Hints {
-                read_only: false,
-                destructive: true,
-                idempotent: true,
-                open_world: false,
-                concurrency_safe: false,
-            })
+            .hints(Hints::writes().destructive().idempotent())
             .example(
                 "Delete a project together with its tasks",
                 serde_json::json!({"project_id": "project-1", "cascade": true}),

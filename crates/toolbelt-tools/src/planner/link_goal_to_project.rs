@@ -57,13 +57,7 @@ impl TypedTool for LinkGoalToProject {
         .category(Category::Goal)
         .permission("store:write")
         .key_argument("goal_id")
-        .hints(Hints {
-            read_only: false,
-            destructive: false,
-            idempotent: true,
-            open_world: false,
-            concurrency_safe: false,
-        })
+        .hints(Hints::writes().idempotent())
         .example(
             "A project serves one more goal",
             serde_json::json!({"goal_id": "goal-2", "project_id": "project-1"}),

@@ -63,13 +63,7 @@ impl TypedTool for UpdateProject {
             .category(Category::Project)
             .permission("store:write")
             .key_argument("project_id")
-            .hints(Hints {
-                read_only: false,
-                destructive: false,
-                idempotent: true,
-                open_world: false,
-                concurrency_safe: false,
-            })
+            .hints(Hints::writes().idempotent())
             .example(
                 "Pause a project and make it serve two goals",
                 serde_json::json!({

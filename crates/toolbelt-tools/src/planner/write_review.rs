@@ -60,13 +60,7 @@ impl TypedTool for WriteReview {
             .title("Write Review")
             .category(Category::Review)
             .permission("store:write")
-            .hints(Hints {
-                read_only: false,
-                destructive: false,
-                idempotent: false,
-                open_world: false,
-                concurrency_safe: false,
-            })
+            .hints(Hints::writes())
             .key_argument("content")
             .example(
                 "Save yesterday's daily review, in Chinese, with a tag and a mood",

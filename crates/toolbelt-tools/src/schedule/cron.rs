@@ -338,13 +338,7 @@ impl TypedTool for Cron {
             .category(Category::Schedule)
             .permission("store:write")
             .key_argument("name")
-            .hints(Hints {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-                open_world: true,
-                concurrency_safe: false,
-            })
+            .hints(Hints::writes().destructive().open_world())
             .example(
                 "A weekday morning summary to the team channel",
                 json!({

@@ -169,13 +169,7 @@ impl TypedTool for Bash {
             .title("Run Shell Command")
             .category(Category::Shell)
             .permission("shell:exec")
-            .hints(Hints {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-                open_world: true,
-                concurrency_safe: false,
-            })
+            .hints(Hints::writes().destructive().open_world())
             .key_argument("command")
             .own_timeout()
             .example(

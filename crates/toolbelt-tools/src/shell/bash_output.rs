@@ -98,13 +98,7 @@ impl TypedTool for BashOutputTool {
             .title("Read Background Shell Output")
             .category(Category::Shell)
             .permission("shell:exec")
-            .hints(Hints {
-                read_only: true,
-                destructive: false,
-                idempotent: false,
-                open_world: false,
-                concurrency_safe: true,
-            })
+            .hints(Hints::read_only().not_idempotent())
             .key_argument("shell_id")
             .own_timeout()
             .example(

@@ -39,13 +39,12 @@ impl TypedTool for KillShell {
             .title("Stop Background Shell")
             .category(Category::Shell)
             .permission("shell:exec")
-            .hints(Hints {
-                read_only: false,
-                destructive: true,
-                idempotent: true,
-                open_world: false,
-                concurrency_safe: true,
-            })
+            .hints(
+                Hints::writes()
+                    .destructive()
+                    .idempotent()
+                    .concurrency_safe(),
+            )
             .key_argument("shell_id")
             .example(
                 "Stop a dev server",

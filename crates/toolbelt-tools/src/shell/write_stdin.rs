@@ -47,13 +47,7 @@ impl TypedTool for WriteStdin {
             .title("Write to Background Shell")
             .category(Category::Shell)
             .permission("shell:exec")
-            .hints(Hints {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-                open_world: true,
-                concurrency_safe: false,
-            })
+            .hints(Hints::writes().destructive().open_world())
             .key_argument("shell_id")
             .example(
                 "Answer a prompt",

@@ -237,13 +237,7 @@ impl TypedTool for SetTodoList {
             .title("Set Todo List")
             .category(Category::Planning)
             .permission("store:write")
-            .hints(Hints {
-                read_only: false,
-                destructive: false,
-                idempotent: true,
-                open_world: false,
-                concurrency_safe: false,
-            })
+            .hints(Hints::writes().idempotent())
             .example(
                 "Plan three steps, the first one under way",
                 serde_json::json!({"todos": [

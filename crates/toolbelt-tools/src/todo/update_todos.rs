@@ -125,13 +125,7 @@ impl TypedTool for UpdateTodos {
             .title("Update Todos")
             .category(Category::Planning)
             .permission("store:write")
-            .hints(Hints {
-                read_only: false,
-                destructive: false,
-                idempotent: false,
-                open_world: false,
-                concurrency_safe: false,
-            })
+            .hints(Hints::writes())
             .example(
                 "Add two todos to the list",
                 serde_json::json!({"add": [

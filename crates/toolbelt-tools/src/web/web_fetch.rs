@@ -193,13 +193,7 @@ impl TypedTool for WebFetch {
             .title("Fetch a Web Page")
             .category(Category::Web)
             .permission("net:fetch")
-            .hints(Hints {
-                read_only: true,
-                destructive: false,
-                idempotent: true,
-                open_world: true,
-                concurrency_safe: true,
-            })
+            .hints(Hints::read_only().open_world())
             .key_argument("url")
             .own_timeout()
             .example(

@@ -123,13 +123,7 @@ impl TypedTool for WebSearch {
             .title("Search the Web")
             .category(Category::Web)
             .permission("net:search")
-            .hints(Hints {
-                read_only: true,
-                destructive: false,
-                idempotent: true,
-                open_world: true,
-                concurrency_safe: true,
-            })
+            .hints(Hints::read_only().open_world())
             .key_argument("query")
             .example(
                 "Find the documentation of a crate",
