@@ -51,6 +51,7 @@ mod subagents;
 pub mod testing;
 mod themes;
 mod todos;
+mod tool_error;
 mod views;
 
 pub use analysis::{

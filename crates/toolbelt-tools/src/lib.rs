@@ -54,7 +54,6 @@ mod schedule;
 mod search;
 mod shell;
 mod skill;
-mod store;
 mod todo;
 mod toolsets;
 mod web;
@@ -117,13 +116,13 @@ pub use skill::{
     MAX_SKILL_FILE_BYTES, MAX_SKILL_NAME_LEN, SKILL_FILE, Skill, SkillOutput, SkillParams,
     SkillProblem, SkillScan, SkillTool, Skills, UnknownSkill, skill_dirs,
 };
-pub use store::{StoreHandle, store_error};
 pub use todo::set_todo_list::{
     SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoInput, TodoListOutput, TodoStatus, render,
 };
 pub use todo::update_todos::{
     NewTodo, TodoChange, TodoListChanges, UpdateTodos, UpdateTodosOutput, UpdateTodosParams,
 };
+pub use toolbelt_store::StoreHandle;
 pub use toolsets::TOOLSETS;
 pub use web::WebOptions;
 pub use web::web_fetch::{

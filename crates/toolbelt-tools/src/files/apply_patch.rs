@@ -11,11 +11,11 @@ use serde_json::json;
 use toolbelt_core::{
     Category, ErrorCode, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
-use toolbelt_fs::patch::{self, Action, FileOp, MatchTier, PatchError, PathScope, PlanError};
+use toolbelt_fs::patch::{self, Action, FileOp, MatchTier, PatchError, PathScope};
 use toolbelt_fs::text::{self, Encoding, Sniffed};
 use toolbelt_fs::{Change, FsError, WorkPath, content_hash};
 
-use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS, Workspace, blocking, fs_error, workspace};
+use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS, Workspace, blocking, workspace};
 
 /// Context lines around each change in a dry run's diff.
 const DIFF_CONTEXT_LINES: usize = 3;
@@ -156,12 +156,12 @@ fn run(
     patch_text: &str,
     dry_run: bool,
 ) -> ToolResult<ApplyPatchOutput> {
-    let parsed = patch::parse(patch_text).map_err(patch_error)?;
+    let parsed = patch::parse(patch_text)?;
     roots.extend(ws.jail.roots().into_iter().map(Path::to_path_buf));
     let scope = PathScope::new(ws.cwd.clone(), roots);
 
     // Resolve every path through the jail; one file named two ways is refused.
-    let keys = parsed.paths(&scope).map_err(patch_error)?;
+    let keys = parsed.paths(&scope)?;
     let mut files: HashMap<PathBuf, OnDisk> = HashMap::with_capacity(keys.len());
     let mut seen: HashMap<WorkPath, PathBuf> = HashMap::with_capacity(keys.len());
     for key in &keys {
@@ -190,12 +190,12 @@ fn run(
     // Lock them all, then read them.
     let mut locked: Vec<WorkPath> = files.values().map(|f| f.path.clone()).collect();
     locked.sort();
-    let _guard = ws.jail.lock_all(&locked).map_err(fs_error)?;
+    let _guard = ws.jail.lock_all(&locked)?;
     for file in files.values_mut() {
         file.bytes = match ws.jail.read(&file.path, MAX_EDIT_BYTES) {
             Ok(bytes) => Some(bytes),
             Err(FsError::NotFound { .. }) => None,
-            Err(err) => return Err(fs_error(err)),
+            Err(err) => return Err(err.into()),
         };
     }
 
@@ -205,7 +205,7 @@ fn run(
         if let FileOp::Update { path, line, .. } | FileOp::Delete { path, line } = op {
             let key = scope
                 .resolve(path)
-                .map_err(|reason| patch_error(bad_path(path, *line, reason)))?;
+                .map_err(|reason| bad_path(path, *line, reason))?;
             if let Some(OnDisk {
                 path: wp,
                 bytes: Some(bytes),
@@ -235,10 +235,6 @@ fn run(
             Err(_) if only_deleted.contains(key) => Ok(Some(String::new())),
             Err(err) => Err(err),
         }
-    })
-    .map_err(|err| match err {
-        PlanError::Patch(err) => patch_error(err),
-        PlanError::Read(err) => err,
     })?;
 
     // The new bytes of every file, in its original encoding.
@@ -273,7 +269,7 @@ fn run(
     let diff = if dry_run {
         Some(unified_diffs(&plan, &files, ws))
     } else {
-        ws.jail.commit(&changes).map_err(fs_error)?;
+        ws.jail.commit(&changes)?;
         for change in &changes {
             match change {
                 Change::Write { path, bytes, .. } => {
@@ -411,33 +407,6 @@ fn internal(path: &Path) -> ToolError {
         ErrorCode::Internal,
         format!("{} was planned but never resolved", path.display()),
     )
-}
-
-/// A patch error as a tool error; nothing has been written when one is raised.
-fn patch_error(err: PatchError) -> ToolError {
-    let code = match &err {
-        PatchError::TooLarge { .. } | PatchError::TooManyFiles { .. } => ErrorCode::TooLarge,
-        PatchError::BadPath { path, .. } if !path.is_empty() => ErrorCode::AccessDenied,
-        PatchError::AlreadyExists { .. } | PatchError::DestinationExists { .. } => {
-            ErrorCode::Conflict
-        }
-        PatchError::Missing { .. } => ErrorCode::NotFound,
-        _ => ErrorCode::InvalidParams,
-    };
-    let hint = match &err {
-        PatchError::Syntax { .. } => Some(
-            "the format is `*** Begin Patch`, then sections `*** Add File: <path>` (lines with '+'), `*** Delete File: <path>`, `*** Update File: <path>` (optional `*** Move to: <path>`, then `@@ <anchor>` and lines with ' ', '-', '+'), then `*** End Patch`",
-        ),
-        PatchError::Mismatch { .. } => {
-            Some("read the file again, then send the whole patch again with the hunks fixed")
-        }
-        _ => None,
-    };
-    let mut out = ToolError::new(code, format!("{err}\nNo file was changed."));
-    if let Some(hint) = hint {
-        out = out.hint(hint);
-    }
-    out
 }
 
 fn ignored(tier: MatchTier) -> &'static str {

@@ -14,7 +14,7 @@ use toolbelt_fs::edit::{
 use toolbelt_fs::text::{Sniffed, decode, encode, sniff};
 use toolbelt_fs::{FsError, WorkPath, WriteOptions, content_hash};
 
-use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS, Workspace, blocking, fs_error, workspace};
+use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS, Workspace, blocking, workspace};
 
 /// Most lines of the diff snippet in a result's text (the full diff is in `data.diff`).
 const MAX_SNIPPET_LINES: usize = 60;
@@ -243,7 +243,7 @@ impl Done {
 pub(crate) async fn run(ws: Workspace, request: EditRequest) -> Result<Done, ToolError> {
     blocking(move || {
         let p = ws.resolve(&request.path)?;
-        let _guard = ws.jail.lock(&p).map_err(fs_error)?;
+        let _guard = ws.jail.lock(&p)?;
         let bytes = read_existing(&ws, &p)?;
         let shown = ws.display(&p);
         match sniff(&bytes) {
@@ -287,9 +287,7 @@ pub(crate) async fn run(ws: Workspace, request: EditRequest) -> Result<Done, Too
         let hash = if request.dry_run {
             content_hash(&new_bytes)
         } else {
-            ws.jail
-                .write(&p, &new_bytes, WriteOptions::default())
-                .map_err(fs_error)?;
+            ws.jail.write(&p, &new_bytes, WriteOptions::default())?;
             ws.record(&p, &new_bytes)
         };
         Ok(Done {
@@ -316,7 +314,7 @@ fn read_existing(ws: &Workspace, p: &WorkPath) -> Result<Vec<u8>, ToolError> {
                 .push_str("; edits change existing files, so use write_file to create it");
             Err(err)
         }
-        Err(e) => Err(fs_error(e)),
+        Err(e) => Err(e.into()),
     }
 }
 

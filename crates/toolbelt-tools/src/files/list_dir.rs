@@ -8,9 +8,9 @@ use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
 use toolbelt_fs::EntryKind;
-use toolbelt_search::tree::{self, Tree, TreeError, TreeOptions};
+use toolbelt_search::tree::{self, Tree, TreeOptions};
 
-use crate::files::{Workspace, blocking, fs_error, workspace};
+use crate::files::{Workspace, blocking, workspace};
 
 /// Deepest listing run inline where the session allows it (see `Workspace::run`).
 const MAX_INLINE_DEPTH: u32 = 3;
@@ -128,7 +128,7 @@ fn list(ws: &Workspace, p: &ListDirParams) -> Result<Reply<ListDirOutput>, ToolE
     let meta = match ws.jail.metadata(&path) {
         Ok(meta) => meta,
         Err(toolbelt_fs::FsError::NotFound { .. }) => return Err(ws.not_found(&path)),
-        Err(e) => return Err(fs_error(e)),
+        Err(e) => return Err(e.into()),
     };
     if meta.kind != EntryKind::Dir {
         return Err(ToolError::new(
@@ -159,19 +159,7 @@ pub(crate) fn listing(
     shown: &str,
     opts: &TreeOptions,
 ) -> Result<Tree, ToolError> {
-    tree::list_tree(dir, shown, opts).map_err(|e| match e {
-        TreeError::Pattern { .. } => ToolError::new(ErrorCode::InvalidParams, e.to_string()),
-        TreeError::NotADirectory { .. } => ToolError::new(ErrorCode::InvalidParams, e.to_string()),
-        TreeError::Io { ref source, .. } => {
-            let code = match source.kind() {
-                std::io::ErrorKind::NotFound => ErrorCode::NotFound,
-                std::io::ErrorKind::PermissionDenied => ErrorCode::AccessDenied,
-                _ => ErrorCode::Internal,
-            };
-            ToolError::new(code, e.to_string())
-        }
-        _ => ToolError::new(ErrorCode::Internal, e.to_string()),
-    })
+    Ok(tree::list_tree(dir, shown, opts)?)
 }
 
 fn reply(path: String, tree: Tree) -> Reply<ListDirOutput> {

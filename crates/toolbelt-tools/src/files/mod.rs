@@ -53,7 +53,7 @@ pub(crate) struct Workspace {
 /// Opens the session's roots for one call.
 pub(crate) fn workspace(ctx: &ToolContext) -> Result<Workspace, ToolError> {
     let session = ctx.session();
-    let jail = jail_for(session.roots(), session.temp_journal()).map_err(fs_error)?;
+    let jail = jail_for(session.roots(), session.temp_journal())?;
     let inline = session.inline_file_work()
         && !INLINE_TOO_SLOW.load(Ordering::Relaxed)
         && toolbelt_fs::mounts::on_local_filesystems(session.roots());
@@ -128,7 +128,7 @@ impl Workspace {
     /// rules against the path as given; where symlinks lead elsewhere, the deny
     /// rules (and the secret-file defaults) are checked again on the real path.
     pub fn resolve(&self, path: &str) -> Result<WorkPath, ToolError> {
-        let p = self.jail.resolve(&self.cwd, path).map_err(fs_error)?;
+        let p = self.jail.resolve(&self.cwd, path)?;
         if let Some(rule) = self.denied(&p) {
             return Err(ToolError::new(
                 ErrorCode::AccessDenied,
@@ -335,24 +335,6 @@ fn what_changed(stamp: &Stamp, current: &[u8]) -> String {
         ));
     }
     format!("{size}\n{shown}")
-}
-
-/// An [`FsError`] as a tool error for the model.
-pub(crate) fn fs_error(err: FsError) -> ToolError {
-    let hint = match &err {
-        FsError::Outside { .. } | FsError::SymlinkEscape { .. } => {
-            Some("only paths inside the workspace roots can be used")
-        }
-        FsError::NotFound { .. } => Some("list_dir or glob shows what exists"),
-        FsError::IsADirectory { .. } => Some("list_dir lists a directory"),
-        FsError::Busy { .. } => Some("another call is writing this file; retry in a moment"),
-        _ => None,
-    };
-    let mut out = ToolError::new(err.code(), err.to_string());
-    if let Some(h) = hint {
-        out = out.hint(h);
-    }
-    out
 }
 
 /// Runs blocking file work off the async runtime.

@@ -12,7 +12,7 @@ use toolbelt_fs::{FsError, WorkPath};
 use toolbelt_search::tree::TreeOptions;
 
 use crate::files::list_dir::listing;
-use crate::files::{Workspace, fs_error, workspace};
+use crate::files::{Workspace, workspace};
 
 /// The largest file read into memory; larger ones are refused with TOO_LARGE.
 pub const MAX_READ_BYTES: u64 = 100_000_000;
@@ -188,7 +188,7 @@ fn read(
         )
         .hint("search it with grep (pattern, context_lines) to find the lines you need"),
         FsError::NotFound { .. } => ws.not_found(&path),
-        e => fs_error(e),
+        e => e.into(),
     })?;
     let hash = ws.record(&path, &bytes);
     let size = bytes.len() as u64;

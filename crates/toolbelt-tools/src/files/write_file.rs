@@ -9,7 +9,7 @@ use toolbelt_core::{
 use toolbelt_fs::text::{self, Encoding, LineEnding, Sniffed};
 use toolbelt_fs::{EntryKind, FsError, WorkPath, WriteOptions, content_hash};
 
-use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS, Workspace, blocking, fs_error, workspace};
+use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS, Workspace, blocking, workspace};
 
 /// Diffs up to this many bytes are returned with every write (always with `dry_run`).
 pub const MAX_INLINE_DIFF_BYTES: usize = 4_000;
@@ -196,7 +196,7 @@ fn write(ws: &Workspace, p: WriteFileParams) -> Result<Reply<WriteFileOutput>, T
     let create_dirs = p.create_dirs.unwrap_or(true);
     let path = ws.resolve(&p.path)?;
     let shown = ws.display(&path);
-    let _guard = ws.jail.lock(&path).map_err(fs_error)?;
+    let _guard = ws.jail.lock(&path)?;
 
     let before = match ws.jail.metadata(&path) {
         Ok(meta) if meta.kind == EntryKind::Dir => {
@@ -208,7 +208,7 @@ fn write(ws: &Workspace, p: WriteFileParams) -> Result<Reply<WriteFileOutput>, T
         }
         Ok(_) => Some(read_before(ws, &path, &shown, mode, &p)?),
         Err(FsError::NotFound { .. }) => None,
-        Err(e) => return Err(fs_error(e)),
+        Err(e) => return Err(e.into()),
     };
     // Appending never loses unseen content, so it needs no prior read; the stamp is
     // refreshed only when the agent's view was current.
@@ -274,7 +274,7 @@ fn write(ws: &Workspace, p: WriteFileParams) -> Result<Reply<WriteFileOutput>, T
                     format!("{shown} was created by someone else while this call ran"),
                 )
                 .hint("read it, then decide whether to overwrite it"),
-                e => fs_error(e),
+                e => e.into(),
             })?;
         if fresh {
             ws.record(&path, &new_bytes)
@@ -326,7 +326,7 @@ fn read_before(
         )
         .hint("read it first and use mode overwrite to replace it, or pick another path"));
     }
-    let bytes = ws.jail.read(path, MAX_EDIT_BYTES).map_err(fs_error)?;
+    let bytes = ws.jail.read(path, MAX_EDIT_BYTES)?;
     match text::sniff(&bytes) {
         Sniffed::Text => {}
         Sniffed::Image { mime } => return Err(binary_error(shown, &format!("{mime} image"))),

@@ -11,7 +11,7 @@ use toolbelt_core::{
 use toolbelt_sched::{Attachment, MAX_MEDIA_BYTES, Messaging, NewMessage, Zone};
 use toolbelt_store::{OutboxMessage, OutboxStatus};
 
-use crate::files::{fs_error, workspace};
+use crate::files::workspace;
 
 /// How long a call waits for its message to be delivered, retries included,
 /// before leaving the rest to the outbox.
@@ -163,7 +163,7 @@ fn read_media(ctx: &ToolContext, paths: &[String]) -> Result<Vec<Attachment>, To
     let mut out = Vec::new();
     for path in paths {
         let p = ws.resolve(path)?;
-        let bytes = ws.jail.read(&p, MAX_MEDIA_BYTES as u64).map_err(fs_error)?;
+        let bytes = ws.jail.read(&p, MAX_MEDIA_BYTES as u64)?;
         total += bytes.len();
         if total > MAX_MEDIA_BYTES {
             return Err(ToolError::new(
@@ -248,7 +248,7 @@ impl TypedTool for Message {
         channels
             .check(&p.channel, p.chat_id.as_deref(), &p.content, media_given)
             .map_err(|e| {
-                e.into_tool_error()
+                ToolError::from(e)
                     .hint("pick one of the configured channels and the arguments it needs")
             })?;
         let media = match &p.media {

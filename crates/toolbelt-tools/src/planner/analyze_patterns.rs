@@ -12,7 +12,7 @@ use toolbelt_store::{
 
 use crate::planner::invalid;
 use crate::planner::reviews::{check, offset};
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// Arguments of `analyze_patterns`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -126,9 +126,7 @@ impl TypedTool for AnalyzePatterns {
             utc_offset: tz,
             sections,
         };
-        let analysis = analyze_patterns(store, &request)
-            .await
-            .map_err(store_error)?;
+        let analysis = analyze_patterns(store, &request).await?;
         let text = analysis.summary();
         Ok(Reply::new(analysis, text))
     }

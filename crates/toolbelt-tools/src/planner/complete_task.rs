@@ -6,7 +6,7 @@ use toolbelt_core::{Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, T
 use toolbelt_store::Kind;
 
 use crate::planner::{TaskData, one_line, parse_id, rfc3339, task_line};
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// Arguments of `complete_task`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -83,8 +83,7 @@ impl TypedTool for CompleteTask {
         let store = self.store.get().await?;
         let done = store
             .complete_task(id, p.completion_note.as_deref())
-            .await
-            .map_err(store_error)?;
+            .await?;
         let t = &done.task;
         let at = t.completed_at.map(rfc3339).unwrap_or_default();
         let text = if done.already_completed {

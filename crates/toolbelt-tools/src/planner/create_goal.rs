@@ -8,7 +8,7 @@ use toolbelt_core::{
 use toolbelt_store::{NewGoal, parse_date};
 
 use crate::planner::{GoalData, GoalStageParam, blank, goal_line, invalid};
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// Arguments of `create_goal`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -112,8 +112,7 @@ impl TypedTool for CreateGoal {
                 stage: p.stage.into(),
                 deadline,
             })
-            .await
-            .map_err(store_error)?;
+            .await?;
         let text = format!(
             "Created {}\n{}\nLink projects to it with link_goal_to_project.",
             goal.id,

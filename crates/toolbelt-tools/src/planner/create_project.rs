@@ -8,7 +8,7 @@ use toolbelt_core::{
 use toolbelt_store::{Kind, NewProject};
 
 use crate::planner::{ProjectData, ProjectStatusParam, blank, one_line, parse_ids};
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// Arguments of `create_project`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -86,8 +86,7 @@ impl TypedTool for CreateProject {
                 status: p.status.unwrap_or(ProjectStatusParam::Active).into(),
                 goal_ids,
             })
-            .await
-            .map_err(store_error)?;
+            .await?;
         let mut text = format!(
             "Created {} \"{}\" ({})",
             project.id,

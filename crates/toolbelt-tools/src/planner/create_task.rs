@@ -8,7 +8,7 @@ use toolbelt_core::{
 use toolbelt_store::{DayEdge, Kind, NewTask, parse_instant};
 
 use crate::planner::{PriorityParam, TaskData, blank, invalid, parse_id, task_line};
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// Arguments of `create_task`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -137,8 +137,7 @@ impl TypedTool for CreateTask {
                 due_at,
                 priority: p.priority.unwrap_or(PriorityParam::Medium).into(),
             })
-            .await
-            .map_err(store_error)?;
+            .await?;
         let text = format!(
             "Created {}\n{}\nMark it done with complete_task.",
             task.id,

@@ -6,7 +6,7 @@ use toolbelt_core::{Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, T
 use toolbelt_store::Kind;
 
 use crate::planner::{one_line, parse_id};
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// Arguments of `delete_project`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -89,10 +89,7 @@ impl TypedTool for DeleteProject {
     ) -> ToolResult<DeleteProjectOutput> {
         let id = parse_id(Kind::Project, &p.project_id)?;
         let store = self.store.get().await?;
-        let d = store
-            .delete_project(id, p.cascade)
-            .await
-            .map_err(store_error)?;
+        let d = store.delete_project(id, p.cascade).await?;
         let mut text = format!("Deleted {} \"{}\"", d.id, one_line(&d.name));
         if d.tasks_deleted > 0 {
             text.push_str(&format!(

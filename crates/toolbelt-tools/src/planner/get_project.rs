@@ -6,7 +6,7 @@ use toolbelt_core::{Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, T
 use toolbelt_store::{Kind, ProjectStats};
 
 use crate::planner::{GoalStageParam, ProjectData, one_line, parse_id, project_line, rfc3339};
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// Arguments of `get_project`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -210,11 +210,10 @@ impl TypedTool for GetProject {
         let (project, stats) = if p.include_stats {
             let (project, stats) = store
                 .project_with_stats(id, toolbelt_store::now_ms())
-                .await
-                .map_err(store_error)?;
+                .await?;
             (project, Some(stats))
         } else {
-            (store.project(id).await.map_err(store_error)?, None)
+            (store.project(id).await?, None)
         };
         let mut text = project_line(&project);
         if let Some(d) = &project.description {

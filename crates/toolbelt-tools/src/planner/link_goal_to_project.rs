@@ -6,7 +6,7 @@ use toolbelt_core::{Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, T
 use toolbelt_store::Kind;
 
 use crate::planner::{parse_id, rfc3339};
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// Arguments of `link_goal_to_project`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -78,10 +78,7 @@ impl TypedTool for LinkGoalToProject {
         let goal = parse_id(Kind::Goal, &p.goal_id)?;
         let project = parse_id(Kind::Project, &p.project_id)?;
         let store = self.store.get().await?;
-        let link = store
-            .link_goal_to_project(goal, project)
-            .await
-            .map_err(store_error)?;
+        let link = store.link_goal_to_project(goal, project).await?;
         let linked_at = rfc3339(link.linked_at);
         let text = if link.already_linked {
             format!(

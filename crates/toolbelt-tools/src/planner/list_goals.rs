@@ -8,7 +8,7 @@ use toolbelt_store::{GoalFilter, GoalStage, Kind};
 use crate::planner::{
     GoalData, GoalStageParam, goal_line, list_text, next_offset, page_limit, parse_id,
 };
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// Arguments of `list_goals`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -103,8 +103,7 @@ impl TypedTool for ListGoals {
                 limit: Some(page_limit(p.limit)),
                 offset,
             })
-            .await
-            .map_err(store_error)?;
+            .await?;
         let mut filters: Vec<String> = stage.iter().map(|s| format!("stage {s}")).collect();
         filters.extend(project_id.iter().map(|id| format!("project {id}")));
         let lines: Vec<String> = page.items.iter().map(goal_line).collect();

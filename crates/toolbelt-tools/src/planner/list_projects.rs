@@ -8,7 +8,7 @@ use toolbelt_store::{ProjectFilter, ProjectStatus};
 use crate::planner::{
     ProjectData, ProjectStatusParam, list_text, next_offset, page_limit, project_line,
 };
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// Arguments of `list_projects`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -98,8 +98,7 @@ impl TypedTool for ListProjects {
                 limit: Some(page_limit(p.limit)),
                 offset,
             })
-            .await
-            .map_err(store_error)?;
+            .await?;
         let filters: Vec<String> = status.iter().map(|s| format!("status {s}")).collect();
         let lines: Vec<String> = page.items.iter().map(project_line).collect();
         let text = list_text("project", &filters, &lines, offset, page.total);

@@ -11,7 +11,7 @@ use toolbelt_store::{
 };
 
 use crate::planner::reviews::{check, line, offset};
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// Arguments of `list_reviews`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -116,7 +116,7 @@ impl TypedTool for ListReviews {
             offset: p.offset,
             utc_offset: p.utc_offset,
         };
-        let page = list_reviews(store, &q).await.map_err(store_error)?;
+        let page = list_reviews(store, &q).await?;
         let text = if page.items.is_empty() {
             if page.total == 0 {
                 "No review matches; write_review saves one.".to_string()

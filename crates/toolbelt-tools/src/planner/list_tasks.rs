@@ -11,7 +11,7 @@ use crate::planner::{
     PriorityParam, TaskData, TaskStatusParam, invalid, list_text, next_offset, page_limit,
     parse_id, rfc3339, task_line,
 };
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// Arguments of `list_tasks`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -151,8 +151,7 @@ impl TypedTool for ListTasks {
                 limit: Some(page_limit(p.limit)),
                 offset,
             })
-            .await
-            .map_err(store_error)?;
+            .await?;
         let mut filters = Vec::new();
         filters.extend(project_id.iter().map(|id| format!("project {id}")));
         filters.extend(status.iter().map(|s| format!("status {s}")));

@@ -25,8 +25,6 @@ use toolbelt_store::{
     Goal, GoalStage, Kind, Priority, Project, ProjectStatus, RecordId, Task, TaskStatus,
 };
 
-use crate::store::store_error;
-
 macro_rules! param_enum {
     ($(#[$meta:meta])* $name:ident => $store:ident { $($variant:ident),+ $(,)? }) => {
         // The values carry no doc comments, so the schema is a plain `enum` of
@@ -242,7 +240,7 @@ pub use toolbelt_store::rfc3339_utc as rfc3339;
 /// Reads an id of `kind`; a malformed id or one of another kind is NOT_FOUND with
 /// a hint naming the tool that lists them.
 pub(crate) fn parse_id(kind: Kind, text: &str) -> Result<RecordId, ToolError> {
-    RecordId::parse(kind, text).map_err(store_error)
+    Ok(RecordId::parse(kind, text)?)
 }
 
 /// Reads ids of `kind`.

@@ -5,8 +5,6 @@ use chrono::{DateTime, FixedOffset, Offset, Utc};
 use toolbelt_core::{ToolError, Violation};
 use toolbelt_store::{Review, parse_utc_offset};
 
-use crate::store::store_error;
-
 /// Most characters of a review's first line shown in a listing.
 pub(crate) const FIRST_LINE_MAX_CHARS: usize = 100;
 
@@ -24,7 +22,7 @@ pub(crate) fn check<T, E: std::fmt::Display>(
 /// The offset of `utc_offset`, UTC when absent.
 pub(crate) fn offset(utc_offset: Option<&str>) -> Result<FixedOffset, ToolError> {
     match utc_offset {
-        Some(o) => parse_utc_offset(o).map_err(store_error),
+        Some(o) => Ok(parse_utc_offset(o)?),
         None => Ok(Utc.fix()),
     }
 }

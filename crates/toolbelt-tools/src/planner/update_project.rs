@@ -8,7 +8,7 @@ use toolbelt_core::{
 use toolbelt_store::{Kind, ProjectUpdate};
 
 use crate::planner::{ProjectData, ProjectStatusParam, blank, parse_id, parse_ids, project_line};
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// The fields `update_project` changes; those left out stay as they are.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -114,10 +114,7 @@ impl TypedTool for UpdateProject {
             goal_ids,
         };
         let store = self.store.get().await?;
-        let project = store
-            .update_project(id, &update)
-            .await
-            .map_err(store_error)?;
+        let project = store.update_project(id, &update).await?;
         let text = format!(
             "Updated {} ({}):\n{}",
             project.id,

@@ -11,7 +11,7 @@ use toolbelt_store::{
 };
 
 use crate::planner::reviews::check;
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// Arguments of `write_review`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -107,9 +107,7 @@ impl TypedTool for WriteReview {
             mood: p.mood,
             date: p.date,
         };
-        let review = write_review(store, &new, now_ms())
-            .await
-            .map_err(store_error)?;
+        let review = write_review(store, &new, now_ms()).await?;
         let mut text = format!(
             "Saved {} ({}, {}",
             review.id,

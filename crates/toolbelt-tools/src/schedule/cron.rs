@@ -9,10 +9,10 @@ use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
     Violation,
 };
-use toolbelt_sched::{Messaging, SchedError, Schedule, Zone};
+use toolbelt_sched::{Messaging, Schedule, Zone};
 use toolbelt_store::{
     CronJob, CronJobStatus, NewCronJob, RUNNING, create_cron_job, find_cron_job, get_message,
-    list_cron_jobs, remove_cron_job, store_error,
+    list_cron_jobs, remove_cron_job,
 };
 
 use super::workspace_key;
@@ -222,10 +222,6 @@ fn required(field: &str, value: Option<&String>, action: &str) -> Result<String,
     }
 }
 
-fn sched_error(e: SchedError) -> ToolError {
-    e.into_tool_error()
-}
-
 impl Cron {
     /// What an `add` makes the job do: `(message, prompt, channel)`.
     fn what_it_does(
@@ -266,8 +262,7 @@ impl Cron {
                 let content = prompt.as_ref().map_or(message.as_str(), |_| "(the answer)");
                 self.messaging
                     .channels()
-                    .check(name, p.chat_id.as_deref(), content, false)
-                    .map_err(sched_error)?;
+                    .check(name, p.chat_id.as_deref(), content, false)?;
             }
             None if prompt.is_none() => {
                 return Err(ToolError::new(
@@ -283,13 +278,7 @@ impl Cron {
 
     /// `run_now` of a prompt job: due now, run by the scheduler in the background.
     async fn prompt_now(&self, job: CronJob) -> ToolResult<CronOutput> {
-        if !self
-            .messaging
-            .scheduler()
-            .make_due(&job)
-            .await
-            .map_err(sched_error)?
-        {
+        if !self.messaging.scheduler().make_due(&job).await? {
             return Err(ToolError::new(
                 ErrorCode::NotFound,
                 format!("job {:?} was removed meanwhile", job.name),
@@ -391,12 +380,12 @@ impl TypedTool for Cron {
                 let schedule_text = required("schedule", p.schedule.as_ref(), "add")?;
                 let (message, prompt, channel) = self.what_it_does(&p)?;
                 let zone = match &p.tz {
-                    Some(tz) => Zone::parse(tz).map_err(sched_error)?,
+                    Some(tz) => Zone::parse(tz)?,
                     None => self.messaging.default_zone(),
                 };
-                let schedule = Schedule::parse(&schedule_text, zone).map_err(sched_error)?;
+                let schedule = Schedule::parse(&schedule_text, zone)?;
                 let now = clock.now_ms();
-                let first = schedule.first(now, zone).map_err(sched_error)?;
+                let first = schedule.first(now, zone)?;
                 let job = create_cron_job(
                     store,
                     &NewCronJob {
@@ -412,8 +401,7 @@ impl TypedTool for Cron {
                     },
                     now,
                 )
-                .await
-                .map_err(store_error)?;
+                .await?;
                 self.messaging.scheduler().wake();
                 let data = job_data(&job, None);
                 let text = format!(
@@ -432,9 +420,7 @@ impl TypedTool for Cron {
                 ))
             }
             CronAction::List => {
-                let jobs = list_cron_jobs(store, Some(&workspace))
-                    .await
-                    .map_err(store_error)?;
+                let jobs = list_cron_jobs(store, Some(&workspace)).await?;
                 let data: Vec<JobData> = jobs
                     .iter()
                     .map(|CronJobStatus { job, last }| job_data(job, last.as_ref()))
@@ -463,9 +449,7 @@ impl TypedTool for Cron {
             }
             CronAction::Remove => {
                 let name = required("name", p.name.as_ref(), "remove")?;
-                let job = remove_cron_job(store, &workspace, &name)
-                    .await
-                    .map_err(store_error)?;
+                let job = remove_cron_job(store, &workspace, &name).await?;
                 self.messaging.scheduler().wake();
                 Ok(Reply::new(
                     CronOutput {
@@ -480,8 +464,7 @@ impl TypedTool for Cron {
             CronAction::RunNow => {
                 let name = required("name", p.name.as_ref(), "run_now")?;
                 let job = find_cron_job(store, &workspace, &name)
-                    .await
-                    .map_err(store_error)?
+                    .await?
                     .ok_or_else(|| {
                         ToolError::new(ErrorCode::NotFound, format!("no job named {name:?}"))
                             .hint("list the jobs with action \"list\"")
@@ -489,16 +472,11 @@ impl TypedTool for Cron {
                 if job.prompt.is_some() {
                     return self.prompt_now(job).await;
                 }
-                let firing = self
-                    .messaging
-                    .scheduler()
-                    .fire_now(&job)
-                    .await
-                    .map_err(sched_error)?;
+                let firing = self.messaging.scheduler().fire_now(&job).await?;
                 let outbox = self.messaging.outbox();
                 tokio::select! {
                     r = outbox.deliver(&firing.message_id, delivery_wait(ctx)) => {
-                        r.map_err(sched_error)?;
+                        r?;
                     }
                     () = ctx.cancel_token().cancelled() => {
                         return Err(ToolError::new(
@@ -508,8 +486,7 @@ impl TypedTool for Cron {
                     }
                 }
                 let message = get_message(store, &firing.message_id)
-                    .await
-                    .map_err(store_error)?
+                    .await?
                     .ok_or_else(|| {
                         ToolError::new(
                             ErrorCode::Internal,

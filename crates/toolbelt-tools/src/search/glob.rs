@@ -149,8 +149,7 @@ impl TypedTool for Glob {
             respect_gitignore: p.respect_gitignore.unwrap_or(true),
             hidden: p.include_hidden,
             ..GlobOptions::new(pattern.clone())
-        })
-        .map_err(|e| ToolError::new(ErrorCode::InvalidParams, e.to_string()))?;
+        })?;
         let timeout = search_timeout(ctx, p.timeout_ms);
         let watch = SearchWatch::start(ctx, "glob");
         let budget = watch.budget(timeout);

@@ -19,7 +19,7 @@ use toolbelt_search::grep::{
 };
 use toolbelt_search::{Budget, Stop, Withhold};
 
-use crate::files::{Workspace, blocking, fs_error, workspace};
+use crate::files::{Workspace, blocking, workspace};
 
 /// Default time budget of one search.
 pub const DEFAULT_SEARCH_TIMEOUT_MS: u64 = 30_000;
@@ -213,10 +213,8 @@ impl TypedTool for Grep {
         let pattern = p.pattern.clone();
         let (report, shown_root) = blocking(move || {
             // Compiling a large pattern can take a moment: off the async runtime too.
-            let engine = Engine::new(opts).map_err(|e| {
-                ToolError::new(ErrorCode::InvalidParams, e.to_string())
-                    .data(json!({ "pattern": pattern }))
-            })?;
+            let engine = Engine::new(opts)
+                .map_err(|e| ToolError::from(e).data(json!({ "pattern": pattern })))?;
             let at = search_root(&ws, &path)?;
             let engine = if skip_secrets {
                 engine.withholding(secret_files(&at.root))
@@ -351,7 +349,7 @@ pub(crate) fn search_root(ws: &Workspace, path: &str) -> Result<SearchRoot, Tool
             ));
         }
         Err(FsError::NotFound { .. }) => return Err(ws.not_found(&p)),
-        Err(e) => return Err(fs_error(e)),
+        Err(e) => return Err(e.into()),
     }
     // The cwd as resolved by the jail, so that paths found beneath it are shown
     // relative to it even when a root was given through a symlink.

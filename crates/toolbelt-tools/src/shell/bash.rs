@@ -18,8 +18,8 @@ use toolbelt_exec::{EnvPolicy, ExecOutcome, ExecRequest, Shells, StartRequest};
 use toolbelt_fs::EntryKind;
 use toolbelt_sandbox::{Sandbox, SandboxMode};
 
-use crate::files::{fs_error, workspace};
-use crate::shell::bash_output::{millis, shell_error};
+use crate::files::workspace;
+use crate::shell::bash_output::millis;
 
 /// The longest timeout a call may ask for, in seconds.
 pub const MAX_BASH_TIMEOUT_SECS: u64 = MAX_TIMEOUT_MS / 1000;
@@ -188,7 +188,7 @@ impl TypedTool for Bash {
         let cwd = match p.working_dir.as_deref().filter(|d| !d.is_empty()) {
             None => ws.cwd.clone(),
             Some(dir) => {
-                let path = ws.jail.resolve(&ws.cwd, dir).map_err(fs_error)?;
+                let path = ws.jail.resolve(&ws.cwd, dir)?;
                 let shown = ws.display(&path);
                 match ws.jail.metadata(&path) {
                     Ok(meta) if meta.kind == EntryKind::Dir => path.abs().to_path_buf(),
@@ -202,7 +202,7 @@ impl TypedTool for Bash {
                         ));
                     }
                     Err(toolbelt_fs::FsError::NotFound { .. }) => return Err(ws.not_found(&path)),
-                    Err(e) => return Err(fs_error(e)),
+                    Err(e) => return Err(e.into()),
                 }
             }
         };
@@ -252,7 +252,7 @@ impl TypedTool for Bash {
                 locale: req.locale,
                 sandbox: req.sandbox,
             };
-            return started(self.shells.start(start).map_err(shell_error)?, p.timeout);
+            return started(self.shells.start(start)?, p.timeout);
         }
         // Calls past the cap wait their turn (and can be cancelled while they wait).
         let _slot = tokio::select! {
@@ -261,9 +261,7 @@ impl TypedTool for Bash {
                 return Err(ToolError::new(ErrorCode::Cancelled, "the command was cancelled before it started"));
             }
         };
-        let outcome = toolbelt_exec::run(req, ctx.cancel_token())
-            .await
-            .map_err(|e| ToolError::new(ErrorCode::Internal, e.to_string()))?;
+        let outcome = toolbelt_exec::run(req, ctx.cancel_token()).await?;
         if self.sandbox.is_some() {
             refused_by_sandbox(&outcome)?;
         }

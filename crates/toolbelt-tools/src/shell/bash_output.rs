@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
-use toolbelt_exec::{ShellError, ShellInfo, ShellRead, ShellStatus, Shells};
+use toolbelt_exec::{ShellInfo, ShellRead, ShellStatus, Shells};
 
 /// Seconds `bash_output` waits for new output by default.
 pub const DEFAULT_BLOCK_SECS: u64 = 30;
@@ -114,7 +114,7 @@ impl TypedTool for BashOutputTool {
 
     async fn call(&self, ctx: &ToolContext, p: BashOutputParams) -> ToolResult<ShellReport> {
         let filter = compile_filter(p.filter.as_deref())?;
-        self.shells.info(&p.shell_id).map_err(shell_error)?;
+        self.shells.info(&p.shell_id)?;
         if p.block.unwrap_or(true) {
             let secs = p
                 .timeout
@@ -122,7 +122,7 @@ impl TypedTool for BashOutputTool {
                 .clamp(1, MAX_BLOCK_SECS);
             wait(&self.shells, ctx, &p.shell_id, Duration::from_secs(secs)).await?;
         }
-        let read = self.shells.read(&p.shell_id).map_err(shell_error)?;
+        let read = self.shells.read(&p.shell_id)?;
         Ok(report(read, filter.as_ref()))
     }
 }
@@ -135,7 +135,7 @@ pub(crate) async fn wait(
     timeout: Duration,
 ) -> Result<(), ToolError> {
     tokio::select! {
-        waited = shells.wait_for_output(id, timeout) => waited.map_err(shell_error),
+        waited = shells.wait_for_output(id, timeout) => Ok(waited?),
         () = ctx.cancel_token().cancelled() => Ok(()),
     }
 }
@@ -151,29 +151,6 @@ fn compile_filter(filter: Option<&str>) -> Result<Option<Regex>, ToolError> {
             )
             .hint("use Rust regex syntax, e.g. \"error|warning\"; escape literal ( [ . * with \\")
         }),
-    }
-}
-
-/// The error for the model.
-pub(crate) fn shell_error(e: ShellError) -> ToolError {
-    let message = e.to_string();
-    match e {
-        ShellError::NotFound { known, .. } => {
-            let hint = if known.is_empty() {
-                "no background shell is running; start one with bash and run_in_background: true"
-                    .to_string()
-            } else {
-                format!(
-                    "known shells: {}; list_shells shows them all",
-                    known.join(", ")
-                )
-            };
-            ToolError::new(ErrorCode::NotFound, message).hint(hint)
-        }
-        ShellError::TooMany { .. } => ToolError::new(ErrorCode::Conflict, message),
-        ShellError::StdinClosed { .. } => ToolError::new(ErrorCode::Conflict, message)
-            .hint("read what it printed with bash_output; start it again to send more input"),
-        _ => ToolError::new(ErrorCode::Internal, message),
     }
 }
 

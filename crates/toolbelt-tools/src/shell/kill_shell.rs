@@ -5,7 +5,7 @@ use serde::Deserialize;
 use toolbelt_core::{Category, Hints, ToolContext, ToolResult, ToolSpec, TypedTool};
 use toolbelt_exec::Shells;
 
-use crate::shell::bash_output::{ShellReport, report, shell_error};
+use crate::shell::bash_output::{ShellReport, report};
 
 /// Arguments of `kill_shell`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -58,8 +58,8 @@ impl TypedTool for KillShell {
     }
 
     async fn call(&self, _ctx: &ToolContext, p: KillShellParams) -> ToolResult<ShellReport> {
-        self.shells.kill(&p.shell_id).await.map_err(shell_error)?;
-        let read = self.shells.read(&p.shell_id).map_err(shell_error)?;
+        self.shells.kill(&p.shell_id).await?;
+        let read = self.shells.read(&p.shell_id)?;
         Ok(report(read, None))
     }
 }

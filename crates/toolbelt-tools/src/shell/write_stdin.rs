@@ -7,7 +7,7 @@ use serde::Deserialize;
 use toolbelt_core::{Category, Hints, ToolContext, ToolResult, ToolSpec, TypedTool};
 use toolbelt_exec::Shells;
 
-use crate::shell::bash_output::{ShellReport, report, shell_error, wait};
+use crate::shell::bash_output::{ShellReport, report, wait};
 
 /// How long `write_stdin` waits for an answer after sending.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(1);
@@ -63,12 +63,11 @@ impl TypedTool for WriteStdin {
     async fn call(&self, ctx: &ToolContext, p: WriteStdinParams) -> ToolResult<ShellReport> {
         self.shells
             .write_stdin(&p.shell_id, p.chars.as_bytes())
-            .await
-            .map_err(shell_error)?;
+            .await?;
         if !p.chars.is_empty() {
             wait(&self.shells, ctx, &p.shell_id, ANSWER_WAIT).await?;
         }
-        let read = self.shells.read(&p.shell_id).map_err(shell_error)?;
+        let read = self.shells.read(&p.shell_id)?;
         Ok(report(read, None))
     }
 }

@@ -8,7 +8,7 @@ use toolbelt_core::{
 };
 use toolbelt_store::{DEFAULT_TODO_LIST, StoreError, StoredTodo, TodoListKey};
 
-use crate::store::{StoreHandle, store_error};
+use toolbelt_store::StoreHandle;
 
 /// Where a todo stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -172,7 +172,10 @@ pub(crate) fn list_key(ctx: &ToolContext, list: Option<&str>) -> Result<TodoList
         || session.cwd().display().to_string(),
         |r| r.display().to_string(),
     );
-    TodoListKey::new(workspace, list.unwrap_or(DEFAULT_TODO_LIST)).map_err(store_error)
+    Ok(TodoListKey::new(
+        workspace,
+        list.unwrap_or(DEFAULT_TODO_LIST),
+    )?)
 }
 
 /// A store id as the model sends it.
@@ -180,16 +183,9 @@ pub(crate) fn store_id(id: u64) -> i64 {
     i64::try_from(id).unwrap_or(i64::MAX)
 }
 
-/// A NOT_FOUND of unknown ids, with what to do next.
-pub(crate) fn todo_error(e: StoreError) -> ToolError {
-    let not_found = matches!(e, StoreError::NotFound(_));
-    let err = store_error(e);
-    if not_found {
-        err.hint("call set_todo_list without todos to read the list with its ids")
-    } else {
-        err
-    }
-}
+/// What to do after a NOT_FOUND of unknown todo ids.
+pub(crate) const READ_IDS_HINT: &str =
+    "call set_todo_list without todos to read the list with its ids";
 
 /// The output of a list after a read (`updated` false) or a change, and the text
 /// the model reads: the summary, then each todo with its id.
@@ -274,14 +270,14 @@ impl TypedTool for SetTodoList {
                         status: t.status.label().to_string(),
                     })
                     .collect();
-                toolbelt_store::replace_todos(store, &key, &items)
-                    .await
-                    .map_err(todo_error)?
+                toolbelt_store::replace_todos(store, &key, &items).await
             }
-            None => toolbelt_store::read_todos(store, &key)
-                .await
-                .map_err(todo_error)?,
-        };
+            None => toolbelt_store::read_todos(store, &key).await,
+        }
+        .map_err(|e| match e {
+            StoreError::NotFound(_) => ToolError::from(e).hint(READ_IDS_HINT),
+            e => e.into(),
+        })?;
         let todos = stored.into_iter().map(Todo::from).collect();
         let (output, text) = list_output(ctx, key.name(), todos, updated);
         Ok(Reply::new(output, text))

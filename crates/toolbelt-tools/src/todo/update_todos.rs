@@ -4,14 +4,14 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::{
-    Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool, Violation,
+    Category, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool, Violation,
 };
-use toolbelt_store::{TodoChanges, TodoPatch};
+use toolbelt_store::{StoreError, TodoChanges, TodoPatch};
 
-use crate::store::StoreHandle;
 use crate::todo::set_todo_list::{
-    Todo, TodoCounts, TodoStatus, list_key, list_output, store_id, todo_error,
+    READ_IDS_HINT, Todo, TodoCounts, TodoStatus, list_key, list_output, store_id,
 };
+use toolbelt_store::StoreHandle;
 
 /// A todo to add.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -202,7 +202,10 @@ impl TypedTool for UpdateTodos {
         };
         let applied = toolbelt_store::update_todos(store, &key, &changes)
             .await
-            .map_err(todo_error)?;
+            .map_err(|e| match e {
+                StoreError::NotFound(_) => ToolError::from(e).hint(READ_IDS_HINT),
+                e => e.into(),
+            })?;
         let todos = applied.todos.into_iter().map(Todo::from).collect();
         let (list, text) = list_output(ctx, key.name(), todos, true);
         let changes = TodoListChanges {

@@ -12,6 +12,7 @@ use serde_json::json;
 use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
+use toolbelt_net::error::FetchError;
 use toolbelt_net::fetch::{FetchOptions, Fetched, Fetcher};
 
 use crate::web::{WebOptions, fetch_error};
@@ -163,7 +164,7 @@ impl Cache {
 /// The `web_fetch` tool.
 #[derive(Debug)]
 pub struct WebFetch {
-    fetcher: Result<Fetcher, String>,
+    fetcher: Result<Fetcher, FetchError>,
     cache: Mutex<Cache>,
 }
 
@@ -172,7 +173,7 @@ impl WebFetch {
     #[must_use]
     pub fn new(options: &WebOptions) -> WebFetch {
         WebFetch {
-            fetcher: options.fetcher(false).map_err(|e| e.to_string()),
+            fetcher: options.fetcher(false),
             cache: Mutex::new(Cache::default()),
         }
     }

@@ -11,6 +11,8 @@ use toolbelt_net::search::{
     DEFAULT_LIMIT, MAX_LIMIT, SearchQuery, SearchResult, Searcher, TimeRange, render_markdown,
 };
 
+use toolbelt_net::error::FetchError;
+
 use crate::web::{WebOptions, search_error};
 
 /// How recent the results must be.
@@ -90,7 +92,7 @@ impl From<SearchResult> for WebSearchResult {
 /// The `web_search` tool.
 #[derive(Debug)]
 pub struct WebSearch {
-    searcher: Result<Searcher, String>,
+    searcher: Result<Searcher, FetchError>,
 }
 
 impl WebSearch {
@@ -102,8 +104,7 @@ impl WebSearch {
     pub fn new(options: &WebOptions) -> WebSearch {
         let searcher = options
             .fetcher(options.search.is_self_hosted())
-            .map(|fetcher| Searcher::new(options.search.clone(), fetcher))
-            .map_err(|e| e.to_string());
+            .map(|fetcher| Searcher::new(options.search.clone(), fetcher));
         WebSearch { searcher }
     }
 }
