@@ -54,6 +54,7 @@ mod schedule;
 mod search;
 mod shell;
 mod skill;
+mod stored;
 mod todo;
 mod toolsets;
 mod web;
@@ -93,10 +94,7 @@ pub use planner::list_reviews::{ListReviews, ListReviewsParams};
 pub use planner::list_tasks::{ListTasks, ListTasksOutput, ListTasksParams};
 pub use planner::update_project::{ProjectUpdates, UpdateProject, UpdateProjectParams};
 pub use planner::write_review::{WriteReview, WriteReviewParams};
-pub use planner::{
-    GoalData, GoalStageParam, PriorityParam, ProjectData, ProjectStatusParam, TaskData,
-    TaskStatusParam, rfc3339,
-};
+pub use planner::{GoalData, ProjectData, TaskData, rfc3339};
 pub use schedule::cron::{
     Cron, CronAction, CronOutput, CronParams, JobData, LastRunData, job_data,
 };

@@ -12,7 +12,7 @@ use toolbelt_store::{
 
 use crate::planner::invalid;
 use crate::planner::reviews::{check, offset};
-use toolbelt_store::StoreHandle;
+use crate::stored::store_tool;
 
 /// Arguments of `analyze_patterns`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -31,17 +31,9 @@ pub struct AnalyzePatternsParams {
     pub utc_offset: Option<String>,
 }
 
-/// The `analyze_patterns` tool.
-#[derive(Debug, Clone)]
-pub struct AnalyzePatterns {
-    store: StoreHandle,
-}
-
-impl AnalyzePatterns {
-    /// The tool, reading `store`.
-    pub fn new(store: StoreHandle) -> AnalyzePatterns {
-        AnalyzePatterns { store }
-    }
+store_tool! {
+    /// The `analyze_patterns` tool.
+    AnalyzePatterns
 }
 
 impl TypedTool for AnalyzePatterns {

@@ -6,7 +6,7 @@ use toolbelt_core::{Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, T
 use toolbelt_store::Kind;
 
 use crate::planner::{TaskData, one_line, parse_id, rfc3339, task_line};
-use toolbelt_store::StoreHandle;
+use crate::stored::store_tool;
 
 /// Arguments of `complete_task`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -28,17 +28,9 @@ pub struct CompleteTaskOutput {
     pub already_completed: bool,
 }
 
-/// The `complete_task` tool.
-#[derive(Debug, Clone)]
-pub struct CompleteTask {
-    store: StoreHandle,
-}
-
-impl CompleteTask {
-    /// The tool, writing to `store`.
-    pub fn new(store: StoreHandle) -> CompleteTask {
-        CompleteTask { store }
-    }
+store_tool! {
+    /// The `complete_task` tool.
+    CompleteTask
 }
 
 impl TypedTool for CompleteTask {

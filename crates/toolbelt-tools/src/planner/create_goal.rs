@@ -5,10 +5,10 @@ use serde::Deserialize;
 use toolbelt_core::{
     Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool, Violation,
 };
-use toolbelt_store::{NewGoal, parse_date};
+use toolbelt_store::{GoalStage, NewGoal, parse_date};
 
-use crate::planner::{GoalData, GoalStageParam, blank, goal_line, invalid};
-use toolbelt_store::StoreHandle;
+use crate::planner::{GoalData, blank, goal_line, invalid};
+use crate::stored::store_tool;
 
 /// Arguments of `create_goal`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -21,23 +21,15 @@ pub struct CreateGoalParams {
     #[serde(default)]
     pub description: Option<String>,
     /// Its horizon: `life`, `yearly` or `quarter`.
-    pub stage: GoalStageParam,
+    pub stage: GoalStage,
     /// The day it should be reached, `YYYY-MM-DD`.
     #[serde(default)]
     pub deadline: Option<String>,
 }
 
-/// The `create_goal` tool.
-#[derive(Debug, Clone)]
-pub struct CreateGoal {
-    store: StoreHandle,
-}
-
-impl CreateGoal {
-    /// The tool, writing to `store`.
-    pub fn new(store: StoreHandle) -> CreateGoal {
-        CreateGoal { store }
-    }
+store_tool! {
+    /// The `create_goal` tool.
+    CreateGoal
 }
 
 impl TypedTool for CreateGoal {
@@ -109,7 +101,7 @@ impl TypedTool for CreateGoal {
             .create_goal(&NewGoal {
                 title: p.title,
                 description: p.description,
-                stage: p.stage.into(),
+                stage: p.stage,
                 deadline,
             })
             .await?;

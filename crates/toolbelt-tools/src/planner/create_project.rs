@@ -5,10 +5,10 @@ use serde::Deserialize;
 use toolbelt_core::{
     Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool, Violation,
 };
-use toolbelt_store::{Kind, NewProject};
+use toolbelt_store::{Kind, NewProject, ProjectStatus};
 
-use crate::planner::{ProjectData, ProjectStatusParam, blank, one_line, parse_ids};
-use toolbelt_store::StoreHandle;
+use crate::planner::{ProjectData, blank, one_line, parse_ids};
+use crate::stored::store_tool;
 
 /// Arguments of `create_project`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -26,20 +26,12 @@ pub struct CreateProjectParams {
     /// `active` (the default), `paused` or `completed`.
     #[serde(default)]
     #[schemars(transform = crate::planner::nullable_choice)]
-    pub status: Option<ProjectStatusParam>,
+    pub status: Option<ProjectStatus>,
 }
 
-/// The `create_project` tool.
-#[derive(Debug, Clone)]
-pub struct CreateProject {
-    store: StoreHandle,
-}
-
-impl CreateProject {
-    /// The tool, writing to `store`.
-    pub fn new(store: StoreHandle) -> CreateProject {
-        CreateProject { store }
-    }
+store_tool! {
+    /// The `create_project` tool.
+    CreateProject
 }
 
 impl TypedTool for CreateProject {
@@ -83,7 +75,7 @@ impl TypedTool for CreateProject {
             .create_project(&NewProject {
                 name: p.name,
                 description: p.description,
-                status: p.status.unwrap_or(ProjectStatusParam::Active).into(),
+                status: p.status.unwrap_or(ProjectStatus::Active),
                 goal_ids,
             })
             .await?;

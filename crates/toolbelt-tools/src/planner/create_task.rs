@@ -5,10 +5,10 @@ use serde::Deserialize;
 use toolbelt_core::{
     Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool, Violation,
 };
-use toolbelt_store::{DayEdge, Kind, NewTask, parse_instant};
+use toolbelt_store::{DayEdge, Kind, NewTask, Priority, parse_instant};
 
-use crate::planner::{PriorityParam, TaskData, blank, invalid, parse_id, task_line};
-use toolbelt_store::StoreHandle;
+use crate::planner::{TaskData, blank, invalid, parse_id, task_line};
+use crate::stored::store_tool;
 
 /// Arguments of `create_task`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -29,20 +29,12 @@ pub struct CreateTaskParams {
     /// `low`, `medium` (the default) or `high`.
     #[serde(default)]
     #[schemars(transform = crate::planner::nullable_choice)]
-    pub priority: Option<PriorityParam>,
+    pub priority: Option<Priority>,
 }
 
-/// The `create_task` tool.
-#[derive(Debug, Clone)]
-pub struct CreateTask {
-    store: StoreHandle,
-}
-
-impl CreateTask {
-    /// The tool, writing to `store`.
-    pub fn new(store: StoreHandle) -> CreateTask {
-        CreateTask { store }
-    }
+store_tool! {
+    /// The `create_task` tool.
+    CreateTask
 }
 
 impl TypedTool for CreateTask {
@@ -135,7 +127,7 @@ impl TypedTool for CreateTask {
                 description: p.description,
                 project_id,
                 due_at,
-                priority: p.priority.unwrap_or(PriorityParam::Medium).into(),
+                priority: p.priority.unwrap_or(Priority::Medium),
             })
             .await?;
         let text = format!(

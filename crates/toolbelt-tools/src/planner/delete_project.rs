@@ -6,7 +6,7 @@ use toolbelt_core::{Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, T
 use toolbelt_store::Kind;
 
 use crate::planner::{one_line, parse_id};
-use toolbelt_store::StoreHandle;
+use crate::stored::store_tool;
 
 /// Arguments of `delete_project`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -36,17 +36,9 @@ pub struct DeleteProjectOutput {
     pub reviews_unlinked: u64,
 }
 
-/// The `delete_project` tool.
-#[derive(Debug, Clone)]
-pub struct DeleteProject {
-    store: StoreHandle,
-}
-
-impl DeleteProject {
-    /// The tool, writing to `store`.
-    pub fn new(store: StoreHandle) -> DeleteProject {
-        DeleteProject { store }
-    }
+store_tool! {
+    /// The `delete_project` tool.
+    DeleteProject
 }
 
 fn plural(n: u64, one: &str, many: &str) -> String {

@@ -3,10 +3,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::{Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool};
-use toolbelt_store::{Kind, ProjectStats};
+use toolbelt_store::{GoalStage, Kind, ProjectStats};
 
-use crate::planner::{GoalStageParam, ProjectData, one_line, parse_id, project_line, rfc3339};
-use toolbelt_store::StoreHandle;
+use crate::planner::{ProjectData, one_line, parse_id, project_line, rfc3339};
+use crate::stored::store_tool;
 
 /// Arguments of `get_project`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -38,7 +38,7 @@ pub struct LinkedGoalData {
     /// What it is.
     pub title: String,
     /// `life`, `yearly` or `quarter`.
-    pub stage: GoalStageParam,
+    pub stage: GoalStage,
     /// `YYYY-MM-DD`.
     pub deadline: Option<String>,
 }
@@ -85,7 +85,7 @@ impl From<&ProjectStats> for ProjectStatsData {
                 .map(|g| LinkedGoalData {
                     id: g.id.to_string(),
                     title: g.title.clone(),
-                    stage: g.stage.into(),
+                    stage: g.stage,
                     deadline: g.deadline.clone(),
                 })
                 .collect(),
@@ -103,17 +103,9 @@ pub struct GetProjectOutput {
     pub stats: Option<ProjectStatsData>,
 }
 
-/// The `get_project` tool.
-#[derive(Debug, Clone)]
-pub struct GetProject {
-    store: StoreHandle,
-}
-
-impl GetProject {
-    /// The tool, reading `store`.
-    pub fn new(store: StoreHandle) -> GetProject {
-        GetProject { store }
-    }
+store_tool! {
+    /// The `get_project` tool.
+    GetProject
 }
 
 fn stats_text(s: &ProjectStats) -> String {

@@ -6,7 +6,7 @@ use toolbelt_core::{Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, T
 use toolbelt_store::Kind;
 
 use crate::planner::{parse_id, rfc3339};
-use toolbelt_store::StoreHandle;
+use crate::stored::store_tool;
 
 /// Arguments of `link_goal_to_project`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -31,17 +31,9 @@ pub struct LinkGoalOutput {
     pub linked_at: String,
 }
 
-/// The `link_goal_to_project` tool.
-#[derive(Debug, Clone)]
-pub struct LinkGoalToProject {
-    store: StoreHandle,
-}
-
-impl LinkGoalToProject {
-    /// The tool, writing to `store`.
-    pub fn new(store: StoreHandle) -> LinkGoalToProject {
-        LinkGoalToProject { store }
-    }
+store_tool! {
+    /// The `link_goal_to_project` tool.
+    LinkGoalToProject
 }
 
 impl TypedTool for LinkGoalToProject {

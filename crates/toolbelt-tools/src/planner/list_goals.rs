@@ -5,10 +5,8 @@ use serde::{Deserialize, Serialize};
 use toolbelt_core::{Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool};
 use toolbelt_store::{GoalFilter, GoalStage, Kind};
 
-use crate::planner::{
-    GoalData, GoalStageParam, goal_line, list_text, next_offset, page_limit, parse_id,
-};
-use toolbelt_store::StoreHandle;
+use crate::planner::{GoalData, goal_line, list_text, next_offset, page_limit, parse_id};
+use crate::stored::store_tool;
 
 /// Arguments of `list_goals`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -17,7 +15,7 @@ pub struct ListGoalsParams {
     /// Only goals of this horizon: `life`, `yearly` or `quarter`.
     #[serde(default)]
     #[schemars(transform = crate::planner::nullable_choice)]
-    pub stage: Option<GoalStageParam>,
+    pub stage: Option<GoalStage>,
     /// Only goals linked to this project, e.g. `project-3`.
     #[serde(default)]
     pub project_id: Option<String>,
@@ -43,17 +41,9 @@ pub struct ListGoalsOutput {
     pub next_offset: Option<u64>,
 }
 
-/// The `list_goals` tool.
-#[derive(Debug, Clone)]
-pub struct ListGoals {
-    store: StoreHandle,
-}
-
-impl ListGoals {
-    /// The tool, reading `store`.
-    pub fn new(store: StoreHandle) -> ListGoals {
-        ListGoals { store }
-    }
+store_tool! {
+    /// The `list_goals` tool.
+    ListGoals
 }
 
 impl TypedTool for ListGoals {
@@ -94,7 +84,7 @@ impl TypedTool for ListGoals {
             None => None,
         };
         let offset = p.offset.unwrap_or(0);
-        let stage = p.stage.map(GoalStage::from);
+        let stage = p.stage;
         let store = self.store.get().await?;
         let page = store
             .list_goals(&GoalFilter {

@@ -5,10 +5,8 @@ use serde::{Deserialize, Serialize};
 use toolbelt_core::{Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool};
 use toolbelt_store::{ProjectFilter, ProjectStatus};
 
-use crate::planner::{
-    ProjectData, ProjectStatusParam, list_text, next_offset, page_limit, project_line,
-};
-use toolbelt_store::StoreHandle;
+use crate::planner::{ProjectData, list_text, next_offset, page_limit, project_line};
+use crate::stored::store_tool;
 
 /// Arguments of `list_projects`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -17,7 +15,7 @@ pub struct ListProjectsParams {
     /// Only projects in this status: `active`, `paused` or `completed`.
     #[serde(default)]
     #[schemars(transform = crate::planner::nullable_choice)]
-    pub status: Option<ProjectStatusParam>,
+    pub status: Option<ProjectStatus>,
     /// At most this many projects (default 50, at most 200).
     #[serde(default)]
     #[schemars(range(min = 1, max = 200))]
@@ -40,17 +38,9 @@ pub struct ListProjectsOutput {
     pub next_offset: Option<u64>,
 }
 
-/// The `list_projects` tool.
-#[derive(Debug, Clone)]
-pub struct ListProjects {
-    store: StoreHandle,
-}
-
-impl ListProjects {
-    /// The tool, reading `store`.
-    pub fn new(store: StoreHandle) -> ListProjects {
-        ListProjects { store }
-    }
+store_tool! {
+    /// The `list_projects` tool.
+    ListProjects
 }
 
 impl TypedTool for ListProjects {
@@ -90,7 +80,7 @@ impl TypedTool for ListProjects {
         p: ListProjectsParams,
     ) -> ToolResult<ListProjectsOutput> {
         let offset = p.offset.unwrap_or(0);
-        let status = p.status.map(ProjectStatus::from);
+        let status = p.status;
         let store = self.store.get().await?;
         let page = store
             .list_projects(&ProjectFilter {

@@ -11,7 +11,7 @@ use toolbelt_store::{
 };
 
 use crate::planner::reviews::{check, line, offset};
-use toolbelt_store::StoreHandle;
+use crate::stored::store_tool;
 
 /// Arguments of `list_reviews`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -41,17 +41,9 @@ pub struct ListReviewsParams {
     pub utc_offset: Option<String>,
 }
 
-/// The `list_reviews` tool.
-#[derive(Debug, Clone)]
-pub struct ListReviews {
-    store: StoreHandle,
-}
-
-impl ListReviews {
-    /// The tool, reading `store`.
-    pub fn new(store: StoreHandle) -> ListReviews {
-        ListReviews { store }
-    }
+store_tool! {
+    /// The `list_reviews` tool.
+    ListReviews
 }
 
 impl TypedTool for ListReviews {

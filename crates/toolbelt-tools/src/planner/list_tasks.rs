@@ -8,10 +8,9 @@ use toolbelt_core::{
 use toolbelt_store::{DayEdge, Kind, Priority, TaskFilter, TaskStatus, parse_instant};
 
 use crate::planner::{
-    PriorityParam, TaskData, TaskStatusParam, invalid, list_text, next_offset, page_limit,
-    parse_id, rfc3339, task_line,
+    TaskData, invalid, list_text, next_offset, page_limit, parse_id, rfc3339, task_line,
 };
-use toolbelt_store::StoreHandle;
+use crate::stored::store_tool;
 
 /// Arguments of `list_tasks`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -23,11 +22,11 @@ pub struct ListTasksParams {
     /// Only `pending` or only `completed` tasks.
     #[serde(default)]
     #[schemars(transform = crate::planner::nullable_choice)]
-    pub status: Option<TaskStatusParam>,
+    pub status: Option<TaskStatus>,
     /// Only tasks of this priority: `low`, `medium` or `high`.
     #[serde(default)]
     #[schemars(transform = crate::planner::nullable_choice)]
-    pub priority: Option<PriorityParam>,
+    pub priority: Option<Priority>,
     /// Only tasks due at or before this time: an RFC 3339 date-time with a zone, or a date `YYYY-MM-DD` (through the end of that day, UTC).
     #[serde(default)]
     pub due_before: Option<String>,
@@ -56,17 +55,9 @@ pub struct ListTasksOutput {
     pub next_offset: Option<u64>,
 }
 
-/// The `list_tasks` tool.
-#[derive(Debug, Clone)]
-pub struct ListTasks {
-    store: StoreHandle,
-}
-
-impl ListTasks {
-    /// The tool, reading `store`.
-    pub fn new(store: StoreHandle) -> ListTasks {
-        ListTasks { store }
-    }
+store_tool! {
+    /// The `list_tasks` tool.
+    ListTasks
 }
 
 fn bounds(p: &ListTasksParams) -> [(&'static str, Option<&str>, DayEdge); 2] {
@@ -138,8 +129,8 @@ impl TypedTool for ListTasks {
             None => None,
         };
         let offset = p.offset.unwrap_or(0);
-        let status = p.status.map(TaskStatus::from);
-        let priority = p.priority.map(Priority::from);
+        let status = p.status;
+        let priority = p.priority;
         let store = self.store.get().await?;
         let page = store
             .list_tasks(&TaskFilter {

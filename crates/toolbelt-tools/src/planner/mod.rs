@@ -19,87 +19,11 @@ pub(crate) mod update_project;
 pub(crate) mod write_review;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use toolbelt_core::{ErrorCode, ToolError, Violation};
 use toolbelt_store::{
     Goal, GoalStage, Kind, Priority, Project, ProjectStatus, RecordId, Task, TaskStatus,
 };
-
-macro_rules! param_enum {
-    ($(#[$meta:meta])* $name:ident => $store:ident { $($variant:ident),+ $(,)? }) => {
-        // The values carry no doc comments, so the schema is a plain `enum` of
-        // strings and a wrong value is reported with the values allowed.
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-        #[serde(rename_all = "snake_case")]
-        #[allow(missing_docs)]
-        pub enum $name {
-            $($variant),+
-        }
-
-        impl From<$name> for $store {
-            fn from(v: $name) -> $store {
-                match v {
-                    $($name::$variant => $store::$variant),+
-                }
-            }
-        }
-
-        impl From<$store> for $name {
-            fn from(v: $store) -> $name {
-                match v {
-                    $($store::$variant => $name::$variant),+
-                }
-            }
-        }
-    };
-}
-
-param_enum! {
-    /// Where a project stands: `active`, `paused` or `completed`.
-    ProjectStatusParam => ProjectStatus {
-        // Being worked on.
-        Active,
-        // On hold.
-        Paused,
-        // Done.
-        Completed,
-    }
-}
-
-param_enum! {
-    /// The horizon of a goal: `life`, `yearly` or `quarter`.
-    GoalStageParam => GoalStage {
-        // A life goal.
-        Life,
-        // A goal for the year.
-        Yearly,
-        // A goal for the quarter.
-        Quarter,
-    }
-}
-
-param_enum! {
-    /// Where a task stands: `pending` or `completed`.
-    TaskStatusParam => TaskStatus {
-        // Not done yet.
-        Pending,
-        // Done.
-        Completed,
-    }
-}
-
-param_enum! {
-    /// How urgent a task is: `low`, `medium` or `high`.
-    PriorityParam => Priority {
-        // Can wait.
-        Low,
-        // The default.
-        Medium,
-        // First.
-        High,
-    }
-}
 
 /// Rewrites the schema of an optional enum, `{"type": ["string", "null"], "enum":
 /// [..., null]}`, as `{"anyOf": [{"type": "string", "enum": [...]}, {"type":
@@ -129,7 +53,7 @@ pub struct ProjectData {
     /// What it is about.
     pub description: Option<String>,
     /// `active`, `paused` or `completed`.
-    pub status: ProjectStatusParam,
+    pub status: ProjectStatus,
     /// The goals it serves.
     pub goal_ids: Vec<String>,
     /// When it was created (RFC 3339, UTC).
@@ -144,7 +68,7 @@ impl From<&Project> for ProjectData {
             id: p.id.to_string(),
             name: p.name.clone(),
             description: p.description.clone(),
-            status: p.status.into(),
+            status: p.status,
             goal_ids: p.goal_ids.iter().map(ToString::to_string).collect(),
             created_at: rfc3339(p.created_at),
             updated_at: rfc3339(p.updated_at),
@@ -162,7 +86,7 @@ pub struct GoalData {
     /// More about it.
     pub description: Option<String>,
     /// `life`, `yearly` or `quarter`.
-    pub stage: GoalStageParam,
+    pub stage: GoalStage,
     /// The day it should be reached, `YYYY-MM-DD`.
     pub deadline: Option<String>,
     /// The projects linked to it.
@@ -179,7 +103,7 @@ impl From<&Goal> for GoalData {
             id: g.id.to_string(),
             title: g.title.clone(),
             description: g.description.clone(),
-            stage: g.stage.into(),
+            stage: g.stage,
             deadline: g.deadline.clone(),
             project_ids: g.project_ids.iter().map(ToString::to_string).collect(),
             created_at: rfc3339(g.created_at),
@@ -202,9 +126,9 @@ pub struct TaskData {
     /// When it is due (RFC 3339, UTC).
     pub due_date: Option<String>,
     /// `low`, `medium` or `high`.
-    pub priority: PriorityParam,
+    pub priority: Priority,
     /// `pending` or `completed`.
-    pub status: TaskStatusParam,
+    pub status: TaskStatus,
     /// What was said when it was completed.
     pub completion_note: Option<String>,
     /// When it was completed (RFC 3339, UTC).
@@ -223,8 +147,8 @@ impl From<&Task> for TaskData {
             description: t.description.clone(),
             project_id: t.project_id.map(|p| p.to_string()),
             due_date: t.due_at.map(rfc3339),
-            priority: t.priority.into(),
-            status: t.status.into(),
+            priority: t.priority,
+            status: t.status,
             completion_note: t.completion_note.clone(),
             completed_at: t.completed_at.map(rfc3339),
             created_at: rfc3339(t.created_at),

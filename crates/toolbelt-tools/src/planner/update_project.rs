@@ -5,10 +5,10 @@ use serde::Deserialize;
 use toolbelt_core::{
     Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool, Violation,
 };
-use toolbelt_store::{Kind, ProjectUpdate};
+use toolbelt_store::{Kind, ProjectStatus, ProjectUpdate};
 
-use crate::planner::{ProjectData, ProjectStatusParam, blank, parse_id, parse_ids, project_line};
-use toolbelt_store::StoreHandle;
+use crate::planner::{ProjectData, blank, parse_id, parse_ids, project_line};
+use crate::stored::store_tool;
 
 /// The fields `update_project` changes; those left out stay as they are.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -24,7 +24,7 @@ pub struct ProjectUpdates {
     /// A new status: `active`, `paused` or `completed`.
     #[serde(default)]
     #[schemars(transform = crate::planner::nullable_choice)]
-    pub status: Option<ProjectStatusParam>,
+    pub status: Option<ProjectStatus>,
     /// The goals the project serves, replacing the current set (`[]` unlinks them all).
     #[serde(default)]
     pub goal_ids: Option<Vec<String>>,
@@ -40,17 +40,9 @@ pub struct UpdateProjectParams {
     pub updates: ProjectUpdates,
 }
 
-/// The `update_project` tool.
-#[derive(Debug, Clone)]
-pub struct UpdateProject {
-    store: StoreHandle,
-}
-
-impl UpdateProject {
-    /// The tool, writing to `store`.
-    pub fn new(store: StoreHandle) -> UpdateProject {
-        UpdateProject { store }
-    }
+store_tool! {
+    /// The `update_project` tool.
+    UpdateProject
 }
 
 impl TypedTool for UpdateProject {
@@ -110,7 +102,7 @@ impl TypedTool for UpdateProject {
         let update = ProjectUpdate {
             name: p.updates.name,
             description: p.updates.description,
-            status: p.updates.status.map(Into::into),
+            status: p.updates.status,
             goal_ids,
         };
         let store = self.store.get().await?;

@@ -11,7 +11,7 @@ use toolbelt_store::{
 };
 
 use crate::planner::reviews::check;
-use toolbelt_store::StoreHandle;
+use crate::stored::store_tool;
 
 /// Arguments of `write_review`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -38,17 +38,9 @@ pub struct WriteReviewParams {
     pub date: Option<String>,
 }
 
-/// The `write_review` tool.
-#[derive(Debug, Clone)]
-pub struct WriteReview {
-    store: StoreHandle,
-}
-
-impl WriteReview {
-    /// The tool, writing to `store`.
-    pub fn new(store: StoreHandle) -> WriteReview {
-        WriteReview { store }
-    }
+store_tool! {
+    /// The `write_review` tool.
+    WriteReview
 }
 
 impl TypedTool for WriteReview {

@@ -8,7 +8,7 @@ use toolbelt_core::{
 };
 use toolbelt_store::{DEFAULT_TODO_LIST, StoreError, StoredTodo, TodoListKey};
 
-use toolbelt_store::StoreHandle;
+use crate::stored::store_tool;
 
 /// Where a todo stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -121,18 +121,10 @@ pub struct TodoListOutput {
     pub updated: bool,
 }
 
-/// The `set_todo_list` tool: lists live in the store, per workspace (the
-/// session's first root) and per name.
-#[derive(Debug, Clone)]
-pub struct SetTodoList {
-    store: StoreHandle,
-}
-
-impl SetTodoList {
-    /// The tool over `store`.
-    pub fn new(store: StoreHandle) -> SetTodoList {
-        SetTodoList { store }
-    }
+store_tool! {
+    /// The `set_todo_list` tool: lists live in the store, per workspace (the
+    /// session's first root) and per name.
+    SetTodoList
 }
 
 /// Renders a list as seed 000 does: `- ~~title~~ [Done]`, `- **title** [In Progress]`, `- title [Pending]`.

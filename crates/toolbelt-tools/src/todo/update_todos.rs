@@ -8,10 +8,10 @@ use toolbelt_core::{
 };
 use toolbelt_store::{StoreError, TodoChanges, TodoPatch};
 
+use crate::stored::store_tool;
 use crate::todo::set_todo_list::{
     READ_IDS_HINT, Todo, TodoCounts, TodoStatus, list_key, list_output, store_id,
 };
-use toolbelt_store::StoreHandle;
 
 /// A todo to add.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -90,17 +90,9 @@ pub struct UpdateTodosOutput {
     pub changes: TodoListChanges,
 }
 
-/// The `update_todos` tool.
-#[derive(Debug, Clone)]
-pub struct UpdateTodos {
-    store: StoreHandle,
-}
-
-impl UpdateTodos {
-    /// The tool over `store`.
-    pub fn new(store: StoreHandle) -> UpdateTodos {
-        UpdateTodos { store }
-    }
+store_tool! {
+    /// The `update_todos` tool.
+    UpdateTodos
 }
 
 fn model_ids(ids: Vec<i64>) -> Vec<u64> {
