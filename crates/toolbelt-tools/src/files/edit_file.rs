@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use toolbelt_core::human::plural;
 use toolbelt_core::{
     Category, ErrorCode, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
@@ -165,8 +166,8 @@ impl TypedTool for EditFile {
         };
         let text = done.summary(
             &format!(
-                "{replacements} replacement{} ({strategy}) at {}",
-                plural(replacements),
+                "{replacements} {} ({strategy}) at {}",
+                plural(replacements as u64, "replacement"),
                 list_ranges(&lines)
             ),
             "",
@@ -381,10 +382,6 @@ fn near_json(near: &NearMatch) -> Value {
         "snippet": near.snippet,
         "differences": near.differences,
     })
-}
-
-pub(crate) fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 /// "line 4" or "lines 4-6, 10".

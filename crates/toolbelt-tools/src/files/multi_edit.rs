@@ -3,9 +3,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolbelt_core::human::plural;
 use toolbelt_core::{Category, Reply, ToolContext, ToolResult, ToolSpec, TypedTool};
 
-use crate::files::edit_file::{EditRequest, LineSpan, OwnedEdit, list_ranges, plural, run};
+use crate::files::edit_file::{EditRequest, LineSpan, OwnedEdit, list_ranges, run};
 use crate::files::workspace;
 
 /// One replacement of `multi_edit`.
@@ -134,9 +135,9 @@ impl TypedTool for MultiEdit {
         let replacements: usize = done.applied.iter().map(|a| a.replacements).sum();
         let count = done.applied.len();
         let what = format!(
-            "{count} edit{}, {replacements} replacement{}",
-            plural(count),
-            plural(replacements)
+            "{count} {}, {replacements} {}",
+            plural(count as u64, "edit"),
+            plural(replacements as u64, "replacement")
         );
         let details: String = done
             .applied
@@ -144,9 +145,9 @@ impl TypedTool for MultiEdit {
             .enumerate()
             .map(|(i, a)| {
                 format!(
-                    "edits[{i}]: {} replacement{} ({}) at {}\n",
+                    "edits[{i}]: {} {} ({}) at {}\n",
                     a.replacements,
-                    plural(a.replacements),
+                    plural(a.replacements as u64, "replacement"),
                     a.strategy,
                     list_ranges(&a.lines)
                 )

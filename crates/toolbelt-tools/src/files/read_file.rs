@@ -4,6 +4,7 @@
 use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use toolbelt_core::human::plural;
 use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
@@ -317,7 +318,7 @@ fn encoding_words(encoding: Encoding) -> &'static str {
 fn size_words(size: u64) -> String {
     let n = usize::try_from(size).unwrap_or(usize::MAX);
     if n < 1_000 {
-        format!("{n} {}", if n == 1 { "byte" } else { "bytes" })
+        format!("{n} {}", plural(size, "byte"))
     } else {
         format!("{} ({} bytes)", text::human_bytes(n), text::group(n))
     }

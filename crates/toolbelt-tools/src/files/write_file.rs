@@ -3,6 +3,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use toolbelt_core::human::plural;
 use toolbelt_core::{
     Category, ErrorCode, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool, Violation,
 };
@@ -453,7 +454,7 @@ fn range_error(shown: &str, total: usize, what: String, fix: String) -> ToolErro
         format!(
             "{what}: {shown} has {} {}",
             text::group(total),
-            if total == 1 { "line" } else { "lines" }
+            plural(total as u64, "line")
         ),
     )
     .hint(fix)
@@ -511,7 +512,7 @@ fn cut_diff(diff: &str, max_bytes: usize) -> String {
         "{}... [diff cut: {} more {}]\n",
         &diff[..cut],
         text::group(rest),
-        if rest == 1 { "line" } else { "lines" }
+        plural(rest as u64, "line")
     )
 }
 
@@ -519,9 +520,9 @@ fn summary(out: &WriteFileOutput, before: Option<&Before>, note: Option<&str>) -
     let lines = format!(
         "{} {}, {} {}",
         text::group(out.lines),
-        if out.lines == 1 { "line" } else { "lines" },
+        plural(out.lines as u64, "line"),
         text::group(usize::try_from(out.bytes).unwrap_or(usize::MAX)),
-        if out.bytes == 1 { "byte" } else { "bytes" }
+        plural(out.bytes, "byte")
     );
     let verb = match (out.dry_run, out.changed) {
         (_, false) => "Unchanged",

@@ -4,6 +4,7 @@ use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolbelt_core::human::plural;
 use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
     Violation,
@@ -122,12 +123,12 @@ pub(crate) fn delivery_reply(m: &OutboxMessage, what: &str) -> ToolResult<Messag
     match m.status {
         OutboxStatus::Sent => {
             let text = format!(
-                "{what} sent to {}{} (id {}, {} attempt{}).",
+                "{what} sent to {}{} (id {}, {} {}).",
                 m.channel,
                 m.chat_id.as_deref().map(|c| format!(" chat {c}")).unwrap_or_default(),
                 m.id,
                 m.attempts,
-                if m.attempts == 1 { "" } else { "s" }
+                plural(m.attempts as u64, "attempt")
             );
             Ok(Reply::new(out, text))
         }

@@ -2,6 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use toolbelt_core::human::plural;
 use toolbelt_core::{Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool};
 use toolbelt_store::Kind;
 
@@ -41,14 +42,6 @@ store_tool! {
     DeleteProject
 }
 
-fn plural(n: u64, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {many}")
-    }
-}
-
 impl TypedTool for DeleteProject {
     type Params = DeleteProjectParams;
     type Output = DeleteProjectOutput;
@@ -85,8 +78,9 @@ impl TypedTool for DeleteProject {
         let mut text = format!("Deleted {} \"{}\"", d.id, one_line(&d.name));
         if d.tasks_deleted > 0 {
             text.push_str(&format!(
-                " and its {}",
-                plural(d.tasks_deleted, "task", "tasks")
+                " and its {} {}",
+                d.tasks_deleted,
+                plural(d.tasks_deleted, "task")
             ));
         } else {
             text.push_str(" (it had no tasks)");
@@ -94,10 +88,18 @@ impl TypedTool for DeleteProject {
         text.push('.');
         let mut unlinked = Vec::new();
         if d.goals_unlinked > 0 {
-            unlinked.push(plural(d.goals_unlinked, "goal", "goals"));
+            unlinked.push(format!(
+                "{} {}",
+                d.goals_unlinked,
+                plural(d.goals_unlinked, "goal")
+            ));
         }
         if d.reviews_unlinked > 0 {
-            unlinked.push(plural(d.reviews_unlinked, "review", "reviews"));
+            unlinked.push(format!(
+                "{} {}",
+                d.reviews_unlinked,
+                plural(d.reviews_unlinked, "review")
+            ));
         }
         if !unlinked.is_empty() {
             text.push_str(&format!(

@@ -20,6 +20,7 @@ pub(crate) mod write_review;
 
 use schemars::JsonSchema;
 use serde::Serialize;
+use toolbelt_core::human::plural;
 use toolbelt_core::{ErrorCode, ToolError, Violation};
 use toolbelt_store::{
     Goal, GoalStage, Kind, Priority, Project, ProjectStatus, RecordId, Task, TaskStatus,
@@ -262,13 +263,6 @@ pub(crate) fn list_text(
     offset: u64,
     total: u64,
 ) -> String {
-    let plural = |n: u64| {
-        if n == 1 {
-            noun.to_string()
-        } else {
-            format!("{noun}s")
-        }
-    };
     let filtered = if filters.is_empty() {
         String::new()
     } else {
@@ -278,20 +272,20 @@ pub(crate) fn list_text(
         if total > 0 {
             return format!(
                 "No {noun}s at offset {offset}: {total} {}{filtered} in all; call again with a smaller offset.",
-                plural(total)
+                plural(total, noun)
             );
         }
         return format!("No {noun}s{filtered}.");
     }
     let shown = lines.len() as u64;
     let mut text = if offset == 0 && shown == total {
-        format!("{total} {}{filtered}:", plural(total))
+        format!("{total} {}{filtered}:", plural(total, noun))
     } else {
         format!(
             "{}-{} of {total} {}{filtered}:",
             offset + 1,
             offset + shown,
-            plural(total)
+            plural(total, noun)
         )
     };
     for line in lines {

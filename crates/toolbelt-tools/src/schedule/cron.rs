@@ -5,6 +5,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolbelt_core::human::plural;
 use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
     Violation,
@@ -430,9 +431,9 @@ impl TypedTool for Cron {
                 } else {
                     let lines: Vec<String> = data.iter().map(job_line).collect();
                     format!(
-                        "{} job{}:\n{}",
+                        "{} {}:\n{}",
                         data.len(),
-                        if data.len() == 1 { "" } else { "s" },
+                        plural(data.len() as u64, "job"),
                         lines.join("\n")
                     )
                 };

@@ -5,6 +5,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolbelt_core::human::plural;
 use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
@@ -12,7 +13,7 @@ use toolbelt_search::Stop;
 use toolbelt_search::glob::{DEFAULT_LIMIT, Glob as Engine, GlobOptions, GlobReport, GlobSort};
 
 use crate::files::{blocking, workspace};
-use crate::search::grep::{SearchWatch, plural, search_root, search_timeout, secret_files};
+use crate::search::{SearchWatch, search_root, search_timeout, secret_files};
 
 /// Arguments of `glob`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -244,8 +245,9 @@ fn render(
             GlobSortParam::Path => "by path",
         };
         text.push_str(&format!(
-            "Found {} matching {pattern:?} in {shown_root} ({order}).",
-            plural(r.total, what.0, what.1)
+            "Found {} {} matching {pattern:?} in {shown_root} ({order}).",
+            r.total,
+            if r.total == 1 { what.0 } else { what.1 }
         ));
         if let Some(next) = r.next_offset {
             text.push_str(&format!(
@@ -260,15 +262,17 @@ fn render(
     }
     if r.withheld > 0 {
         text.push_str(&format!(
-            " {} (.env, keys, credentials) not listed.",
-            plural(r.withheld, "secret file", "secret files")
+            " {} {} (.env, keys, credentials) not listed.",
+            r.withheld,
+            plural(r.withheld as u64, "secret file")
         ));
     }
     if r.errors > 0 {
         let first = r.error_samples.first().map_or("", String::as_str);
         text.push_str(&format!(
-            " {} could not be read (first: {first}).",
-            plural(r.errors, "entry", "entries")
+            " {} {} could not be read (first: {first}).",
+            r.errors,
+            if r.errors == 1 { "entry" } else { "entries" }
         ));
     }
     if r.timed_out() {
