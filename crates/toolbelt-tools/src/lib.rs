@@ -65,7 +65,8 @@ pub use coding::think::{Think, ThinkOutput, ThinkParams, ThoughtType};
 pub use files::apply_patch::{
     ApplyPatch, ApplyPatchOutput, ApplyPatchParams, LooseMatch, PatchAction, PatchedFile,
 };
-pub use files::edit_file::{EditFile, EditFileOutput, EditFileParams, LineSpan};
+pub use files::edit_file::{EditFile, EditFileOutput, EditFileParams};
+pub use files::edits::LineSpan;
 pub use files::list_dir::{ListDir, ListDirOutput, ListDirParams};
 pub use files::multi_edit::{
     MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams,
@@ -74,7 +75,8 @@ pub use files::read_file::{
     ImageData, MAX_IMAGE_BYTES, MAX_READ_BYTES, ReadFile, ReadFileOutput, ReadFileParams, ReadKind,
 };
 pub use files::write_file::{WriteFile, WriteFileOutput, WriteFileParams, WriteMode};
-pub use message::message::{MESSAGE_WAIT_MS, Message, MessageOutput, MessageParams};
+pub use message::message::{Message, MessageParams};
+pub use message::{MESSAGE_WAIT_MS, MessageOutput};
 pub use planner::analyze_patterns::{AnalyzePatterns, AnalyzePatternsParams};
 pub use planner::complete_task::{CompleteTask, CompleteTaskOutput, CompleteTaskParams};
 pub use planner::create_goal::{CreateGoal, CreateGoalParams};
@@ -104,22 +106,22 @@ pub use shell::bash::{
     Bash, BashOutput, BashParams, MAX_BASH_TIMEOUT_SECS, MAX_CONCURRENT_COMMANDS,
 };
 pub use shell::bash_output::{
-    BashOutputParams, BashOutputTool, DEFAULT_BLOCK_SECS, MAX_BLOCK_SECS, ShellReport, ShellState,
+    BashOutputParams, BashOutputTool, DEFAULT_BLOCK_SECS, MAX_BLOCK_SECS,
 };
 pub use shell::kill_shell::{KillShell, KillShellParams};
 pub use shell::list_shells::{ListShells, ListShellsParams, ShellEntry, ShellList};
 pub use shell::write_stdin::{WriteStdin, WriteStdinParams};
+pub use shell::{ShellReport, ShellState};
 pub use skill::{
     MAX_ENTRIES_PER_DIR, MAX_LISTED_DESCRIPTION_CHARS, MAX_LISTED_FILES, MAX_LISTED_SKILLS,
     MAX_SKILL_FILE_BYTES, MAX_SKILL_NAME_LEN, SKILL_FILE, Skill, SkillOutput, SkillParams,
     SkillProblem, SkillScan, SkillTool, Skills, UnknownSkill, skill_dirs,
 };
-pub use todo::set_todo_list::{
-    SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoInput, TodoListOutput, TodoStatus, render,
-};
+pub use todo::set_todo_list::{SetTodoList, SetTodoListParams, TodoInput};
 pub use todo::update_todos::{
     NewTodo, TodoChange, TodoListChanges, UpdateTodos, UpdateTodosOutput, UpdateTodosParams,
 };
+pub use todo::{Todo, TodoCounts, TodoListOutput, TodoStatus, render};
 pub use toolbelt_store::StoreHandle;
 pub use toolsets::TOOLSETS;
 pub use web::WebOptions;

@@ -1,7 +1,20 @@
 //! What the tools kept in the store share (the todo list, reviews, the planner):
 //! their only state is the [`StoreHandle`](toolbelt_store::StoreHandle) they read
 //! and write, opened on first use and shared by all of them. [`store_tool!`]
-//! declares such a tool with its constructor.
+//! declares such a tool with its constructor; [`workspace_key`] is the workspace
+//! that todo lists and cron jobs belong to.
+
+use toolbelt_core::ToolContext;
+
+/// The workspace a todo list or a cron job belongs to: the session's first root
+/// (its cwd without roots).
+pub(crate) fn workspace_key(ctx: &ToolContext) -> String {
+    let session = ctx.session();
+    session.roots().first().map_or_else(
+        || session.cwd().display().to_string(),
+        |r| r.display().to_string(),
+    )
+}
 
 /// Declares a tool whose only state is the store, with `new(store)`:
 ///

@@ -149,17 +149,8 @@ fn list(ws: &Workspace, p: &ListDirParams) -> Result<Reply<ListDirOutput>, ToolE
             l.min(MAX_LIST_LIMIT) as usize
         }),
     };
-    let tree = listing(path.abs(), &shown, &opts)?;
+    let tree = tree::list_tree(path.abs(), &shown, &opts)?;
     Ok(reply(shown, tree))
-}
-
-/// Lists `dir` (already resolved inside the workspace), labelled `shown`.
-pub(crate) fn listing(
-    dir: &std::path::Path,
-    shown: &str,
-    opts: &TreeOptions,
-) -> Result<Tree, ToolError> {
-    Ok(tree::list_tree(dir, shown, opts)?)
 }
 
 fn reply(path: String, tree: Tree) -> Reply<ListDirOutput> {

@@ -4,6 +4,7 @@
 
 pub(crate) mod apply_patch;
 pub(crate) mod edit_file;
+pub(crate) mod edits;
 pub(crate) mod list_dir;
 pub(crate) mod multi_edit;
 pub(crate) mod read_file;

@@ -6,7 +6,7 @@ use serde_json::json;
 use toolbelt_core::human::plural;
 use toolbelt_core::{Category, Reply, ToolContext, ToolResult, ToolSpec, TypedTool};
 
-use crate::files::edit_file::{EditRequest, LineSpan, OwnedEdit, list_ranges, run};
+use crate::files::edits::{EditRequest, LineSpan, OwnedEdit, list_ranges, run};
 use crate::files::workspace;
 
 /// One replacement of `multi_edit`.

@@ -10,9 +10,8 @@ use toolbelt_core::{
 };
 use toolbelt_fs::text::{self, Encoding, RenderOptions, Sniffed};
 use toolbelt_fs::{FsError, WorkPath};
-use toolbelt_search::tree::TreeOptions;
+use toolbelt_search::tree::{self, TreeOptions};
 
-use crate::files::list_dir::listing;
 use crate::files::{Workspace, workspace};
 
 /// The largest file read into memory; larger ones are refused with TOO_LARGE.
@@ -295,7 +294,7 @@ fn text_reply(
 }
 
 fn directory(path: &WorkPath, shown: String) -> Result<Reply<ReadFileOutput>, ToolError> {
-    let tree = listing(path.abs(), &shown, &TreeOptions::default())?;
+    let tree = tree::list_tree(path.abs(), &shown, &TreeOptions::default())?;
     let text = format!(
         "{}\n[{shown} is a directory, listed one level deep; list_dir lists deeper, with patterns and sizes]",
         tree.text

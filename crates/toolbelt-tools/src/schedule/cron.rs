@@ -16,8 +16,8 @@ use toolbelt_store::{
     list_cron_jobs, remove_cron_job,
 };
 
-use super::workspace_key;
-use crate::message::message::{delivery_reply, delivery_wait, with_channels};
+use crate::message::{delivery_reply, delivery_wait, with_channels};
+use crate::stored::workspace_key;
 
 /// What to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

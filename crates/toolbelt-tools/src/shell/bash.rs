@@ -19,7 +19,7 @@ use toolbelt_fs::EntryKind;
 use toolbelt_sandbox::{Sandbox, SandboxMode};
 
 use crate::files::workspace;
-use crate::shell::bash_output::millis;
+use crate::shell::millis;
 
 /// The longest timeout a call may ask for, in seconds.
 pub const MAX_BASH_TIMEOUT_SECS: u64 = MAX_TIMEOUT_MS / 1000;

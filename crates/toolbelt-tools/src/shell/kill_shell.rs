@@ -5,7 +5,7 @@ use serde::Deserialize;
 use toolbelt_core::{Category, Hints, ToolContext, ToolResult, ToolSpec, TypedTool};
 use toolbelt_exec::Shells;
 
-use crate::shell::bash_output::{ShellReport, report};
+use crate::shell::{ShellReport, report};
 
 /// Arguments of `kill_shell`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use toolbelt_core::{Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool};
 use toolbelt_exec::Shells;
 
-use crate::shell::bash_output::{ShellState, millis, state, status_words};
+use crate::shell::{ShellState, millis, state, status_words};
 
 /// Arguments of `list_shells` (none).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use toolbelt_core::{Category, Hints, ToolContext, ToolResult, ToolSpec, TypedTool};
 use toolbelt_exec::Shells;
 
-use crate::shell::bash_output::{ShellReport, report, wait};
+use crate::shell::{ShellReport, report, wait};
 
 /// How long `write_stdin` waits for an answer after sending.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(1);

@@ -9,9 +9,7 @@ use toolbelt_core::{
 use toolbelt_store::{StoreError, TodoChanges, TodoPatch};
 
 use crate::stored::store_tool;
-use crate::todo::set_todo_list::{
-    READ_IDS_HINT, Todo, TodoCounts, TodoStatus, list_key, list_output, store_id,
-};
+use crate::todo::{READ_IDS_HINT, Todo, TodoCounts, TodoStatus, list_key, list_output, store_id};
 
 /// A todo to add.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
