@@ -137,6 +137,8 @@ pub struct UnknownSkill {
     pub closest: Vec<String>,
     /// Every skill's name.
     pub available: Vec<String>,
+    /// The folders searched for skills, in precedence order.
+    pub dirs: Vec<PathBuf>,
 }
 
 /// A similarity at which a name is offered as "did you mean".
@@ -318,6 +320,7 @@ impl Skills {
             name: name.to_string(),
             closest: closest(name, &available),
             available,
+            dirs: self.dirs(),
         })
     }
 
