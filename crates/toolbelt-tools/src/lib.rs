@@ -1,7 +1,10 @@
 //! The built-in tools of toolbelt, one folder per toolset (`files/`, `search/`,
 //! `shell/`, `web/`, `todo/`, `planner/`, `message/`, `schedule/`, `skill/`, and
 //! `coding/` for `think` and `read_output`), each tool one `<tool>.rs` with its
-//! description for models in a `<tool>.md` beside it; `builtins.rs` registers them.
+//! description for models in a `<tool>.md` beside it, and what a set's tools share
+//! in its `mod.rs`; `builtins.rs` registers them. The tools kept in the store hold
+//! only the shared [`StoreHandle`]; the errors of the crates below convert into
+//! [`ToolError`](toolbelt_core::ToolError) with `From`, so a tool writes `?`.
 //!
 //! - [`Think`]: reason out loud, shown to the user.
 //! - [`SetTodoList`]: the agent's todo list, kept in the store per workspace and
