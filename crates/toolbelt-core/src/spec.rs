@@ -115,6 +115,75 @@ impl Hints {
             concurrency_safe: true,
         }
     }
+
+    /// Hints for a tool that changes its environment, adds rather than overwrites,
+    /// may have a further effect when called again, and runs alone: every hint
+    /// off, as [`Hints::default`]. The builders below turn hints on.
+    ///
+    /// ```
+    /// use toolbelt_core::Hints;
+    ///
+    /// assert_eq!(Hints::writes(), Hints::default());
+    /// let patch = Hints::writes().destructive();
+    /// assert!(patch.destructive && !patch.idempotent && !patch.read_only);
+    /// ```
+    pub const fn writes() -> Hints {
+        Hints {
+            read_only: false,
+            destructive: false,
+            idempotent: false,
+            open_world: false,
+            concurrency_safe: false,
+        }
+    }
+
+    /// These hints, and the tool may destroy or overwrite data.
+    #[must_use]
+    pub const fn destructive(self) -> Hints {
+        Hints {
+            destructive: true,
+            ..self
+        }
+    }
+
+    /// These hints, and calling the tool twice with the same arguments has no
+    /// further effect.
+    #[must_use]
+    pub const fn idempotent(self) -> Hints {
+        Hints {
+            idempotent: true,
+            ..self
+        }
+    }
+
+    /// These hints, but calling the tool again has a further effect (a read that
+    /// consumes what it returns).
+    #[must_use]
+    pub const fn not_idempotent(self) -> Hints {
+        Hints {
+            idempotent: false,
+            ..self
+        }
+    }
+
+    /// These hints, and the tool talks to an open world (the web, other people).
+    #[must_use]
+    pub const fn open_world(self) -> Hints {
+        Hints {
+            open_world: true,
+            ..self
+        }
+    }
+
+    /// These hints, and the tool may run at the same time as other
+    /// concurrency-safe tools.
+    #[must_use]
+    pub const fn concurrency_safe(self) -> Hints {
+        Hints {
+            concurrency_safe: true,
+            ..self
+        }
+    }
 }
 
 /// One worked example of a call: the arguments and what comes back.

@@ -191,33 +191,6 @@ pub enum ShellError {
     },
 }
 
-impl From<ShellError> for toolbelt_core::ToolError {
-    /// The error for the model: NOT_FOUND (with the shells there are) and
-    /// CONFLICT say what to do next; the rest are INTERNAL.
-    fn from(e: ShellError) -> toolbelt_core::ToolError {
-        use toolbelt_core::{ErrorCode, ToolError};
-        let message = e.to_string();
-        match e {
-            ShellError::NotFound { known, .. } => {
-                let hint = if known.is_empty() {
-                    "no background shell is running; start one with bash and run_in_background: true"
-                        .to_string()
-                } else {
-                    format!(
-                        "known shells: {}; list_shells shows them all",
-                        known.join(", ")
-                    )
-                };
-                ToolError::new(ErrorCode::NotFound, message).hint(hint)
-            }
-            ShellError::TooMany { .. } => ToolError::new(ErrorCode::Conflict, message),
-            ShellError::StdinClosed { .. } => ToolError::new(ErrorCode::Conflict, message)
-                .hint("read what it printed with bash_output; start it again to send more input"),
-            _ => ToolError::new(ErrorCode::Internal, message),
-        }
-    }
-}
-
 fn describe(running: &[ShellInfo]) -> String {
     running
         .iter()

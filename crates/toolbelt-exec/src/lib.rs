@@ -34,6 +34,7 @@ pub mod decode;
 mod env;
 mod run;
 mod session;
+mod tool_error;
 pub mod tree;
 
 pub use background::{

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use toolbelt_core::{ErrorCode, ToolError};
+use toolbelt_core::ErrorCode;
 
 use crate::EntryKind;
 
@@ -197,32 +197,12 @@ impl FsError {
     }
 }
 
-impl From<FsError> for ToolError {
-    /// The error's [code](FsError::code) and message, with what to do next for
-    /// the errors a model can act on.
-    fn from(err: FsError) -> ToolError {
-        let hint = match &err {
-            FsError::Outside { .. } | FsError::SymlinkEscape { .. } => {
-                Some("only paths inside the workspace roots can be used")
-            }
-            FsError::NotFound { .. } => Some("list_dir or glob shows what exists"),
-            FsError::IsADirectory { .. } => Some("list_dir lists a directory"),
-            FsError::Busy { .. } => Some("another call is writing this file; retry in a moment"),
-            _ => None,
-        };
-        let out = ToolError::new(err.code(), err.to_string());
-        match hint {
-            Some(h) => out.hint(h),
-            None => out,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use toolbelt_core::ToolError;
 
     #[test]
     fn fs_errors_for_the_model_carry_code_message_and_hint() {

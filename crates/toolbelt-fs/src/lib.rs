@@ -34,6 +34,7 @@ mod leftovers;
 pub mod mounts;
 pub mod patch;
 pub mod text;
+mod tool_error;
 
 pub use error::{FsError, MAX_SYMLINK_HOPS};
 pub use jail::{

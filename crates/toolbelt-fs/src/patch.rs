@@ -1346,18 +1346,6 @@ impl PathScope {
         }
     }
 
-    /// [`PathScope::locate`] with the refusal as its message: kept only until
-    /// its last caller uses [`PathScope::locate`] or [`PathScope::resolve_at`].
-    ///
-    /// # Errors
-    /// As [`PathScope::locate`].
-    ///
-    /// # Security
-    /// As [`PathScope::locate`].
-    pub fn resolve(&self, raw: &str) -> Result<PathBuf, String> {
-        self.locate(raw).map_err(|e| e.to_string())
-    }
-
     /// The absolute, lexically folded path of `raw`.
     ///
     /// # Errors
@@ -1490,37 +1478,6 @@ pub struct Plan {
     /// The net change per file (files the patch leaves as they were are left
     /// out), sorted by path.
     pub files: Vec<FileEffect>,
-}
-
-impl From<PatchError> for toolbelt_core::ToolError {
-    /// The error for the model, saying that nothing was written (a patch error is
-    /// raised before anything is).
-    fn from(err: PatchError) -> toolbelt_core::ToolError {
-        use toolbelt_core::ErrorCode;
-        let code = match &err {
-            PatchError::TooLarge { .. } | PatchError::TooManyFiles { .. } => ErrorCode::TooLarge,
-            PatchError::BadPath { path, .. } if !path.is_empty() => ErrorCode::AccessDenied,
-            PatchError::AlreadyExists { .. } | PatchError::DestinationExists { .. } => {
-                ErrorCode::Conflict
-            }
-            PatchError::Missing { .. } => ErrorCode::NotFound,
-            _ => ErrorCode::InvalidParams,
-        };
-        let hint = match &err {
-            PatchError::Syntax { .. } => Some(
-                "the format is `*** Begin Patch`, then sections `*** Add File: <path>` (lines with '+'), `*** Delete File: <path>`, `*** Update File: <path>` (optional `*** Move to: <path>`, then `@@ <anchor>` and lines with ' ', '-', '+'), then `*** End Patch`",
-            ),
-            PatchError::Mismatch { .. } => {
-                Some("read the file again, then send the whole patch again with the hunks fixed")
-            }
-            _ => None,
-        };
-        let out = toolbelt_core::ToolError::new(code, format!("{err}\nNo file was changed."));
-        match hint {
-            Some(hint) => out.hint(hint),
-            None => out,
-        }
-    }
 }
 
 /// Why [`plan`] failed.

@@ -49,7 +49,7 @@ impl SchedError {
             e @ SchedError::Config { .. } => ToolError::new(ErrorCode::DependencyMissing, e.to_string())
                 .hint("the channel is not usable as configured; tell the user, who can fix toolbelt.toml or the environment"),
             SchedError::Request(m) => ToolError::new(ErrorCode::InvalidParams, m),
-            SchedError::Store(e) => toolbelt_store::store_error(e),
+            SchedError::Store(e) => e.into(),
         }
     }
 }

@@ -35,6 +35,7 @@
 pub mod glob;
 pub mod grep;
 mod rules;
+mod tool_error;
 pub mod tree;
 mod walk;
 

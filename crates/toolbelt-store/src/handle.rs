@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::{Location, Store, StoreError};
 use tokio::sync::OnceCell;
-use toolbelt_core::{ErrorCode, ToolError};
+use toolbelt_core::ToolError;
 
 /// A store opened on first use, shared by the tools of one registry. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -69,35 +69,5 @@ impl StoreHandle {
 impl From<Store> for StoreHandle {
     fn from(store: Store) -> StoreHandle {
         StoreHandle::open(store)
-    }
-}
-
-impl From<StoreError> for ToolError {
-    /// As [`store_error`].
-    fn from(e: StoreError) -> ToolError {
-        store_error(e)
-    }
-}
-
-/// A store error as the model sees it: NOT_FOUND, INVALID_PARAMS and CONFLICT for
-/// bad requests, DEPENDENCY_MISSING when the database cannot be opened, INTERNAL
-/// for a failed query.
-pub fn store_error(e: StoreError) -> ToolError {
-    match e {
-        StoreError::NotFound(m) => ToolError::new(ErrorCode::NotFound, m),
-        StoreError::Invalid(m) => {
-            ToolError::new(ErrorCode::InvalidParams, m).hint("fix the argument and call again")
-        }
-        StoreError::Conflict(m) => ToolError::new(ErrorCode::Conflict, m),
-        e @ (StoreError::Open { .. }
-        | StoreError::Corrupt { .. }
-        | StoreError::Foreign { .. }
-        | StoreError::Newer { .. }) => ToolError::new(ErrorCode::DependencyMissing, e.to_string())
-            .hint("the store is unavailable; tell the user, who can fix the database or its URL"),
-        e => {
-            tracing::error!("store failure: {e}");
-            ToolError::new(ErrorCode::Internal, e.to_string())
-                .hint("the store failed; try again, and tell the user if it keeps failing")
-        }
     }
 }

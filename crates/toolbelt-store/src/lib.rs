@@ -52,6 +52,7 @@ mod subagents;
 pub mod testing;
 mod themes;
 mod todos;
+mod tool_error;
 mod views;
 
 pub use analysis::{
@@ -71,7 +72,7 @@ pub use cron::{
 };
 pub use dates::{BadDate, DateOrTime, DayEdge, parse_date, parse_date_or_time, parse_instant};
 pub use error::{StoreError, StoreResult};
-pub use handle::{StoreHandle, store_error};
+pub use handle::StoreHandle;
 pub use ids::{Kind, RecordId};
 pub use outbox::{
     NewOutboxMessage, OutboxMessage, OutboxStatus, claim_message, due_messages, enqueue_message,

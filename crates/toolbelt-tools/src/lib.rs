@@ -1,5 +1,10 @@
-//! The built-in tools of toolbelt, one module per tool, each with its description
-//! for models in a `<tool>.md` file beside it.
+//! The built-in tools of toolbelt, one folder per toolset (`files/`, `search/`,
+//! `shell/`, `web/`, `todo/`, `planner/`, `message/`, `schedule/`, `skill/`, and
+//! `coding/` for `think` and `read_output`), each tool one `<tool>.rs` with its
+//! description for models in a `<tool>.md` beside it, and what a set's tools share
+//! in its `mod.rs`; `builtins.rs` registers them. The tools kept in the store hold
+//! only the shared [`StoreHandle`]; the errors of the crates below convert into
+//! [`ToolError`](toolbelt_core::ToolError) with `From`, so a tool writes `?`.
 //!
 //! - [`Think`]: reason out loud, shown to the user.
 //! - [`SetTodoList`]: the agent's todo list, kept in the store per workspace and
@@ -42,233 +47,94 @@
 //! assert!(registry.has("think"));
 //! ```
 
-mod analyze_patterns;
-mod apply_patch;
-mod bash;
-mod bash_output;
-mod complete_task;
-mod create_goal;
-mod create_project;
-mod create_task;
-mod delete_project;
+mod builtins;
+mod coding;
 mod describe;
-mod edit_file;
 mod files;
-mod get_project;
-mod glob;
-mod grep;
-mod kill_shell;
-mod link_goal_to_project;
-mod list_dir;
-mod list_goals;
-mod list_projects;
-mod list_reviews;
-mod list_shells;
-mod list_tasks;
 mod message;
-mod multi_edit;
 mod permissions;
 mod planner;
 pub mod profiles;
-mod read_file;
-mod read_output;
-mod reviews;
 mod schedule;
-mod set_todo_list;
+mod search;
+mod shell;
 mod skill;
-mod store;
-mod think;
+mod stored;
+mod todo;
 mod toolsets;
-mod update_project;
-mod update_todos;
 mod web;
-mod web_fetch;
-mod web_search;
-mod write_file;
-mod write_review;
-mod write_stdin;
 
-pub use analyze_patterns::{AnalyzePatterns, AnalyzePatternsParams};
-pub use apply_patch::{
+pub use builtins::{BuiltinOptions, register_builtins, register_builtins_with, register_messaging};
+pub use coding::read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
+pub use coding::think::{Think, ThinkOutput, ThinkParams, ThoughtType};
+pub use files::apply_patch::{
     ApplyPatch, ApplyPatchOutput, ApplyPatchParams, LooseMatch, PatchAction, PatchedFile,
 };
-pub use bash::{Bash, BashOutput, BashParams, MAX_BASH_TIMEOUT_SECS, MAX_CONCURRENT_COMMANDS};
-pub use bash_output::{
-    BashOutputParams, BashOutputTool, DEFAULT_BLOCK_SECS, MAX_BLOCK_SECS, ShellReport, ShellState,
+pub use files::edit_file::{EditFile, EditFileOutput, EditFileParams};
+pub use files::edits::LineSpan;
+pub use files::list_dir::{ListDir, ListDirOutput, ListDirParams};
+pub use files::multi_edit::{
+    MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams,
 };
-pub use complete_task::{CompleteTask, CompleteTaskOutput, CompleteTaskParams};
-pub use create_goal::{CreateGoal, CreateGoalParams};
-pub use create_project::{CreateProject, CreateProjectParams};
-pub use create_task::{CreateTask, CreateTaskParams};
-pub use delete_project::{DeleteProject, DeleteProjectOutput, DeleteProjectParams};
-pub use edit_file::{EditFile, EditFileOutput, EditFileParams, LineSpan};
-pub use get_project::{
+pub use files::read_file::{
+    ImageData, MAX_IMAGE_BYTES, MAX_READ_BYTES, ReadFile, ReadFileOutput, ReadFileParams, ReadKind,
+};
+pub use files::write_file::{WriteFile, WriteFileOutput, WriteFileParams, WriteMode};
+pub use message::message::{Message, MessageParams};
+pub use message::{MESSAGE_WAIT_MS, MessageOutput};
+pub use permissions::{apply_policy, tool_kinds};
+pub use planner::analyze_patterns::{AnalyzePatterns, AnalyzePatternsParams};
+pub use planner::complete_task::{CompleteTask, CompleteTaskOutput, CompleteTaskParams};
+pub use planner::create_goal::{CreateGoal, CreateGoalParams};
+pub use planner::create_project::{CreateProject, CreateProjectParams};
+pub use planner::create_task::{CreateTask, CreateTaskParams};
+pub use planner::delete_project::{DeleteProject, DeleteProjectOutput, DeleteProjectParams};
+pub use planner::get_project::{
     GetProject, GetProjectOutput, GetProjectParams, LinkedGoalData, OverdueTaskData,
     ProjectStatsData,
 };
-pub use glob::{Glob, GlobFound, GlobParams, GlobResult, GlobSortParam};
-pub use grep::{Grep, GrepFile, GrepLine, GrepMode, GrepParams, GrepResult};
-pub use kill_shell::{KillShell, KillShellParams};
-pub use link_goal_to_project::{LinkGoalOutput, LinkGoalToProject, LinkGoalToProjectParams};
-pub use list_dir::{ListDir, ListDirOutput, ListDirParams};
-pub use list_goals::{ListGoals, ListGoalsOutput, ListGoalsParams};
-pub use list_projects::{ListProjects, ListProjectsOutput, ListProjectsParams};
-pub use list_reviews::{ListReviews, ListReviewsParams};
-pub use list_shells::{ListShells, ListShellsParams, ShellEntry, ShellList};
-pub use list_tasks::{ListTasks, ListTasksOutput, ListTasksParams};
-pub use message::message::{MESSAGE_WAIT_MS, Message, MessageOutput, MessageParams};
-pub use multi_edit::{
-    MultiEdit, MultiEditApplied, MultiEditItem, MultiEditOutput, MultiEditParams,
+pub use planner::link_goal_to_project::{
+    LinkGoalOutput, LinkGoalToProject, LinkGoalToProjectParams,
 };
-pub use permissions::{apply_policy, tool_kinds};
-pub use planner::{
-    GoalData, GoalStageParam, PriorityParam, ProjectData, ProjectStatusParam, TaskData,
-    TaskStatusParam, rfc3339,
-};
-pub use read_file::{
-    ImageData, MAX_IMAGE_BYTES, MAX_READ_BYTES, ReadFile, ReadFileOutput, ReadFileParams, ReadKind,
-};
-pub use read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
+pub use planner::list_goals::{ListGoals, ListGoalsOutput, ListGoalsParams};
+pub use planner::list_projects::{ListProjects, ListProjectsOutput, ListProjectsParams};
+pub use planner::list_reviews::{ListReviews, ListReviewsParams};
+pub use planner::list_tasks::{ListTasks, ListTasksOutput, ListTasksParams};
+pub use planner::update_project::{ProjectUpdates, UpdateProject, UpdateProjectParams};
+pub use planner::write_review::{WriteReview, WriteReviewParams};
+pub use planner::{GoalData, ProjectData, TaskData, rfc3339};
 pub use schedule::cron::{
     Cron, CronAction, CronOutput, CronParams, JobData, LastRunData, job_data,
 };
-pub use set_todo_list::{
-    SetTodoList, SetTodoListParams, Todo, TodoCounts, TodoInput, TodoListOutput, TodoStatus, render,
+pub use search::glob::{Glob, GlobFound, GlobParams, GlobResult, GlobSortParam};
+pub use search::grep::{Grep, GrepFile, GrepLine, GrepMode, GrepParams, GrepResult};
+pub use shell::bash::{
+    Bash, BashOutput, BashParams, MAX_BASH_TIMEOUT_SECS, MAX_CONCURRENT_COMMANDS,
 };
+pub use shell::bash_output::{
+    BashOutputParams, BashOutputTool, DEFAULT_BLOCK_SECS, MAX_BLOCK_SECS,
+};
+pub use shell::kill_shell::{KillShell, KillShellParams};
+pub use shell::list_shells::{ListShells, ListShellsParams, ShellEntry, ShellList};
+pub use shell::write_stdin::{WriteStdin, WriteStdinParams};
+pub use shell::{ShellReport, ShellState};
 pub use skill::{
     MAX_ENTRIES_PER_DIR, MAX_LISTED_DESCRIPTION_CHARS, MAX_LISTED_FILES, MAX_LISTED_SKILLS,
     MAX_SKILL_FILE_BYTES, MAX_SKILL_NAME_LEN, SKILL_FILE, Skill, SkillOutput, SkillParams,
     SkillProblem, SkillScan, SkillTool, Skills, UnknownSkill, skill_dirs,
 };
-pub use store::{StoreHandle, store_error};
-pub use think::{Think, ThinkOutput, ThinkParams, ThoughtType};
-pub use toolsets::TOOLSETS;
-pub use update_project::{ProjectUpdates, UpdateProject, UpdateProjectParams};
-pub use update_todos::{
+pub use todo::set_todo_list::{SetTodoList, SetTodoListParams, TodoInput};
+pub use todo::update_todos::{
     NewTodo, TodoChange, TodoListChanges, UpdateTodos, UpdateTodosOutput, UpdateTodosParams,
 };
+pub use todo::{Todo, TodoCounts, TodoListOutput, TodoStatus, render};
+pub use toolbelt_store::StoreHandle;
+pub use toolsets::TOOLSETS;
 pub use web::WebOptions;
-pub use web_fetch::{
+pub use web::web_fetch::{
     DEFAULT_FETCH_TIMEOUT_SECS, DEFAULT_MAX_LENGTH, FetchFormat, MAX_FETCH_TIMEOUT_SECS, WebFetch,
     WebFetchOutput, WebFetchParams,
 };
-pub use web_search::{
+pub use web::web_search::{
     TimeRangeParam, WebSearch, WebSearchOutput, WebSearchParams, WebSearchResult,
 };
-pub use write_file::{WriteFile, WriteFileOutput, WriteFileParams, WriteMode};
-pub use write_review::{WriteReview, WriteReviewParams};
-pub use write_stdin::{WriteStdin, WriteStdinParams};
-
-use std::sync::Arc;
-
-use toolbelt_core::{Registry, RegistryError};
-use toolbelt_exec::Shells;
-use toolbelt_sandbox::Sandbox;
-
-/// How the built-in tools are set up.
-#[derive(Debug, Clone, Default)]
-pub struct BuiltinOptions {
-    /// The sandbox of shell commands (none: they run with the server's rights).
-    pub sandbox: Option<Arc<Sandbox>>,
-    /// How the web tools reach the web.
-    pub web: WebOptions,
-    /// The store of todos and the planner; by default a SQLite file in the
-    /// session's state directory, opened on first use.
-    pub store: Option<StoreHandle>,
-    /// The skills `skill` serves; by default those of the session's roots and of
-    /// the user's config home, from the environment ([`Skills::from_env`]).
-    pub skills: Option<Skills>,
-    /// The permission rules of every call (see [`apply_policy`]); by default none
-    /// but the built-in secret files.
-    pub policy: Option<toolbelt_policy::Policy>,
-}
-
-/// Registers every built-in tool with the default options. The shell tools share
-/// one set of background shells, killed when the registry (the last holder) is
-/// dropped.
-///
-/// # Errors
-/// A tool of the same name is already registered.
-pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
-    register_builtins_with(registry, BuiltinOptions::default())
-}
-
-/// Registers every built-in tool, set up by `options`.
-///
-/// # Errors
-/// A tool of the same name is already registered.
-pub fn register_builtins_with(
-    registry: &mut Registry,
-    options: BuiltinOptions,
-) -> Result<(), RegistryError> {
-    let store = options.store.unwrap_or_else(|| {
-        StoreHandle::lazy(toolbelt_store::Location::in_state_dir(
-            registry.session().state_dir(),
-        ))
-    });
-    registry.register_typed(Think)?;
-    registry.register_typed(SetTodoList::new(store.clone()))?;
-    registry.register_typed(UpdateTodos::new(store.clone()))?;
-    registry.register_typed(WriteReview::new(store.clone()))?;
-    registry.register_typed(ListReviews::new(store.clone()))?;
-    registry.register_typed(AnalyzePatterns::new(store.clone()))?;
-    registry.register_typed(CreateProject::new(store.clone()))?;
-    registry.register_typed(UpdateProject::new(store.clone()))?;
-    registry.register_typed(DeleteProject::new(store.clone()))?;
-    registry.register_typed(GetProject::new(store.clone()))?;
-    registry.register_typed(ListProjects::new(store.clone()))?;
-    registry.register_typed(CreateGoal::new(store.clone()))?;
-    registry.register_typed(LinkGoalToProject::new(store.clone()))?;
-    registry.register_typed(ListGoals::new(store.clone()))?;
-    registry.register_typed(CreateTask::new(store.clone()))?;
-    registry.register_typed(CompleteTask::new(store.clone()))?;
-    registry.register_typed(ListTasks::new(store.clone()))?;
-    registry.register_typed(ReadOutput)?;
-    registry.register_typed(ReadFile)?;
-    registry.register_typed(WriteFile)?;
-    registry.register_typed(EditFile)?;
-    registry.register_typed(MultiEdit)?;
-    registry.register_typed(ApplyPatch)?;
-    registry.register_typed(ListDir)?;
-    registry.register_typed(Grep)?;
-    registry.register_typed(Glob)?;
-    registry.register_typed(WebFetch::new(&options.web))?;
-    registry.register_typed(WebSearch::new(&options.web))?;
-    let shells = Shells::new();
-    registry.register_typed(Bash::new(shells.clone()).with_sandbox(options.sandbox))?;
-    registry.register_typed(BashOutputTool::new(shells.clone()))?;
-    registry.register_typed(WriteStdin::new(shells.clone()))?;
-    registry.register_typed(KillShell::new(shells.clone()))?;
-    registry.register_typed(ListShells::new(shells))?;
-    let skills = options
-        .skills
-        .unwrap_or_else(|| Skills::from_env(registry.session().roots()));
-    registry.register(SkillTool::new(skills))?;
-    let policy = options.policy.unwrap_or_default();
-    permissions::apply_policy(registry, policy)?;
-    Ok(())
-}
-
-/// Registers `message` and `cron` on `messaging`'s channels, outbox and scheduler:
-/// `message` when at least one channel is configured, `cron` when a channel is or
-/// jobs can run prompts ([`toolbelt_sched::Messaging::runs_prompts`]; a prompt job
-/// without a channel keeps its answer as its last run). Without either, neither
-/// tool could do anything, and a tool that can only fail costs the model tokens and
-/// turns. Returns whether `cron` was registered.
-///
-/// # Errors
-/// A tool of the same name is already registered.
-pub fn register_messaging(
-    registry: &mut Registry,
-    messaging: &toolbelt_sched::Messaging,
-) -> Result<bool, RegistryError> {
-    let channels = !messaging.channels().is_empty();
-    if channels {
-        registry.register_typed(Message::new(messaging.clone()))?;
-    }
-    if channels || messaging.runs_prompts() {
-        registry.register_typed(Cron::new(messaging.clone()))?;
-        return Ok(true);
-    }
-    Ok(false)
-}

@@ -1,21 +1,16 @@
-//! `message`: sends a message to a configured channel (seed 001's MessageTool).
+//! `message`: sends a message to a configured channel.
 
 use base64::Engine as _;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 use toolbelt_core::{
-    Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
-    Violation,
+    Category, ErrorCode, Hints, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool, Violation,
 };
-use toolbelt_sched::{Attachment, MAX_MEDIA_BYTES, Messaging, NewMessage, Zone};
-use toolbelt_store::{OutboxMessage, OutboxStatus};
+use toolbelt_sched::{Attachment, MAX_MEDIA_BYTES, Messaging, NewMessage};
 
-use crate::files::{fs_error, workspace};
-
-/// How long a call waits for its message to be delivered, retries included,
-/// before leaving the rest to the outbox.
-pub const MESSAGE_WAIT_MS: i64 = 20_000;
+use crate::files::workspace;
+use crate::message::{MessageOutput, delivery_reply, delivery_wait, with_channels};
 
 /// Arguments of `message`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -38,25 +33,6 @@ pub struct MessageParams {
     pub reply_to: Option<String>,
 }
 
-/// Result of `message`.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct MessageOutput {
-    /// The message's id, also its idempotency key.
-    pub id: String,
-    /// The channel.
-    pub channel: String,
-    /// The chat.
-    pub chat_id: Option<String>,
-    /// `sent`, or `pending` when the outbox is still retrying.
-    pub status: String,
-    /// Attempts made so far.
-    pub attempts: i64,
-    /// The last failure, when an attempt failed.
-    pub error: Option<String>,
-    /// The next attempt (RFC 3339), while pending.
-    pub next_attempt: Option<String>,
-}
-
 /// The `message` tool: registered when at least one channel is configured.
 #[derive(Debug, Clone)]
 pub struct Message {
@@ -70,100 +46,13 @@ impl Message {
     }
 }
 
-/// How long a call waits for a delivery: [`MESSAGE_WAIT_MS`], or less when the
-/// call's own timeout is shorter (a second is kept for the answer).
-pub(crate) fn delivery_wait(ctx: &ToolContext) -> i64 {
-    i64::try_from(ctx.session().timeout().as_millis())
-        .unwrap_or(MESSAGE_WAIT_MS)
-        .min(MESSAGE_WAIT_MS + 1_000)
-        .saturating_sub(1_000)
-        .max(0)
-}
-
-/// `base` and the configured channels as the descriptions list them, within
-/// [`toolbelt_core::MAX_DESCRIPTION_CHARS`].
-pub(crate) fn with_channels(base: &str, messaging: &Messaging) -> String {
-    let channels = messaging.channels();
-    let lines = channels.names().into_iter().filter_map(|name| {
-        let c = channels.get(name)?;
-        let mut notes = vec![c.kind().as_str().to_string()];
-        if c.needs_chat_id() {
-            notes.push("needs chat_id".into());
-        }
-        if !c.takes_media() {
-            notes.push("no attachments".into());
-        }
-        Some(format!("\n- `{name}` ({})", notes.join(", ")))
-    });
-    crate::describe::with_listing(
-        format!("{base}\n\nConfigured channels:"),
-        lines,
-        0,
-        |left| format!("\n... and {left} more (a wrong name gets the full list)"),
-    )
-}
-
-fn output(m: &OutboxMessage) -> MessageOutput {
-    MessageOutput {
-        id: m.id.clone(),
-        channel: m.channel.clone(),
-        chat_id: m.chat_id.clone(),
-        status: m.status.as_str().replace("sending", "pending"),
-        attempts: m.attempts,
-        error: m.last_error.clone(),
-        next_attempt: (m.status == OutboxStatus::Pending)
-            .then(|| Zone::utc().format(m.next_attempt_at)),
-    }
-}
-
-/// A delivered, pending or failed message as the model reads it.
-pub(crate) fn delivery_reply(m: &OutboxMessage, what: &str) -> ToolResult<MessageOutput> {
-    let out = output(m);
-    match m.status {
-        OutboxStatus::Sent => {
-            let text = format!(
-                "{what} sent to {}{} (id {}, {} attempt{}).",
-                m.channel,
-                m.chat_id.as_deref().map(|c| format!(" chat {c}")).unwrap_or_default(),
-                m.id,
-                m.attempts,
-                if m.attempts == 1 { "" } else { "s" }
-            );
-            Ok(Reply::new(out, text))
-        }
-        OutboxStatus::Failed => Err(ToolError::new(
-            ErrorCode::HttpStatus,
-            format!(
-                "channel {} refused the {}: {}",
-                m.channel,
-                what.to_lowercase(),
-                m.last_error.as_deref().unwrap_or("no reason given")
-            ),
-        )
-        .hint("fix what the channel complains about (chat_id, content) and send again; do not resend unchanged")
-        .data(serde_json::to_value(&out).unwrap_or_default())),
-        OutboxStatus::Pending | OutboxStatus::Sending => {
-            let text = format!(
-                "{what} accepted (id {}) but not delivered yet: {}. The outbox keeps retrying{}; do not send it again.",
-                m.id,
-                m.last_error.as_deref().unwrap_or("the channel has not answered yet"),
-                out.next_attempt
-                    .as_deref()
-                    .map(|t| format!(" (next attempt {t})"))
-                    .unwrap_or_default()
-            );
-            Ok(Reply::new(out, text).partial(false))
-        }
-    }
-}
-
 fn read_media(ctx: &ToolContext, paths: &[String]) -> Result<Vec<Attachment>, ToolError> {
     let ws = workspace(ctx)?;
     let mut total = 0usize;
     let mut out = Vec::new();
     for path in paths {
         let p = ws.resolve(path)?;
-        let bytes = ws.jail.read(&p, MAX_MEDIA_BYTES as u64).map_err(fs_error)?;
+        let bytes = ws.jail.read(&p, MAX_MEDIA_BYTES as u64)?;
         total += bytes.len();
         if total > MAX_MEDIA_BYTES {
             return Err(ToolError::new(
@@ -210,13 +99,7 @@ impl TypedTool for Message {
             .category(Category::Message)
             .permission("message:send")
             .key_argument("channel")
-            .hints(Hints {
-                read_only: false,
-                destructive: false,
-                idempotent: false,
-                open_world: true,
-                concurrency_safe: true,
-            })
+            .hints(Hints::writes().open_world().concurrency_safe())
             .example(
                 "Tell the team a build finished",
                 json!({"channel": "team", "content": "Nightly build passed: 412 tests, 0 failures."}),
@@ -254,7 +137,7 @@ impl TypedTool for Message {
         channels
             .check(&p.channel, p.chat_id.as_deref(), &p.content, media_given)
             .map_err(|e| {
-                e.into_tool_error()
+                ToolError::from(e)
                     .hint("pick one of the configured channels and the arguments it needs")
             })?;
         let media = match &p.media {

@@ -1,22 +1,23 @@
 //! `cron`: jobs that send a message, or run a prompt by the agent and send its
-//! answer, on a schedule (seed 001's CronTool), kept in the store and fired by
+//! answer, on a schedule, kept in the store and fired by
 //! `toolbelt serve` or `toolbelt cron run`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolbelt_core::human::plural;
 use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
     Violation,
 };
-use toolbelt_sched::{Messaging, SchedError, Schedule, Zone};
+use toolbelt_sched::{Messaging, Schedule, Zone};
 use toolbelt_store::{
     CronJob, CronJobStatus, NewCronJob, RUNNING, create_cron_job, find_cron_job, get_message,
-    list_cron_jobs, remove_cron_job, store_error,
+    list_cron_jobs, remove_cron_job,
 };
 
-use super::workspace_key;
-use crate::message::message::{delivery_reply, delivery_wait, with_channels};
+use crate::message::{delivery_reply, delivery_wait, with_channels};
+use crate::stored::workspace_key;
 
 /// What to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -222,10 +223,6 @@ fn required(field: &str, value: Option<&String>, action: &str) -> Result<String,
     }
 }
 
-fn sched_error(e: SchedError) -> ToolError {
-    e.into_tool_error()
-}
-
 impl Cron {
     /// What an `add` makes the job do: `(message, prompt, channel)`.
     fn what_it_does(
@@ -266,8 +263,7 @@ impl Cron {
                 let content = prompt.as_ref().map_or(message.as_str(), |_| "(the answer)");
                 self.messaging
                     .channels()
-                    .check(name, p.chat_id.as_deref(), content, false)
-                    .map_err(sched_error)?;
+                    .check(name, p.chat_id.as_deref(), content, false)?;
             }
             None if prompt.is_none() => {
                 return Err(ToolError::new(
@@ -283,13 +279,7 @@ impl Cron {
 
     /// `run_now` of a prompt job: due now, run by the scheduler in the background.
     async fn prompt_now(&self, job: CronJob) -> ToolResult<CronOutput> {
-        if !self
-            .messaging
-            .scheduler()
-            .make_due(&job)
-            .await
-            .map_err(sched_error)?
-        {
+        if !self.messaging.scheduler().make_due(&job).await? {
             return Err(ToolError::new(
                 ErrorCode::NotFound,
                 format!("job {:?} was removed meanwhile", job.name),
@@ -338,13 +328,7 @@ impl TypedTool for Cron {
             .category(Category::Schedule)
             .permission("store:write")
             .key_argument("name")
-            .hints(Hints {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-                open_world: true,
-                concurrency_safe: false,
-            })
+            .hints(Hints::writes().destructive().open_world())
             .example(
                 "A weekday morning summary to the team channel",
                 json!({
@@ -397,12 +381,12 @@ impl TypedTool for Cron {
                 let schedule_text = required("schedule", p.schedule.as_ref(), "add")?;
                 let (message, prompt, channel) = self.what_it_does(&p)?;
                 let zone = match &p.tz {
-                    Some(tz) => Zone::parse(tz).map_err(sched_error)?,
+                    Some(tz) => Zone::parse(tz)?,
                     None => self.messaging.default_zone(),
                 };
-                let schedule = Schedule::parse(&schedule_text, zone).map_err(sched_error)?;
+                let schedule = Schedule::parse(&schedule_text, zone)?;
                 let now = clock.now_ms();
-                let first = schedule.first(now, zone).map_err(sched_error)?;
+                let first = schedule.first(now, zone)?;
                 let job = create_cron_job(
                     store,
                     &NewCronJob {
@@ -418,8 +402,7 @@ impl TypedTool for Cron {
                     },
                     now,
                 )
-                .await
-                .map_err(store_error)?;
+                .await?;
                 self.messaging.scheduler().wake();
                 let data = job_data(&job, None);
                 let text = format!(
@@ -438,9 +421,7 @@ impl TypedTool for Cron {
                 ))
             }
             CronAction::List => {
-                let jobs = list_cron_jobs(store, Some(&workspace))
-                    .await
-                    .map_err(store_error)?;
+                let jobs = list_cron_jobs(store, Some(&workspace)).await?;
                 let data: Vec<JobData> = jobs
                     .iter()
                     .map(|CronJobStatus { job, last }| job_data(job, last.as_ref()))
@@ -450,9 +431,9 @@ impl TypedTool for Cron {
                 } else {
                     let lines: Vec<String> = data.iter().map(job_line).collect();
                     format!(
-                        "{} job{}:\n{}",
+                        "{} {}:\n{}",
                         data.len(),
-                        if data.len() == 1 { "" } else { "s" },
+                        plural(data.len() as u64, "job"),
                         lines.join("\n")
                     )
                 };
@@ -469,9 +450,7 @@ impl TypedTool for Cron {
             }
             CronAction::Remove => {
                 let name = required("name", p.name.as_ref(), "remove")?;
-                let job = remove_cron_job(store, &workspace, &name)
-                    .await
-                    .map_err(store_error)?;
+                let job = remove_cron_job(store, &workspace, &name).await?;
                 self.messaging.scheduler().wake();
                 Ok(Reply::new(
                     CronOutput {
@@ -486,8 +465,7 @@ impl TypedTool for Cron {
             CronAction::RunNow => {
                 let name = required("name", p.name.as_ref(), "run_now")?;
                 let job = find_cron_job(store, &workspace, &name)
-                    .await
-                    .map_err(store_error)?
+                    .await?
                     .ok_or_else(|| {
                         ToolError::new(ErrorCode::NotFound, format!("no job named {name:?}"))
                             .hint("list the jobs with action \"list\"")
@@ -495,16 +473,11 @@ impl TypedTool for Cron {
                 if job.prompt.is_some() {
                     return self.prompt_now(job).await;
                 }
-                let firing = self
-                    .messaging
-                    .scheduler()
-                    .fire_now(&job)
-                    .await
-                    .map_err(sched_error)?;
+                let firing = self.messaging.scheduler().fire_now(&job).await?;
                 let outbox = self.messaging.outbox();
                 tokio::select! {
                     r = outbox.deliver(&firing.message_id, delivery_wait(ctx)) => {
-                        r.map_err(sched_error)?;
+                        r?;
                     }
                     () = ctx.cancel_token().cancelled() => {
                         return Err(ToolError::new(
@@ -514,8 +487,7 @@ impl TypedTool for Cron {
                     }
                 }
                 let message = get_message(store, &firing.message_id)
-                    .await
-                    .map_err(store_error)?
+                    .await?
                     .ok_or_else(|| {
                         ToolError::new(
                             ErrorCode::Internal,

@@ -137,6 +137,8 @@ pub struct UnknownSkill {
     pub closest: Vec<String>,
     /// Every skill's name.
     pub available: Vec<String>,
+    /// The folders searched for skills, in precedence order.
+    pub dirs: Vec<PathBuf>,
 }
 
 /// A similarity at which a name is offered as "did you mean".
@@ -318,6 +320,7 @@ impl Skills {
             name: name.to_string(),
             closest: closest(name, &available),
             available,
+            dirs: self.dirs(),
         })
     }
 
@@ -527,10 +530,10 @@ fn parse_listing(listing: Listing) -> Catalog {
     for candidate in listing.candidates {
         let skill = match parse_candidate(&candidate) {
             Ok(skill) => skill,
-            Err(message) => {
+            Err(e) => {
                 problems.push(SkillProblem {
                     path: candidate.file,
-                    message,
+                    message: e.to_string(),
                 });
                 continue;
             }
@@ -560,40 +563,92 @@ fn parse_listing(listing: Listing) -> Catalog {
     }
 }
 
-/// One skill from its `SKILL.md`, or what is wrong with it.
-fn parse_candidate(candidate: &Candidate) -> Result<Skill, String> {
-    if candidate.size > MAX_SKILL_FILE_BYTES {
-        return Err(format!(
-            "the file is {} bytes, over the limit of {MAX_SKILL_FILE_BYTES}; keep {SKILL_FILE} short and move details to other files in the folder",
-            candidate.size
-        ));
-    }
-    let bytes =
-        std::fs::read(&candidate.file).map_err(|e| format!("the file cannot be read: {e}"))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "the file is not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
-    })?;
-    let doc = front_matter::parse::<Meta>(&text).map_err(|e| match e {
+/// What is wrong with a `SKILL.md`, in the words of a [`SkillProblem`].
+#[derive(Debug, thiserror::Error)]
+enum SkillFileError {
+    /// Over [`MAX_SKILL_FILE_BYTES`].
+    #[error(
+        "the file is {size} bytes, over the limit of {MAX_SKILL_FILE_BYTES}; keep {SKILL_FILE} short and move details to other files in the folder"
+    )]
+    TooLarge { size: u64 },
+    /// The file cannot be read.
+    #[error("the file cannot be read: {0}")]
+    Unreadable(#[from] std::io::Error),
+    /// The file is not UTF-8.
+    #[error(
+        "the file is not UTF-8 text (invalid byte at offset {})",
+        .0.utf8_error().valid_up_to()
+    )]
+    NotUtf8(#[from] std::string::FromUtf8Error),
+    /// The front matter is missing or cannot be read.
+    #[error("{}", front_matter_problem(.0))]
+    FrontMatter(#[from] FrontMatterError),
+    /// The name cannot name a skill.
+    #[error("invalid name {name:?}{}: {why}", at_line(*.line))]
+    Name {
+        name: String,
+        /// The line of `name:` in the file.
+        line: Option<usize>,
+        why: BadName,
+    },
+    /// The description is empty.
+    #[error(
+        "the description is empty{}: say what the skill does and when to use it",
+        at_line(*.line)
+    )]
+    NoDescription {
+        /// The line of `description:` in the file.
+        line: Option<usize>,
+    },
+}
+
+/// Why a name cannot name a skill.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum BadName {
+    #[error("the name is empty")]
+    Empty,
+    #[error("the name is {0} characters long; at most {MAX_SKILL_NAME_LEN}")]
+    TooLong(usize),
+    #[error("{0:?} is not allowed; use letters, digits, '-', '_' and '.'")]
+    Char(char),
+    #[error("the name must start with a letter or a digit")]
+    Start,
+}
+
+fn front_matter_problem(e: &FrontMatterError) -> String {
+    match e {
         FrontMatterError::Missing => format!(
             "the file does not start with front matter: write `---`, `name: ...`, `description: ...` and `---` as its first lines ({e})"
         ),
         other => other.to_string(),
-    })?;
+    }
+}
+
+/// ` (line N)`, or nothing when the line is not known.
+fn at_line(line: Option<usize>) -> String {
+    line.map_or_else(String::new, |l| format!(" (line {l})"))
+}
+
+/// One skill from its `SKILL.md`, or what is wrong with it.
+fn parse_candidate(candidate: &Candidate) -> Result<Skill, SkillFileError> {
+    if candidate.size > MAX_SKILL_FILE_BYTES {
+        return Err(SkillFileError::TooLarge {
+            size: candidate.size,
+        });
+    }
+    let text = String::from_utf8(std::fs::read(&candidate.file)?)?;
+    let doc = front_matter::parse::<Meta>(&text)?;
     let name = doc.meta.name.trim().to_string();
-    check_name(&name).map_err(|why| {
-        let line = field_line(&text, "name").map_or_else(String::new, |l| format!(" (line {l})"));
-        format!("invalid name {name:?}{line}: {why}")
+    check_name(&name).map_err(|why| SkillFileError::Name {
+        line: field_line(&text, "name"),
+        name: name.clone(),
+        why,
     })?;
     let description = doc.meta.description.trim().to_string();
     if description.is_empty() {
-        let line =
-            field_line(&text, "description").map_or_else(String::new, |l| format!(" (line {l})"));
-        return Err(format!(
-            "the description is empty{line}: say what the skill does and when to use it"
-        ));
+        return Err(SkillFileError::NoDescription {
+            line: field_line(&text, "description"),
+        });
     }
     Ok(Skill {
         name,
@@ -607,26 +662,21 @@ fn parse_candidate(candidate: &Candidate) -> Result<Skill, String> {
 
 /// Whether `name` can name a skill: 1 to [`MAX_SKILL_NAME_LEN`] letters, digits,
 /// `-`, `_` and `.`, starting with a letter or digit.
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), BadName> {
     if name.is_empty() {
-        return Err("the name is empty".into());
+        return Err(BadName::Empty);
     }
     if name.len() > MAX_SKILL_NAME_LEN {
-        return Err(format!(
-            "the name is {} characters long; at most {MAX_SKILL_NAME_LEN}",
-            name.len()
-        ));
+        return Err(BadName::TooLong(name.len()));
     }
     if let Some(bad) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
     {
-        return Err(format!(
-            "{bad:?} is not allowed; use letters, digits, '-', '_' and '.'"
-        ));
+        return Err(BadName::Char(bad));
     }
     if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-        return Err("the name must start with a letter or a digit".into());
+        return Err(BadName::Start);
     }
     Ok(())
 }

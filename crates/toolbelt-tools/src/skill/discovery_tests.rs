@@ -29,8 +29,8 @@ fn names_are_short_and_safe() {
         assert!(check_name(bad).is_err(), "{bad:?}");
     }
     assert_eq!(
-        check_name("a/b"),
-        Err("'/' is not allowed; use letters, digits, '-', '_' and '.'".into())
+        check_name("a/b").unwrap_err().to_string(),
+        "'/' is not allowed; use letters, digits, '-', '_' and '.'"
     );
 }
 

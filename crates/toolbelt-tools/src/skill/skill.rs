@@ -11,7 +11,7 @@ use toolbelt_core::{
     ToolResult, ToolSpec, Typed, TypedTool, Violation,
 };
 
-use super::discovery::{Catalog, Skills};
+use super::discovery::{Catalog, Skills, UnknownSkill};
 
 /// Skills the description lists; the others are counted.
 pub const MAX_LISTED_SKILLS: usize = 50;
@@ -71,6 +71,30 @@ struct LoadSkill {
     skills: Skills,
 }
 
+/// NOT_FOUND, with the names to call instead or, when there are none, where
+/// skills are looked for.
+impl From<UnknownSkill> for ToolError {
+    fn from(unknown: UnknownSkill) -> ToolError {
+        let hint = if unknown.available.is_empty() {
+            let dirs: Vec<String> = unknown
+                .dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            format!(
+                "a skill is a folder holding a SKILL.md (front matter with name and description, then instructions) in one of: {}",
+                dirs.join(", ")
+            )
+        } else {
+            format!(
+                "call skill with one of the names: {}",
+                unknown.available.join(", ")
+            )
+        };
+        ToolError::new(ErrorCode::NotFound, unknown.to_string()).hint(hint)
+    }
+}
+
 impl TypedTool for LoadSkill {
     type Params = SkillParams;
     type Output = SkillOutput;
@@ -97,26 +121,7 @@ impl TypedTool for LoadSkill {
     }
 
     async fn call(&self, _ctx: &ToolContext, p: SkillParams) -> ToolResult<SkillOutput> {
-        let skill = self.skills.get(p.name.trim()).map_err(|unknown| {
-            let hint = if unknown.available.is_empty() {
-                let dirs: Vec<String> = self
-                    .skills
-                    .dirs()
-                    .iter()
-                    .map(|d| d.display().to_string())
-                    .collect();
-                format!(
-                    "a skill is a folder holding a SKILL.md (front matter with name and description, then instructions) in one of: {}",
-                    dirs.join(", ")
-                )
-            } else {
-                format!(
-                    "call skill with one of the names: {}",
-                    unknown.available.join(", ")
-                )
-            };
-            ToolError::new(ErrorCode::NotFound, unknown.to_string()).hint(hint)
-        })?;
+        let skill = self.skills.get(p.name.trim())?;
         let (files, more_files) = tokio::task::spawn_blocking({
             let skill = skill.clone();
             move || skill.files()

@@ -1,4 +1,4 @@
-//! `set_todo_list`: full replacement, reading back, rendering as seed 000 does,
+//! `set_todo_list`: full replacement, reading back, rendering as a todo list,
 //! stable ids, and lists kept in the store per workspace and per name.
 
 use pretty_assertions::assert_eq;

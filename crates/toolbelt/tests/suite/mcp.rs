@@ -349,7 +349,7 @@ fn sigterm_stops_the_server_and_its_background_shells() {
     assert_eq!(running(), 0);
 }
 
-/// Under the seed003 profile an MCP client sees seed 003's names and camelCase
+/// Under the camel-planner profile (asked for by its older name) an MCP client sees camelCase names and
 /// parameters, and its calls written that way run.
 #[test]
 fn mcp_serves_seed003_names_and_camel_case_parameters() {

@@ -78,7 +78,7 @@ fn web_search_answers_in_seed_000_shape_from_the_configured_engine() {
         "{request}"
     );
 
-    // The seed 000 profile calls it WebSearch.
+    // The kimi profile calls it WebSearch.
     let run = toolbelt(
         dir.path(),
         &["--profile", "kimi", "call", "WebSearch", &args, "--json"],

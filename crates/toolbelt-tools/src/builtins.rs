@@ -1,0 +1,126 @@
+//! Registration of every built-in tool: [`register_builtins_with`] sets them up
+//! from [`BuiltinOptions`]; [`register_messaging`] adds `message` and `cron` where
+//! channels or prompt runs make them useful.
+
+use std::sync::Arc;
+
+use toolbelt_core::{Registry, RegistryError};
+use toolbelt_exec::Shells;
+use toolbelt_sandbox::Sandbox;
+
+use crate::{
+    AnalyzePatterns, ApplyPatch, Bash, BashOutputTool, CompleteTask, CreateGoal, CreateProject,
+    CreateTask, Cron, DeleteProject, EditFile, GetProject, Glob, Grep, KillShell,
+    LinkGoalToProject, ListDir, ListGoals, ListProjects, ListReviews, ListShells, ListTasks,
+    Message, MultiEdit, ReadFile, ReadOutput, SetTodoList, SkillTool, Skills, StoreHandle, Think,
+    UpdateProject, UpdateTodos, WebFetch, WebOptions, WebSearch, WriteFile, WriteReview,
+    WriteStdin,
+};
+
+/// How the built-in tools are set up.
+#[derive(Debug, Clone, Default)]
+pub struct BuiltinOptions {
+    /// The sandbox of shell commands (none: they run with the server's rights).
+    pub sandbox: Option<Arc<Sandbox>>,
+    /// How the web tools reach the web.
+    pub web: WebOptions,
+    /// The store of todos and the planner; by default a SQLite file in the
+    /// session's state directory, opened on first use.
+    pub store: Option<StoreHandle>,
+    /// The skills `skill` serves; by default those of the session's roots and of
+    /// the user's config home, from the environment ([`Skills::from_env`]).
+    pub skills: Option<Skills>,
+    /// The permission rules of every call (see [`crate::apply_policy`]); by default
+    /// none but the built-in secret files.
+    pub policy: Option<toolbelt_policy::Policy>,
+}
+
+/// Registers every built-in tool with the default options. The shell tools share
+/// one set of background shells, killed when the registry (the last holder) is
+/// dropped.
+///
+/// # Errors
+/// A tool of the same name is already registered.
+pub fn register_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
+    register_builtins_with(registry, BuiltinOptions::default())
+}
+
+/// Registers every built-in tool, set up by `options`.
+///
+/// # Errors
+/// A tool of the same name is already registered.
+pub fn register_builtins_with(
+    registry: &mut Registry,
+    options: BuiltinOptions,
+) -> Result<(), RegistryError> {
+    let store = options.store.unwrap_or_else(|| {
+        StoreHandle::lazy(toolbelt_store::Location::in_state_dir(
+            registry.session().state_dir(),
+        ))
+    });
+    registry.register_typed(Think)?;
+    registry.register_typed(SetTodoList::new(store.clone()))?;
+    registry.register_typed(UpdateTodos::new(store.clone()))?;
+    registry.register_typed(WriteReview::new(store.clone()))?;
+    registry.register_typed(ListReviews::new(store.clone()))?;
+    registry.register_typed(AnalyzePatterns::new(store.clone()))?;
+    registry.register_typed(CreateProject::new(store.clone()))?;
+    registry.register_typed(UpdateProject::new(store.clone()))?;
+    registry.register_typed(DeleteProject::new(store.clone()))?;
+    registry.register_typed(GetProject::new(store.clone()))?;
+    registry.register_typed(ListProjects::new(store.clone()))?;
+    registry.register_typed(CreateGoal::new(store.clone()))?;
+    registry.register_typed(LinkGoalToProject::new(store.clone()))?;
+    registry.register_typed(ListGoals::new(store.clone()))?;
+    registry.register_typed(CreateTask::new(store.clone()))?;
+    registry.register_typed(CompleteTask::new(store.clone()))?;
+    registry.register_typed(ListTasks::new(store.clone()))?;
+    registry.register_typed(ReadOutput)?;
+    registry.register_typed(ReadFile)?;
+    registry.register_typed(WriteFile)?;
+    registry.register_typed(EditFile)?;
+    registry.register_typed(MultiEdit)?;
+    registry.register_typed(ApplyPatch)?;
+    registry.register_typed(ListDir)?;
+    registry.register_typed(Grep)?;
+    registry.register_typed(Glob)?;
+    registry.register_typed(WebFetch::new(&options.web))?;
+    registry.register_typed(WebSearch::new(&options.web))?;
+    let shells = Shells::new();
+    registry.register_typed(Bash::new(shells.clone()).with_sandbox(options.sandbox))?;
+    registry.register_typed(BashOutputTool::new(shells.clone()))?;
+    registry.register_typed(WriteStdin::new(shells.clone()))?;
+    registry.register_typed(KillShell::new(shells.clone()))?;
+    registry.register_typed(ListShells::new(shells))?;
+    let skills = options
+        .skills
+        .unwrap_or_else(|| Skills::from_env(registry.session().roots()));
+    registry.register(SkillTool::new(skills))?;
+    let policy = options.policy.unwrap_or_default();
+    crate::permissions::apply_policy(registry, policy)?;
+    Ok(())
+}
+
+/// Registers `message` and `cron` on `messaging`'s channels, outbox and scheduler:
+/// `message` when at least one channel is configured, `cron` when a channel is or
+/// jobs can run prompts ([`toolbelt_sched::Messaging::runs_prompts`]; a prompt job
+/// without a channel keeps its answer as its last run). Without either, neither
+/// tool could do anything, and a tool that can only fail costs the model tokens and
+/// turns. Returns whether `cron` was registered.
+///
+/// # Errors
+/// A tool of the same name is already registered.
+pub fn register_messaging(
+    registry: &mut Registry,
+    messaging: &toolbelt_sched::Messaging,
+) -> Result<bool, RegistryError> {
+    let channels = !messaging.channels().is_empty();
+    if channels {
+        registry.register_typed(Message::new(messaging.clone()))?;
+    }
+    if channels || messaging.runs_prompts() {
+        registry.register_typed(Cron::new(messaging.clone()))?;
+        return Ok(true);
+    }
+    Ok(false)
+}
