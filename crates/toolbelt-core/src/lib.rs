@@ -85,7 +85,7 @@ pub use registry::{
     MAX_TOOL_NAME_LEN, Registry, RegistryError, ToolCall,
 };
 pub use repair::repair_arguments;
-pub use retry::{retry_after, retry_after_ms};
+pub use retry::{RetryPolicy, retry_after, retry_after_ms};
 pub use schema::schema_for;
 pub use secret::Secret;
 pub use spec::{Category, Example, Hints, MAX_DESCRIPTION_CHARS, Subject, ToolSpec};

@@ -52,3 +52,58 @@ mod tests {
         assert_eq!(retry_after_ms("NaN"), None);
     }
 }
+
+/// How failed attempts are tried again (a model request, a message to a channel):
+/// at most `max_attempts` in all, the first included; the waits start at
+/// `initial_delay` and double after each failure up to `max_delay`; a server's
+/// `Retry-After` is honoured up to `max_retry_after` (what a caller does with a
+/// longer one, wait that long or give up, is its own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included.
+    pub max_attempts: u32,
+    /// The wait after the first failure; doubled after each further one.
+    pub initial_delay: Duration,
+    /// The longest wait the policy chooses itself.
+    pub max_delay: Duration,
+    /// The longest `Retry-After` honoured.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// 5 attempts, waits of 0.5, 1, 2 and 4 s (up to 60 s), a `Retry-After` of up
+    /// to 60 s.
+    fn default() -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: 5,
+            initial_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(60),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait after the `failures`-th failure (1 for the first):
+    /// `initial_delay` doubled `failures - 1` times, at most `max_delay`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbelt_core::RetryPolicy;
+    ///
+    /// let policy = RetryPolicy { max_delay: Duration::from_millis(1_500), ..RetryPolicy::default() };
+    /// let waits: Vec<_> = (1..=4).map(|n| policy.backoff(n).as_millis()).collect();
+    /// assert_eq!(waits, [500, 1_000, 1_500, 1_500]);
+    /// ```
+    pub fn backoff(&self, failures: u32) -> Duration {
+        let doubling = 2u32.saturating_pow(failures.saturating_sub(1).min(20));
+        self.initial_delay
+            .saturating_mul(doubling)
+            .min(self.max_delay)
+    }
+
+    /// Whether another attempt may follow the `attempts` made so far.
+    pub fn allows_another(&self, attempts: u32) -> bool {
+        attempts < self.max_attempts
+    }
+}
