@@ -440,8 +440,7 @@ impl TypedTool for TaskOutputTool {
             return Err(not_found(sa, id));
         };
         let row = toolbelt_store::get_subagent_task(store, id)
-            .await
-            .map_err(toolbelt_store::store_error)?
+            .await?
             .ok_or_else(|| not_found(sa, id))?;
         let finished = row.finished_at.is_some();
         let data = json!({
