@@ -5,6 +5,11 @@ use serde_json::Value;
 /// At most this many `{`/`[` positions are tried as the start of the JSON value when
 /// prose precedes it.
 const MAX_START_CANDIDATES: usize = 8;
+/// Text that is not JSON even after repair; the message says what is wrong and
+/// where (``expected `,` or `}` at line 1 column 9``).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotJson(pub String);
 
 /// Parses JSON leniently, repairing the breakage language models commonly produce, and
 /// says what was repaired.
@@ -29,17 +34,6 @@ const MAX_START_CANDIDATES: usize = 8;
 /// as a line and column (in characters) of `s`, e.g.
 /// ``expected `,` or `}` at line 1 column 9``.
 pub fn parse_loose_json(s: &str) -> Result<(Value, Vec<String>), NotJson> {
-    parse(s).map_err(NotJson)
-}
-
-/// Text that is not JSON even after repair; the message says what is wrong and
-/// where (``expected `,` or `}` at line 1 column 9``).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct NotJson(pub String);
-
-/// [`parse_loose_json`] with the message as text.
-fn parse(s: &str) -> Result<(Value, Vec<String>), String> {
     let strict_error = match serde_json::from_str::<Value>(s) {
         Ok(v) => return Ok((v, Vec::new())),
         Err(e) => e,
@@ -52,7 +46,7 @@ fn parse(s: &str) -> Result<(Value, Vec<String>), String> {
     }
     let (mut start, mut end) = trim_range(s, start, s.len());
     if start >= end {
-        return Err("no JSON value: the text is empty".to_string());
+        return Err(NotJson("no JSON value: the text is empty".into()));
     }
 
     if let Some(fence) = find_fence(s, start, end) {
@@ -65,7 +59,7 @@ fn parse(s: &str) -> Result<(Value, Vec<String>), String> {
         }
         (start, end) = trim_range(s, fence.content_start, fence.content_end);
         if start >= end {
-            return Err("no JSON value: the code fence is empty".to_string());
+            return Err(NotJson("no JSON value: the code fence is empty".into()));
         }
     }
 
@@ -81,7 +75,7 @@ fn parse(s: &str) -> Result<(Value, Vec<String>), String> {
         if found.is_empty() { vec![start] } else { found }
     };
 
-    let mut first_error: Option<String> = None;
+    let mut first_error: Option<NotJson> = None;
     for cand in candidates {
         let mut reps = repairs.clone();
         if cand > start {
@@ -97,9 +91,9 @@ fn parse(s: &str) -> Result<(Value, Vec<String>), String> {
                 if text_after {
                     if let Some(second) = second_object(s, span_end, end) {
                         let (line, col) = line_col(s, second);
-                        return Err(format!(
+                        return Err(NotJson(format!(
                             "found more than one JSON value (another starts at line {line} column {col}); send exactly one"
-                        ));
+                        )));
                     }
                     reps.add("removed text after the JSON");
                 }
@@ -113,7 +107,7 @@ fn parse(s: &str) -> Result<(Value, Vec<String>), String> {
             }
         }
     }
-    Err(first_error.unwrap_or_else(|| strict_error.to_string()))
+    Err(first_error.unwrap_or_else(|| NotJson(strict_error.to_string())))
 }
 
 /// An ordered list of repair phrases without duplicates.
@@ -269,13 +263,14 @@ pub(crate) fn line_col(s: &str, offset: usize) -> (usize, usize) {
 }
 
 /// Repairs the tokens of `s[start..end]` and parses the result.
-fn repair_and_parse(s: &str, start: usize, end: usize) -> Result<(Value, Vec<String>), String> {
+fn repair_and_parse(s: &str, start: usize, end: usize) -> Result<(Value, Vec<String>), NotJson> {
     let fixed = Fixer::new(s.as_bytes(), end).run(start);
-    let text = String::from_utf8(fixed.out)
-        .map_err(|_| "the text is not valid UTF-8 after repair".to_string())?;
+    let Ok(text) = String::from_utf8(fixed.out) else {
+        return Err(NotJson("the text is not valid UTF-8 after repair".into()));
+    };
     match serde_json::from_str::<Value>(&text) {
         Ok(v) => Ok((v, fixed.repairs)),
-        Err(e) => Err(locate_error(s, &text, &fixed.map, end, &e)),
+        Err(e) => Err(NotJson(locate_error(s, &text, &fixed.map, end, &e))),
     }
 }
 

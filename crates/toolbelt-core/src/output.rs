@@ -1438,14 +1438,49 @@ pub fn read_spilled_within(
         return Ok(page);
     }
 
-    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, open()?);
-    skip_lines(&mut reader, start - 1).map_err(io_err)?;
+    let reader = BufReader::with_capacity(READ_BUFFER_BYTES, open()?);
+    fill_page(
+        reader,
+        &mut page,
+        start,
+        limit,
+        max_line_bytes,
+        max_page_bytes,
+    )
+    .map_err(io_err)?;
+    let range = format!(
+        "lines {}-{} of {}",
+        group(page.first_line),
+        group(page.last_line),
+        group(total_lines)
+    );
+    if page.last_line < total_lines {
+        let next = page.last_line + 1;
+        page.next_offset = Some(next);
+        page.text
+            .push_str(&format!("[{range}; continue with offset={next}]"));
+    } else {
+        page.text.push_str(&format!("[{range}; end of output]"));
+    }
+    Ok(page)
+}
+
+/// Appends the numbered lines `start..start + limit` of `reader` to `page`, as many
+/// as fit in `max_page_bytes`.
+fn fill_page(
+    mut reader: BufReader<File>,
+    page: &mut SpilledPage,
+    start: u64,
+    limit: usize,
+    max_line_bytes: usize,
+    max_page_bytes: usize,
+) -> io::Result<()> {
+    skip_lines(&mut reader, start - 1)?;
     let mut line = Vec::with_capacity(max_line_bytes);
     let mut line_no = start;
     while line_no < start + limit as u64 {
         line.clear();
-        let Some(len) = read_line_capped(&mut reader, &mut line, max_line_bytes).map_err(io_err)?
-        else {
+        let Some(len) = read_line_capped(&mut reader, &mut line, max_line_bytes)? else {
             break;
         };
         let whole = len == line.len() as u64;
@@ -1476,21 +1511,7 @@ pub fn read_spilled_within(
         page.last_line = line_no;
         line_no += 1;
     }
-    let range = format!(
-        "lines {}-{} of {}",
-        group(page.first_line),
-        group(page.last_line),
-        group(total_lines)
-    );
-    if page.last_line < total_lines {
-        let next = page.last_line + 1;
-        page.next_offset = Some(next);
-        page.text
-            .push_str(&format!("[{range}; continue with offset={next}]"));
-    } else {
-        page.text.push_str(&format!("[{range}; end of output]"));
-    }
-    Ok(page)
+    Ok(())
 }
 
 /// Bytes and lines of a stream (a last line without `\n` counts).

@@ -23,20 +23,25 @@ impl fmt::Debug for SchemaValidator {
 #[error("{0}")]
 pub struct InvalidSchema(pub String);
 
+impl From<jsonschema::ValidationError<'_>> for InvalidSchema {
+    fn from(e: jsonschema::ValidationError<'_>) -> Self {
+        InvalidSchema(e.to_string())
+    }
+}
+
 impl SchemaValidator {
     /// Compiles `schema`.
     ///
     /// # Errors
     /// The schema itself is invalid; the message says where.
     pub fn new(schema: &Value) -> Result<SchemaValidator, InvalidSchema> {
-        jsonschema::options()
+        let inner = jsonschema::options()
             .with_draft(jsonschema::Draft::Draft202012)
-            .build(schema)
-            .map(|inner| SchemaValidator {
-                inner,
-                schema: schema.clone(),
-            })
-            .map_err(|e| InvalidSchema(e.to_string()))
+            .build(schema)?;
+        Ok(SchemaValidator {
+            inner,
+            schema: schema.clone(),
+        })
     }
 
     /// True when `instance` is valid.

@@ -823,7 +823,12 @@ pub(crate) async fn hold_back_wrong_token(web: &Web, peer: Option<&Peer>) -> Opt
 /// rebinding page reaches the server under its own host name, which fails here.
 fn check_host(guard: &Guard, request: &Request) -> Result<(), &'static str> {
     let authority = match request.headers().get(header::HOST) {
-        Some(value) => value.to_str().map_err(|_| "the Host header is not text")?,
+        Some(value) => {
+            let Ok(text) = value.to_str() else {
+                return Err("the Host header is not text");
+            };
+            text
+        }
         None => request
             .uri()
             .authority()
@@ -852,7 +857,9 @@ fn check_origin(guard: &Guard, headers: &HeaderMap) -> Result<Option<HeaderValue
     };
     const REFUSED: &str = "requests from this Origin are not allowed; \
                            start the server with the origin in its allowed origins";
-    let origin = value.to_str().map_err(|_| REFUSED)?;
+    let Ok(origin) = value.to_str() else {
+        return Err(REFUSED);
+    };
     let normalized = origin.trim_end_matches('/').to_ascii_lowercase();
     if guard.allowed_origins.contains(&normalized) {
         return Ok(Some(value.clone()));

@@ -40,7 +40,7 @@ enum ServerError {
     #[error("{} start printed {url:?}", script.display())]
     Printed { script: PathBuf, url: String },
     #[error("cannot start the server's watcher: {0}")]
-    Watcher(#[source] std::io::Error),
+    Watcher(#[from] std::io::Error),
 }
 
 /// The URL of the tests' PostgreSQL server: `TOOLBELT_TEST_DATABASE_URL`, else a
@@ -104,8 +104,7 @@ fn start_server() -> Result<String, ServerError> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .map_err(ServerError::Watcher)?;
+        .spawn()?;
     Ok(url)
 }
 

@@ -9,77 +9,154 @@ use toolbelt_core::ToolCall;
 /// The most calls one batch may hold.
 pub const MAX_BATCH_CALLS: usize = 1000;
 
+/// Why a batch cannot be read; the message names the first problem and where it
+/// is (`call 3 (index 2) has no "tool"`).
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    /// The text is not JSON.
+    #[error(
+        "the batch is not valid JSON ({0}); give an array of {{\"tool\": NAME, \"params\": {{...}}}} objects"
+    )]
+    NotJson(#[from] serde_json::Error),
+    /// The JSON is not an array.
+    #[error(
+        "the batch is {kind}, not an array; give an array of {{\"tool\": NAME, \"params\": {{...}}}} objects"
+    )]
+    NotArray {
+        /// What it is instead (`an object`).
+        kind: &'static str,
+    },
+    /// More than [`MAX_BATCH_CALLS`] calls.
+    #[error("the batch has {calls} calls; at most {MAX_BATCH_CALLS} run at once, split it")]
+    TooManyCalls {
+        /// How many it has.
+        calls: usize,
+    },
+    /// A call is not a JSON object.
+    #[error(
+        "call {} (index {index}) is {kind}, not an object {{\"tool\": NAME, \"params\": {{...}}}}",
+        .index + 1
+    )]
+    NotObject {
+        /// The call's index in the array.
+        index: usize,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// A call's `tool` is not a tool name.
+    #[error("call {} (index {index}): \"tool\" is {kind}, not a tool name", .index + 1)]
+    ToolNotName {
+        /// The call's index in the array.
+        index: usize,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// A call has no `tool`.
+    #[error("call {} (index {index}) has no \"tool\"", .index + 1)]
+    NoTool {
+        /// The call's index in the array.
+        index: usize,
+    },
+    /// A call has both `params` and `arguments`.
+    #[error("call {} (index {index}) has both \"params\" and \"arguments\"; give one", .index + 1)]
+    BothParams {
+        /// The call's index in the array.
+        index: usize,
+    },
+    /// A call's params are neither an object nor a string.
+    #[error("call {} (index {index}) ({tool}): the params are {kind}, not an object", .index + 1)]
+    ParamsNotObject {
+        /// The call's index in the array.
+        index: usize,
+        /// The tool it names.
+        tool: String,
+        /// What the params are instead.
+        kind: &'static str,
+    },
+    /// A call's `id` is not a string.
+    #[error("call {} (index {index}): \"id\" is {kind}, not a string", .index + 1)]
+    IdNotString {
+        /// The call's index in the array.
+        index: usize,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// A call has a field other than `tool`, `params`, `arguments` and `id`.
+    #[error(
+        "call {} (index {index}) has an unknown field {key:?}; a call has \"tool\", \"params\" and an optional \"id\"",
+        .index + 1
+    )]
+    UnknownField {
+        /// The call's index in the array.
+        index: usize,
+        /// The field.
+        key: String,
+    },
+}
+
 /// Reads a JSON array of calls, each `{"tool": NAME, "params": {...}}` (`arguments`
 /// is accepted for `params`, which may be left out, and an `id` names the call).
 ///
 /// # Errors
-/// A message for the caller naming the first problem and where it is
+/// A [`BatchError`] naming the first problem and where it is
 /// (`call 3 (index 2) has no "tool"`).
-pub fn parse_calls(json: &[u8]) -> Result<Vec<ToolCall>, String> {
-    let value: Value = serde_json::from_slice(json).map_err(|e| {
-        format!("the batch is not valid JSON ({e}); give an array of {{\"tool\": NAME, \"params\": {{...}}}} objects")
-    })?;
+pub fn parse_calls(json: &[u8]) -> Result<Vec<ToolCall>, BatchError> {
+    let value: Value = serde_json::from_slice(json)?;
     let Value::Array(items) = value else {
-        return Err(format!(
-            "the batch is {}, not an array; give an array of {{\"tool\": NAME, \"params\": {{...}}}} objects",
-            kind(&value)
-        ));
+        return Err(BatchError::NotArray { kind: kind(&value) });
     };
     if items.len() > MAX_BATCH_CALLS {
-        return Err(format!(
-            "the batch has {} calls; at most {MAX_BATCH_CALLS} run at once, split it",
-            items.len()
-        ));
+        return Err(BatchError::TooManyCalls { calls: items.len() });
     }
     items
         .into_iter()
         .enumerate()
-        .map(|(i, item)| {
-            let at = format!("call {} (index {i})", i + 1);
+        .map(|(index, item)| {
             let Value::Object(mut fields) = item else {
-                return Err(format!(
-                    "{at} is {}, not an object {{\"tool\": NAME, \"params\": {{...}}}}",
-                    kind(&item)
-                ));
+                return Err(BatchError::NotObject {
+                    index,
+                    kind: kind(&item),
+                });
             };
             let tool = match fields.remove("tool") {
                 Some(Value::String(t)) if !t.trim().is_empty() => t,
                 Some(other) => {
-                    return Err(format!(
-                        "{at}: \"tool\" is {}, not a tool name",
-                        kind(&other)
-                    ));
+                    return Err(BatchError::ToolNotName {
+                        index,
+                        kind: kind(&other),
+                    });
                 }
-                None => return Err(format!("{at} has no \"tool\"")),
+                None => return Err(BatchError::NoTool { index }),
             };
             let params = match (fields.remove("params"), fields.remove("arguments")) {
-                (Some(_), Some(_)) => {
-                    return Err(format!(
-                        "{at} has both \"params\" and \"arguments\"; give one"
-                    ));
-                }
+                (Some(_), Some(_)) => return Err(BatchError::BothParams { index }),
                 (Some(p), None) | (None, Some(p)) => p,
                 (None, None) => Value::Object(serde_json::Map::new()),
             };
             // Stringified JSON is left to the registry, which repairs it as it
             // would for a model.
             if !(params.is_object() || params.is_string()) {
-                return Err(format!(
-                    "{at} ({tool}): the params are {}, not an object",
-                    kind(&params)
-                ));
+                return Err(BatchError::ParamsNotObject {
+                    index,
+                    tool,
+                    kind: kind(&params),
+                });
             }
             let call_id = match fields.remove("id") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(id)) => Some(id),
                 Some(other) => {
-                    return Err(format!("{at}: \"id\" is {}, not a string", kind(&other)));
+                    return Err(BatchError::IdNotString {
+                        index,
+                        kind: kind(&other),
+                    });
                 }
             };
             if let Some(key) = fields.keys().next() {
-                return Err(format!(
-                    "{at} has an unknown field {key:?}; a call has \"tool\", \"params\" and an optional \"id\""
-                ));
+                return Err(BatchError::UnknownField {
+                    index,
+                    key: key.clone(),
+                });
             }
             let mut call = ToolCall::new(tool, params);
             call.call_id = call_id;
@@ -107,7 +184,7 @@ mod tests {
     fn error(text: &str) -> String {
         match parse_calls(text.as_bytes()) {
             Ok(calls) => unreachable!("{text} parsed as {calls:?}"),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         }
     }
 
