@@ -63,8 +63,8 @@ pub use channel::{
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{SchedError, SchedResult};
 pub use outbox::{
-    Attempt, LEASE_MS, MAX_CONCURRENT_SENDS, MAX_IDLE_MS as OUTBOX_MAX_IDLE_MS, NewMessage, Outbox,
-    RetryPolicy,
+    Attempt, DELIVERY_RETRY, LEASE_MS, MAX_CONCURRENT_SENDS, MAX_IDLE_MS as OUTBOX_MAX_IDLE_MS,
+    NewMessage, Outbox, RetryPolicy,
 };
 pub use prompt::{FINAL_ANSWER, INTERRUPTED, PromptRun, PromptRunner};
 pub use schedule::{MAX_INTERVAL_MS, MIN_INTERVAL_MS, Schedule, Zone, local_zone};
@@ -90,7 +90,7 @@ impl Messaging {
             store,
             channels,
             Arc::new(SystemClock),
-            RetryPolicy::default(),
+            outbox::DELIVERY_RETRY,
         )
     }
 

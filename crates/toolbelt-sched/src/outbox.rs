@@ -26,38 +26,21 @@ pub const MAX_IDLE_MS: i64 = 5_000;
 /// Messages sent at once by one outbox.
 pub const MAX_CONCURRENT_SENDS: usize = 16;
 
-/// When to try again, and when to stop.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Attempts at most, the first included.
-    pub max_attempts: i64,
-    /// The wait after the first failure; doubled after each further one.
-    pub base_delay: Duration,
-    /// The longest wait between attempts toolbelt chooses itself.
-    pub max_delay: Duration,
-    /// The longest `Retry-After` honoured; a channel asking for more fails the message.
-    pub max_retry_after: Duration,
-}
+pub use toolbelt_core::RetryPolicy;
 
-impl Default for RetryPolicy {
-    /// 5 attempts, waits of 1, 2, 4 and 8 s (or the channel's `Retry-After`, up to 60 s).
-    fn default() -> RetryPolicy {
-        RetryPolicy {
-            max_attempts: 5,
-            base_delay: Duration::from_secs(1),
-            max_delay: Duration::from_secs(30),
-            max_retry_after: Duration::from_secs(60),
-        }
-    }
-}
+/// How the outbox retries a message: 5 attempts, waits of 1, 2, 4 and 8 s (at
+/// most 30 s), or the channel's `Retry-After` up to 60 s (a channel asking for more
+/// fails the message).
+pub const DELIVERY_RETRY: RetryPolicy = RetryPolicy {
+    max_attempts: 5,
+    initial_delay: Duration::from_secs(1),
+    max_delay: Duration::from_secs(30),
+    max_retry_after: Duration::from_secs(60),
+};
 
-impl RetryPolicy {
-    fn backoff(&self, attempts: i64) -> Duration {
-        let shift = u32::try_from(attempts.saturating_sub(1).clamp(0, 20)).unwrap_or(20);
-        self.base_delay
-            .saturating_mul(1u32 << shift)
-            .min(self.max_delay)
-    }
+/// The number of attempts stored with a message, as the policy counts them.
+fn attempts(stored: i64) -> u32 {
+    u32::try_from(stored.max(0)).unwrap_or(u32::MAX)
 }
 
 /// What one attempt did.
@@ -113,7 +96,7 @@ impl Outbox {
             store,
             channels,
             clock,
-            policy: RetryPolicy::default(),
+            policy: DELIVERY_RETRY,
             wake: Arc::new(Notify::new()),
         }
     }
@@ -246,7 +229,7 @@ impl Outbox {
                     );
                     record_failed(store, id, lease, &error, now).await?;
                     Attempt::Failed { error }
-                } else if message.attempts >= self.policy.max_attempts {
+                } else if !self.policy.allows_another(attempts(message.attempts)) {
                     let error = format!("{detail} (gave up after {} attempts)", message.attempts);
                     tracing::warn!(channel = %message.channel, id, "message given up: {error}");
                     record_failed(store, id, lease, &error, now).await?;
@@ -254,7 +237,7 @@ impl Outbox {
                 } else {
                     let wait = self
                         .policy
-                        .backoff(message.attempts)
+                        .backoff(attempts(message.attempts))
                         .max(retry_after.unwrap_or_default());
                     let at = now + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2);
                     tracing::info!(channel = %message.channel, id, attempt = message.attempts, "message will be retried: {detail}");

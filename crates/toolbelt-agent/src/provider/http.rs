@@ -342,7 +342,7 @@ impl Http {
                     message,
                     ..
                 } => {
-                    if *asked > self.retry.max_delay {
+                    if *asked > self.retry.max_retry_after {
                         return Err(ProviderError::Status {
                             provider: self.kind,
                             status: *status,
@@ -350,7 +350,7 @@ impl Http {
                                 "{message} (the provider asked to wait {} before trying \
                                  again, longer than the {} this client waits)",
                                 human(*asked),
-                                human(self.retry.max_delay),
+                                human(self.retry.max_retry_after),
                             ),
                             attempts: attempt,
                         });
@@ -593,11 +593,7 @@ impl Http {
 /// capped at `max_delay`, less up to a quarter at random (so clients that failed
 /// together do not come back together).
 fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
-    let doubling = 2u32.saturating_pow(attempt.saturating_sub(1).min(20));
-    let base = policy
-        .initial_delay
-        .saturating_mul(doubling)
-        .min(policy.max_delay);
+    let base = policy.backoff(attempt);
     let random = std::collections::hash_map::RandomState::new()
         .build_hasher()
         .finish();
@@ -875,6 +871,7 @@ mod tests {
             max_attempts: 9,
             initial_delay: Duration::from_millis(100),
             max_delay: Duration::from_millis(350),
+            ..RetryPolicy::default()
         };
         for (attempt, full) in [(1, 100), (2, 200), (3, 350), (8, 350)] {
             let wait = backoff(&policy, attempt);

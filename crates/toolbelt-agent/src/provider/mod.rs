@@ -97,27 +97,10 @@ impl fmt::Display for ProviderKind {
 /// A secret (an API key). Its `Debug` and `Display` never show it.
 pub use toolbelt_core::Secret;
 
-/// How failed requests are retried.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Attempts in all, the first included.
-    pub max_attempts: u32,
-    /// The first wait; it doubles each time (with jitter) up to `max_delay`.
-    pub initial_delay: Duration,
-    /// The longest wait between attempts, also for a `Retry-After` that asks more
-    /// (past it the provider gives up and says so).
-    pub max_delay: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> RetryPolicy {
-        RetryPolicy {
-            max_attempts: 5,
-            initial_delay: Duration::from_millis(500),
-            max_delay: Duration::from_secs(60),
-        }
-    }
-}
+/// How failed requests are retried: the waits double from `initial_delay` (less up
+/// to a quarter at random) up to `max_delay`; a `Retry-After` longer than
+/// `max_retry_after` is not waited for (the provider gives up and says so).
+pub use toolbelt_core::RetryPolicy;
 
 /// Everything a provider needs.
 #[derive(Debug, Clone)]

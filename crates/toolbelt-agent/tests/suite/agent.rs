@@ -35,6 +35,7 @@ fn agent_for(
         max_attempts: 2,
         initial_delay: Duration::from_millis(10),
         max_delay: Duration::from_millis(50),
+        max_retry_after: Duration::from_millis(50),
     };
     let provider = build_provider(config).unwrap();
     (

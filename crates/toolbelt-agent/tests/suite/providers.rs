@@ -382,6 +382,7 @@ fn fast_retry(max_attempts: u32) -> RetryPolicy {
         max_attempts,
         initial_delay: Duration::from_millis(10),
         max_delay: Duration::from_millis(50),
+        max_retry_after: Duration::from_millis(50),
     }
 }
 

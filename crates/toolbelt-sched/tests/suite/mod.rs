@@ -19,8 +19,8 @@ pub const TEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Fast retries for tests: waits of 50, 100, 200... ms.
 pub fn fast_policy() -> RetryPolicy {
     RetryPolicy {
-        base_delay: Duration::from_millis(50),
-        ..RetryPolicy::default()
+        initial_delay: Duration::from_millis(50),
+        ..toolbelt_sched::DELIVERY_RETRY
     }
 }
 
