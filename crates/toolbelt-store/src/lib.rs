@@ -6,8 +6,8 @@
 //!   without touching it ([`StoreError`]), and hands out write transactions that
 //!   take SQLite's write lock up front ([`Store::begin_write`]).
 //! - [`StoreHandle`]: a store opened on first use, shared by the tools and the call
-//!   log; [`store_error`] (also `From<StoreError> for ToolError`) turns a
-//!   [`StoreError`] into the error a model reads.
+//!   log; `From<StoreError> for ToolError` turns a [`StoreError`] into the error
+//!   a model reads.
 //! - [`RecordId`] and [`Kind`]: planner ids as models see them (`project-12`).
 //! - Reviews: [`write_review`], [`list_reviews`], and [`analyze_patterns`] for mood,
 //!   tags, themes (English and Chinese words), tasks and streaks over a range.
