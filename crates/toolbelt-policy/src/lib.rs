@@ -99,6 +99,7 @@
 //! assert_eq!(policy.evaluate(&open(".env.example")).decision, Decision::Allow);
 //! ```
 
+mod command;
 mod error;
 mod kinds;
 mod policy;

@@ -194,7 +194,7 @@ impl Policy {
 
     /// The first rule for `decision` that matches `req` with its subject as it is.
     pub(crate) fn first_match(&self, decision: Decision, req: &Request<'_>) -> Option<&Rule> {
-        let subject = Subject::new(req, self);
+        let subject = Subject::new(req, &self.roots, self.home.as_deref());
         self.rules
             .iter()
             .find(|(d, rule)| *d == decision && rule.matches(req, &subject))
@@ -203,7 +203,7 @@ impl Policy {
 
     /// The request judged on its subject as it is, unsplit.
     pub(crate) fn evaluate_whole(&self, req: &Request<'_>) -> Evaluation {
-        let subject = Subject::new(req, self);
+        let subject = Subject::new(req, &self.roots, self.home.as_deref());
         let first = |decision: Decision| {
             self.rules
                 .iter()
@@ -411,6 +411,9 @@ impl PolicyConfig {
     }
 }
 
+#[cfg(test)]
+#[path = "policy_more_tests.rs"]
+mod more_tests;
 #[cfg(test)]
 #[path = "policy_tests.rs"]
 mod tests;

@@ -325,7 +325,7 @@ impl<'s> Walker<'s> {
             )));
         }
         self.out.push(SimpleCommand {
-            text: crate::rule::normalize_command(text),
+            text: crate::command::normalize_command(text),
             command_start: 0,
         });
         Ok(())

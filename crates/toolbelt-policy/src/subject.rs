@@ -9,9 +9,8 @@ use std::sync::LazyLock;
 use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use toolbelt_core::Request;
 
+use crate::command::normalize_command;
 use crate::error::PolicyError;
-use crate::policy::Policy;
-use crate::rule::normalize_command;
 
 /// A host: a lowercase domain without a trailing dot, or an IP address.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -296,18 +295,26 @@ impl PathForms {
 pub(crate) struct Subject<'a> {
     pub(crate) raw: Option<&'a str>,
     pub(crate) is_fs: bool,
-    pub(crate) policy: &'a Policy,
+    pub(crate) roots: &'a [String],
+    pub(crate) home: Option<&'a str>,
     pub(crate) command: OnceCell<String>,
     pub(crate) host: OnceCell<Option<HostName>>,
     pub(crate) paths: OnceCell<PathForms>,
 }
 
 impl<'a> Subject<'a> {
-    pub(crate) fn new(req: &Request<'a>, policy: &'a Policy) -> Subject<'a> {
+    /// The subject of `req`, with relative paths taken from the first of `roots`
+    /// and `~/` from `home`.
+    pub(crate) fn new(
+        req: &Request<'a>,
+        roots: &'a [String],
+        home: Option<&'a str>,
+    ) -> Subject<'a> {
         Subject {
             raw: req.subject,
             is_fs: req.permissions.iter().any(|p| p.starts_with("fs:")),
-            policy,
+            roots,
+            home,
             command: OnceCell::new(),
             host: OnceCell::new(),
             paths: OnceCell::new(),
@@ -328,7 +335,7 @@ impl<'a> Subject<'a> {
     pub(crate) fn paths(&self) -> &PathForms {
         self.paths.get_or_init(|| {
             self.raw.map_or_else(PathForms::default, |raw| {
-                PathForms::new(raw, &self.policy.roots, self.policy.home.as_deref())
+                PathForms::new(raw, self.roots, self.home)
             })
         })
     }
@@ -398,7 +405,7 @@ pub(crate) static SECRETS: LazyLock<Secrets> = LazyLock::new(|| {
 /// The label of the built-in secret file (`.env`, `*.pem`, `.ssh/**`, ...) that
 /// `path` is, if any. `path` uses `/` separators, relative to the workspace or
 /// absolute. Tools that open many files (a search) skip these while the policy's
-/// [secret defaults](Policy::secret_defaults) are on.
+/// [secret defaults](crate::Policy::secret_defaults) are on.
 ///
 /// ```
 /// use toolbelt_policy::secret_file_label;
