@@ -870,6 +870,7 @@ async fn retry_after_is_honoured(kind: ProviderKind) {
     .await;
     let mut c = config(kind, &server.base, fast_retry(3));
     c.retry.max_delay = Duration::from_secs(5);
+    c.retry.max_retry_after = Duration::from_secs(5);
     let p = provider(c);
     let started = Instant::now();
     let (result, events) = call(p.as_ref(), &hello()).await;
@@ -1264,6 +1265,7 @@ async fn cancel_during_a_backoff_wait() {
         let server = Server::start(vec![json_reply(429, "retry-after: 30\r\n", &body)]).await;
         let mut c = config(ProviderKind::OpenAi, &server.base, fast_retry(3));
         c.retry.max_delay = Duration::from_secs(60);
+        c.retry.max_retry_after = Duration::from_secs(60);
         let p = provider(c);
         let cancel = CancellationToken::new();
         let sink = |e: StreamEvent| {
