@@ -559,7 +559,7 @@
 
   // ------------------------------------------------------------ todos
 
-  // As seed 000 renders a list: done struck through, in progress bold.
+  // A todo list as the todo tools render it: done struck through, in progress bold.
   function todoItem(t) {
     var status = String(t.status || '');
     var key = status.toLowerCase().replace(/[\s_-]/g, '');
