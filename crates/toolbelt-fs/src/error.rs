@@ -197,6 +197,29 @@ impl FsError {
     }
 }
 
+/// What stopped a step of a file operation, before the operation and its path
+/// are named: the step returns this, and the one caller that knows which
+/// operation it was on which path turns it into an [`FsError`].
+#[derive(Debug)]
+pub(crate) enum Failed {
+    /// An OS error.
+    Io(io::Error),
+    /// A refusal that is whole already (too large, busy, a bad path, not a file).
+    Refused(FsError),
+}
+
+impl From<io::Error> for Failed {
+    fn from(err: io::Error) -> Failed {
+        Failed::Io(err)
+    }
+}
+
+impl From<FsError> for Failed {
+    fn from(err: FsError) -> Failed {
+        Failed::Refused(err)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

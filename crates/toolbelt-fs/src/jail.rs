@@ -19,7 +19,7 @@ use cap_fs_ext::{OpenOptionsFollowExt, OpenOptionsMaybeDirExt, OpenOptionsSyncEx
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, FileTypeExt, MetadataExt, OpenOptions, OpenOptionsExt, PermissionsExt};
 
-use crate::error::{FsError, MAX_SYMLINK_HOPS};
+use crate::error::{Failed, FsError, MAX_SYMLINK_HOPS};
 use crate::leftovers::TempJournal;
 
 /// The longest path accepted, in bytes.
@@ -553,19 +553,8 @@ impl Jail {
         if p.rel.as_os_str().is_empty() {
             return Err(FsError::IsADirectory { path: p.shown() });
         }
-        // Look first, so that a FIFO or a device is never opened.
-        let seen = root
-            .dir
-            .metadata(&p.rel)
-            .map_err(|e| self.io("open", p, e))?;
-        refuse_non_file(p, EntryKind::of(seen.file_type()))?;
-        let mut opts = OpenOptions::new();
-        // Non-blocking: if a FIFO is swapped in after the look, opening it does not hang.
-        opts.read(true).nonblock(true);
-        let file = root
-            .dir
-            .open_with(&p.rel, &opts)
-            .map_err(|e| self.io("open", p, e))?
+        let file = open_regular(root, p)
+            .map_err(|failed| self.failed("open", p, failed))?
             .into_std();
         let meta = file.metadata().map_err(|e| self.io("stat", p, e))?;
         let meta = Meta::of_std(&meta);
@@ -737,12 +726,7 @@ impl Jail {
     pub fn lock_all(&self, paths: &[WorkPath]) -> Result<FileLock, FsError> {
         let mut dirs: Vec<((u64, u64), std::fs::File, &WorkPath)> = Vec::new();
         for p in paths {
-            let dir = self.nearest_dir(p)?;
-            let meta = dir.metadata().map_err(|e| self.io("lock", p, e))?;
-            let id = (
-                std::os::unix::fs::MetadataExt::dev(&meta),
-                std::os::unix::fs::MetadataExt::ino(&meta),
-            );
+            let (id, dir) = self.nearest_dir(p)?;
             if !dirs.iter().any(|(seen, _, _)| *seen == id) {
                 dirs.push((id, dir, p));
             }
@@ -770,8 +754,9 @@ impl Jail {
     }
 
     /// The deepest existing directory holding `p`, opened for reading (a lock needs
-    /// a real descriptor, not an `O_PATH` one) as a new open file description.
-    fn nearest_dir(&self, p: &WorkPath) -> Result<std::fs::File, FsError> {
+    /// a real descriptor, not an `O_PATH` one) as a new open file description, with
+    /// its device and inode numbers.
+    fn nearest_dir(&self, p: &WorkPath) -> Result<((u64, u64), std::fs::File), FsError> {
         let root = self.root_of(p)?;
         let mut at = p.rel.parent();
         loop {
@@ -782,8 +767,12 @@ impl Jail {
             let mut opts = OpenOptions::new();
             opts.read(true).maybe_dir(true);
             match root.dir.open_with(rel, &opts) {
-                Ok(dir) if dir.metadata().is_ok_and(|m| m.is_dir()) => return Ok(dir.into_std()),
-                Ok(_) => {
+                Ok(dir) => {
+                    if let Ok(meta) = dir.metadata()
+                        && meta.is_dir()
+                    {
+                        return Ok(((meta.dev(), meta.ino()), dir.into_std()));
+                    }
                     return Err(FsError::NotADirectory {
                         path: root.path.join(rel).display().to_string(),
                     });
@@ -964,6 +953,14 @@ impl Jail {
 
     fn io(&self, op: &'static str, p: &WorkPath, err: io::Error) -> FsError {
         self.reword(FsError::from_io(op, &p.shown(), err), p)
+    }
+
+    /// `failed` as the error of operation `op` on `p`.
+    fn failed(&self, op: &'static str, p: &WorkPath, failed: Failed) -> FsError {
+        match failed {
+            Failed::Io(err) => self.io(op, p, err),
+            Failed::Refused(err) => err,
+        }
     }
 
     /// Fills in the roots of an [`FsError::Outside`] made without them.
@@ -1200,6 +1197,17 @@ fn refuse_non_file(p: &WorkPath, kind: EntryKind) -> Result<(), FsError> {
             kind,
         }),
     }
+}
+
+/// Opens the regular file `p` in `root` for reading. It is looked at first, so
+/// that a FIFO or a device is never opened, and opened non-blocking, so that one
+/// swapped in after the look does not hang the open.
+fn open_regular(root: &Root, p: &WorkPath) -> Result<cap_std::fs::File, Failed> {
+    let seen = root.dir.metadata(&p.rel)?;
+    refuse_non_file(p, EntryKind::of(seen.file_type()))?;
+    let mut opts = OpenOptions::new();
+    opts.read(true).nonblock(true);
+    Ok(root.dir.open_with(&p.rel, &opts)?)
 }
 
 /// The parent (relative to the root) and the file name of `p`.

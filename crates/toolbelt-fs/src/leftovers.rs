@@ -49,7 +49,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use cap_std::fs::Dir;
 
-use crate::error::FsError;
+use crate::error::{Failed, FsError};
 use crate::jail::{EntryKind, Jail, is_temp_name};
 
 /// The largest journal, in bytes: a directory is not noted past it (its leftovers
@@ -327,28 +327,6 @@ impl TempJournal {
             Failed::Io(err) => self.io_error(op, err),
             Failed::Refused(err) => err,
         }
-    }
-}
-
-/// What stopped an operation on the journal, before the operation is named
-/// ([`TempJournal::failed`]).
-#[derive(Debug)]
-enum Failed {
-    /// An OS error.
-    Io(io::Error),
-    /// A refusal that is whole already (too large, busy, a bad path).
-    Refused(FsError),
-}
-
-impl From<io::Error> for Failed {
-    fn from(err: io::Error) -> Failed {
-        Failed::Io(err)
-    }
-}
-
-impl From<FsError> for Failed {
-    fn from(err: FsError) -> Failed {
-        Failed::Refused(err)
     }
 }
 
