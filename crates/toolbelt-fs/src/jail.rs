@@ -1070,26 +1070,9 @@ impl Transaction<'_> {
         p: &WorkPath,
         parent_rel: &Path,
     ) -> Result<(), FsError> {
-        let mut missing = Vec::new();
-        let mut at = Some(parent_rel);
-        while let Some(dir) = at.filter(|d| !d.as_os_str().is_empty()) {
-            match root.dir.symlink_metadata(dir) {
-                Ok(_) => break,
-                Err(err) if err.kind() == io::ErrorKind::NotFound => {
-                    missing.push(dir.to_path_buf());
-                    at = dir.parent();
-                }
-                Err(err) => return Err(self.jail.io("create the parent directory of", p, err)),
-            }
-        }
-        for dir in missing.into_iter().rev() {
-            root.dir
-                .create_dir(&dir)
-                .map_err(|e| self.jail.io("create the parent directory of", p, e))?;
-            self.created_dirs
-                .push(WorkPath::new(p.root, &p.root_path, dir));
-        }
-        Ok(())
+        let jail = self.jail;
+        create_missing_dirs(root, p, parent_rel, &mut self.created_dirs)
+            .map_err(|e| jail.io("create the parent directory of", p, e))
     }
 
     fn apply(&mut self, i: usize) -> Result<(), FsError> {
@@ -1197,6 +1180,33 @@ fn refuse_non_file(p: &WorkPath, kind: EntryKind) -> Result<(), FsError> {
             kind,
         }),
     }
+}
+
+/// Creates the directories of `parent_rel` that do not exist yet, outermost
+/// first, pushing each one made onto `created` (as a path of `p`'s root).
+fn create_missing_dirs(
+    root: &Root,
+    p: &WorkPath,
+    parent_rel: &Path,
+    created: &mut Vec<WorkPath>,
+) -> io::Result<()> {
+    let mut missing = Vec::new();
+    let mut at = Some(parent_rel);
+    while let Some(dir) = at.filter(|d| !d.as_os_str().is_empty()) {
+        match root.dir.symlink_metadata(dir) {
+            Ok(_) => break,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                missing.push(dir.to_path_buf());
+                at = dir.parent();
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    for dir in missing.into_iter().rev() {
+        root.dir.create_dir(&dir)?;
+        created.push(WorkPath::new(p.root, &p.root_path, dir));
+    }
+    Ok(())
 }
 
 /// Opens the regular file `p` in `root` for reading. It is looked at first, so

@@ -232,17 +232,19 @@ impl TempJournal {
 
     /// The journal's text, read under its lock; `None` when there is none.
     fn read(&self) -> Result<Option<Vec<u8>>, FsError> {
+        self.read_locked()
+            .map_err(|failed| self.failed("read", failed))
+    }
+
+    fn read_locked(&self) -> Result<Option<Vec<u8>>, Failed> {
         let file = match open_nofollow(&self.path, false) {
             Ok(file) => file,
             Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(self.io_error("read", err)),
+            Err(err) => return Err(err.into()),
         };
         self.lock(&file)?;
         let mut text = Vec::new();
-        (&file)
-            .take(2 * MAX_JOURNAL_BYTES)
-            .read_to_end(&mut text)
-            .map_err(|e| self.io_error("read", e))?;
+        (&file).take(2 * MAX_JOURNAL_BYTES).read_to_end(&mut text)?;
         Ok(Some(text))
     }
 
