@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
 use lettre::message::header::ContentType;
 use lettre::message::{Attachment as MailAttachment, Mailbox, MultiPart, SinglePart};
 use lettre::transport::smtp::authentication::Credentials;
@@ -150,11 +149,7 @@ impl Email {
         } else {
             let mut parts = MultiPart::mixed().singlepart(text);
             for m in &message.media {
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(&m.data)
-                    .map_err(|_| {
-                        refused(format!("attachment {} is damaged in the outbox", m.name))
-                    })?;
+                let bytes = m.bytes()?;
                 let kind = ContentType::parse(&m.content_type).unwrap_or(
                     ContentType::parse("application/octet-stream")
                         .map_err(|_| refused("bad type".into()))?,

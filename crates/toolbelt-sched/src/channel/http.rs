@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde_json::{Value, json};
@@ -303,11 +302,7 @@ async fn telegram_documents(
         if part_no <= message.parts_sent {
             continue;
         }
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(&media.data)
-            .map_err(|_| SendError::Refused {
-                detail: format!("attachment {} is damaged in the outbox", media.name),
-            })?;
+        let bytes = media.bytes()?;
         let part = reqwest::multipart::Part::bytes(bytes)
             .file_name(media.name.clone())
             .mime_str(&media.content_type)
