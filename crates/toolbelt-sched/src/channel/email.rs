@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use lettre::message::header::ContentType;
+use lettre::message::header::{ContentType, ContentTypeErr};
 use lettre::message::{Attachment as MailAttachment, Mailbox, MultiPart, SinglePart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
@@ -26,6 +26,16 @@ pub enum TlsMode {
 
 /// A mail that cannot be built is refused for good: trying again builds the
 /// same mail.
+/// Only the fallback type `application/octet-stream` is parsed with `?`, and it
+/// always parses.
+impl From<ContentTypeErr> for SendError {
+    fn from(_: ContentTypeErr) -> SendError {
+        SendError::Refused {
+            detail: "bad type".into(),
+        }
+    }
+}
+
 impl From<lettre::error::Error> for SendError {
     fn from(e: lettre::error::Error) -> SendError {
         SendError::Refused {
@@ -150,10 +160,8 @@ impl Email {
             let mut parts = MultiPart::mixed().singlepart(text);
             for m in &message.media {
                 let bytes = m.bytes()?;
-                let kind = ContentType::parse(&m.content_type).unwrap_or(
-                    ContentType::parse("application/octet-stream")
-                        .map_err(|_| refused("bad type".into()))?,
-                );
+                let kind = ContentType::parse(&m.content_type)
+                    .or_else(|_| ContentType::parse("application/octet-stream"))?;
                 parts = parts.singlepart(MailAttachment::new(m.name.clone()).body(bytes, kind));
             }
             builder.multipart(parts)

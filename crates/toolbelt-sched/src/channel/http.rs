@@ -21,10 +21,7 @@ const USER_AGENT: &str = concat!("toolbelt/", env!("CARGO_PKG_VERSION"));
 /// is misconfigured, and a redirect could carry the message elsewhere), a
 /// timeout per attempt.
 pub(crate) fn client() -> SchedResult<reqwest::Client> {
-    build_client().map_err(|e| SchedError::Config {
-        channel: "(all HTTP channels)".into(),
-        message: e.to_string(),
-    })
+    Ok(build_client()?)
 }
 
 /// Why the HTTP channels' client cannot be built.
@@ -40,6 +37,16 @@ enum ClientError {
 impl From<reqwest::Error> for ClientError {
     fn from(e: reqwest::Error) -> Self {
         ClientError::Build(e.without_url())
+    }
+}
+
+/// The client is shared by every HTTP channel: none of them is named.
+impl From<ClientError> for SchedError {
+    fn from(e: ClientError) -> Self {
+        SchedError::Config {
+            channel: "(all HTTP channels)".into(),
+            message: e.to_string(),
+        }
     }
 }
 
