@@ -61,6 +61,12 @@ impl std::fmt::Debug for Email {
     }
 }
 
+/// The address configured as `field` of channel `channel`.
+fn address(channel: &str, field: &str, text: &str) -> SchedResult<Mailbox> {
+    text.parse()
+        .map_err(|_| config_error(channel, format!("its {field} is not an email address")))
+}
+
 impl Email {
     pub(crate) fn from_config(
         name: &str,
@@ -72,12 +78,11 @@ impl Email {
             .as_deref()
             .filter(|h| !h.trim().is_empty())
             .ok_or_else(|| config_error(name, "needs host (the SMTP server)"))?;
-        let from: Mailbox = c
+        let from = c
             .from
             .as_deref()
-            .ok_or_else(|| config_error(name, "needs from (the sender's address)"))?
-            .parse()
-            .map_err(|_| config_error(name, "its from is not an email address"))?;
+            .ok_or_else(|| config_error(name, "needs from (the sender's address)"))?;
+        let from = address(name, "from", from)?;
         let tls = c.tls.unwrap_or_default();
         let builder = match tls {
             TlsMode::Starttls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(host),
@@ -111,12 +116,7 @@ impl Email {
             builder = builder.credentials(Credentials::new(user.clone(), password));
         }
         if let Some(to) = &c.chat_id {
-            to.parse::<Mailbox>().map_err(|_| {
-                config_error(
-                    name,
-                    "its chat_id (the default recipient) is not an email address",
-                )
-            })?;
+            address(name, "chat_id (the default recipient)", to)?;
         }
         Ok(Email {
             transport: builder.build(),
