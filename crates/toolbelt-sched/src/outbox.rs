@@ -340,9 +340,7 @@ impl Outbox {
 fn outgoing(message: &OutboxMessage) -> Result<Outgoing, SendError> {
     let media: Vec<Attachment> = match &message.media {
         None => Vec::new(),
-        Some(text) => serde_json::from_str(text).map_err(|_| SendError::Refused {
-            detail: "the message's attachments are damaged in the outbox".into(),
-        })?,
+        Some(text) => Attachment::from_outbox(text)?,
     };
     Ok(Outgoing {
         id: message.id.clone(),

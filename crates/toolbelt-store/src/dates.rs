@@ -293,9 +293,9 @@ mod tests {
 
     #[test]
     fn for_field_names_the_field() {
-        let e = parse_date("2026-02-30").map_err(|e| e.for_field("deadline"));
+        let e = parse_date("2026-02-30").err();
         assert_eq!(
-            e.err().map(|e| e.to_string()).as_deref(),
+            e.map(|e| e.for_field("deadline").to_string()).as_deref(),
             Some(
                 "deadline: 2026-02-30 is not a calendar date (February 2026 has 28 days); give a real date as YYYY-MM-DD"
             )

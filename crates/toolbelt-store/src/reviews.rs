@@ -279,7 +279,7 @@ pub async fn write_review(store: &Store, new: &NewReview, now_ms: i64) -> StoreR
         check_mood(m)?;
     }
     let moment = match &new.date {
-        Some(d) => review_moment(parse_date_or_time(d).map_err(|e| e.for_field("date"))?),
+        Some(d) => review_moment(date_or_time_field("date", d)?),
         None => now_ms,
     };
     let mut projects: Vec<RecordId> = Vec::with_capacity(new.linked_project_ids.len());
@@ -362,6 +362,12 @@ pub async fn write_review(store: &Store, new: &NewReview, now_ms: i64) -> StoreR
     })
 }
 
+/// The date or date-time the request gave as `field`; a bad one is refused with
+/// the field's name in front of the reason.
+fn date_or_time_field(field: &str, text: &str) -> StoreResult<DateOrTime> {
+    parse_date_or_time(text).map_err(|e| e.for_field(field))
+}
+
 /// The bounds `[from, to)` in ms of a query's `since`/`until`.
 fn query_bounds(q: &ReviewQuery) -> StoreResult<(Option<i64>, Option<i64>)> {
     let offset = match &q.utc_offset {
@@ -369,21 +375,17 @@ fn query_bounds(q: &ReviewQuery) -> StoreResult<(Option<i64>, Option<i64>)> {
         None => Utc.fix(),
     };
     let from = match &q.since {
-        Some(s) => Some(
-            match parse_date_or_time(s).map_err(|e| e.for_field("since"))? {
-                DateOrTime::Date(d) => day_start_ms(d, offset),
-                DateOrTime::Time(t) => t.timestamp_millis(),
-            },
-        ),
+        Some(s) => Some(match date_or_time_field("since", s)? {
+            DateOrTime::Date(d) => day_start_ms(d, offset),
+            DateOrTime::Time(t) => t.timestamp_millis(),
+        }),
         None => None,
     };
     let to = match &q.until {
-        Some(s) => Some(
-            match parse_date_or_time(s).map_err(|e| e.for_field("until"))? {
-                DateOrTime::Date(d) => day_start_ms(d, offset) + MS_PER_DAY,
-                DateOrTime::Time(t) => t.timestamp_millis() + 1,
-            },
-        ),
+        Some(s) => Some(match date_or_time_field("until", s)? {
+            DateOrTime::Date(d) => day_start_ms(d, offset) + MS_PER_DAY,
+            DateOrTime::Time(t) => t.timestamp_millis() + 1,
+        }),
         None => None,
     };
     if let (Some(f), Some(t)) = (from, to)

@@ -271,11 +271,8 @@ async fn inspect_sqlite(path: &Path, location: &Location) -> StoreResult<SqliteH
     } else {
         format!("{}&immutable=1", sqlite_url(path, "ro"))
     };
-    let opts = AnyConnectOptions::from_str(&url)
-        .map_err(|e| open_error(location, e))?
-        .disable_statement_logging();
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let (header, problems) = read_header(opts, size <= QUICK_CHECK_MAX_BYTES)
+    let (header, problems) = read_header(&url, size <= QUICK_CHECK_MAX_BYTES)
         .await
         .map_err(|e| sqlite_error(location, e))?;
     if !problems.is_empty() {
@@ -287,13 +284,13 @@ async fn inspect_sqlite(path: &Path, location: &Location) -> StoreResult<SqliteH
     Ok(header)
 }
 
-/// The header of the SQLite file `opts` opens, and up to three problems its
+/// The header of the SQLite file `url` opens, and up to three problems its
 /// integrity check found (checked only when `check`).
-async fn read_header(
-    opts: AnyConnectOptions,
-    check: bool,
-) -> Result<(SqliteHeader, Vec<String>), sqlx::Error> {
-    let mut conn = opts.connect().await?;
+async fn read_header(url: &str, check: bool) -> Result<(SqliteHeader, Vec<String>), sqlx::Error> {
+    let mut conn = AnyConnectOptions::from_str(url)?
+        .disable_statement_logging()
+        .connect()
+        .await?;
     let application_id: i64 = sqlx::query("PRAGMA application_id")
         .fetch_one(&mut conn)
         .await?
@@ -406,10 +403,23 @@ async fn open_sqlite(path: &Path, location: &Location) -> StoreResult<Store> {
         std::fs::create_dir_all(dir).map_err(|e| open_error(location, e))?;
     }
 
-    let opts = AnyConnectOptions::from_str(&sqlite_url(path, "rwc"))
-        .map_err(|e| open_error(location, e))?
-        .disable_statement_logging();
-    let pool = AnyPoolOptions::new()
+    let pool = connect_sqlite(&sqlite_url(path, "rwc"))
+        .await
+        .map_err(|e| sqlite_error(location, e))?;
+    let store = Store {
+        pool,
+        backend: Backend::Sqlite,
+        location: location.clone(),
+    };
+    migrate_sqlite(&store).await?;
+    Ok(store)
+}
+
+/// The pool of read-write connections to the SQLite file `url` names, each set up
+/// with [`SQLITE_PRAGMAS`].
+async fn connect_sqlite(url: &str) -> Result<AnyPool, sqlx::Error> {
+    let opts = AnyConnectOptions::from_str(url)?.disable_statement_logging();
+    AnyPoolOptions::new()
         .max_connections(8)
         .min_connections(0)
         .acquire_timeout(Duration::from_millis(SQLITE_BUSY_TIMEOUT_MS))
@@ -422,14 +432,6 @@ async fn open_sqlite(path: &Path, location: &Location) -> StoreResult<Store> {
         })
         .connect_with(opts)
         .await
-        .map_err(|e| sqlite_error(location, e))?;
-    let store = Store {
-        pool,
-        backend: Backend::Sqlite,
-        location: location.clone(),
-    };
-    migrate_sqlite(&store).await?;
-    Ok(store)
 }
 
 /// Set on every SQLite connection: WAL, the busy timeout, foreign keys, and

@@ -26,7 +26,9 @@ use std::time::Duration;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use reqwest::Url;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
+use reqwest::header::{
+    CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, InvalidHeaderValue, USER_AGENT,
+};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
@@ -152,6 +154,57 @@ pub(crate) trait Wire: Sync {
     fn parse_json(&self, body: &Value, sink: StreamSink<'_>) -> Result<ModelResponse, Failure>;
 }
 
+/// Fills `headers` (the key, when there is one, the user agent, the content type)
+/// and builds the client.
+///
+/// # Security
+/// The key goes only into that header.
+fn setup(
+    config: &ProviderConfig,
+    headers: &mut HeaderMap,
+    auth_header: HeaderName,
+    auth_prefix: &str,
+) -> Result<reqwest::Client, SetupError> {
+    if let Some(key) = &config.api_key {
+        let mut value = HeaderValue::from_str(&format!("{auth_prefix}{}", key.expose()))?;
+        value.set_sensitive(true);
+        headers.insert(auth_header, value);
+    }
+    headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+
+    let tls = toolbelt_net::tls::client_config(&[], toolbelt_net::tls::ALPN_H2_HTTP1)?;
+    Ok(reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .connect_timeout(config.connect_timeout)
+        .build()?)
+}
+
+/// Why [`setup`] failed; the texts follow "the <provider> " in
+/// [`SetupError::for_provider`].
+#[derive(Debug, thiserror::Error)]
+enum SetupError {
+    /// The key holds characters a header cannot carry (the key is not kept).
+    #[error("API key contains characters an HTTP header cannot carry")]
+    Key(#[from] InvalidHeaderValue),
+    /// The TLS configuration cannot be built.
+    #[error(transparent)]
+    Tls(#[from] toolbelt_net::tls::TlsError),
+    /// The client cannot be built.
+    #[error("HTTP client cannot be built: {0}")]
+    Client(#[from] reqwest::Error),
+}
+
+impl SetupError {
+    /// The configuration error of provider `kind`.
+    fn for_provider(self, kind: ProviderKind) -> ProviderError {
+        match self {
+            SetupError::Tls(e) => e.into(),
+            other => ProviderError::Config(format!("the {kind} {other}")),
+        }
+    }
+}
+
 /// Parses and checks a configured base URL: `http` or `https`, with a host. A
 /// trailing slash is dropped.
 ///
@@ -239,27 +292,8 @@ impl Http {
         auth_prefix: &str,
     ) -> Result<Http, ProviderError> {
         let kind = config.kind;
-        if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(&format!("{auth_prefix}{}", key.expose()))
-                .map_err(|_| {
-                    ProviderError::Config(format!(
-                        "the {kind} API key contains characters an HTTP header cannot carry"
-                    ))
-                })?;
-            value.set_sensitive(true);
-            headers.insert(auth_header, value);
-        }
-        headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-
-        let tls = toolbelt_net::tls::client_config(&[], toolbelt_net::tls::ALPN_H2_HTTP1)?;
-        let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
-            .connect_timeout(config.connect_timeout)
-            .build()
-            .map_err(|e| {
-                ProviderError::Config(format!("the {kind} HTTP client cannot be built: {e}"))
-            })?;
+        let client = setup(config, &mut headers, auth_header, auth_prefix)
+            .map_err(|e| e.for_provider(kind))?;
         Ok(Http {
             kind,
             client,

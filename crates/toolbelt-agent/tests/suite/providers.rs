@@ -1305,6 +1305,23 @@ async fn base_urls_must_be_http() {
 }
 
 #[tokio::test]
+async fn a_key_no_header_can_carry_is_refused_by_name() {
+    for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
+        let mut c = ProviderConfig::new(kind, "m");
+        c.api_key = Some(Secret::new("line\nbreak"));
+        let err = match kind {
+            ProviderKind::OpenAi => OpenAiProvider::new(c).map(|_| ()),
+            ProviderKind::Anthropic => AnthropicProvider::new(c).map(|_| ()),
+        }
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("the {kind} API key contains characters an HTTP header cannot carry")
+        );
+    }
+}
+
+#[tokio::test]
 async fn the_key_never_shows_in_errors() {
     timed(async {
         for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {

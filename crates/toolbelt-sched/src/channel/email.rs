@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
-use lettre::message::header::ContentType;
+use lettre::message::header::{ContentType, ContentTypeErr};
 use lettre::message::{Attachment as MailAttachment, Mailbox, MultiPart, SinglePart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
@@ -27,6 +26,16 @@ pub enum TlsMode {
 
 /// A mail that cannot be built is refused for good: trying again builds the
 /// same mail.
+/// Only the fallback type `application/octet-stream` is parsed with `?`, and it
+/// always parses.
+impl From<ContentTypeErr> for SendError {
+    fn from(_: ContentTypeErr) -> SendError {
+        SendError::Refused {
+            detail: "bad type".into(),
+        }
+    }
+}
+
 impl From<lettre::error::Error> for SendError {
     fn from(e: lettre::error::Error) -> SendError {
         SendError::Refused {
@@ -52,6 +61,12 @@ impl std::fmt::Debug for Email {
     }
 }
 
+/// The address configured as `field` of channel `channel`.
+fn address(channel: &str, field: &str, text: &str) -> SchedResult<Mailbox> {
+    text.parse()
+        .map_err(|_| config_error(channel, format!("its {field} is not an email address")))
+}
+
 impl Email {
     pub(crate) fn from_config(
         name: &str,
@@ -63,12 +78,11 @@ impl Email {
             .as_deref()
             .filter(|h| !h.trim().is_empty())
             .ok_or_else(|| config_error(name, "needs host (the SMTP server)"))?;
-        let from: Mailbox = c
+        let from = c
             .from
             .as_deref()
-            .ok_or_else(|| config_error(name, "needs from (the sender's address)"))?
-            .parse()
-            .map_err(|_| config_error(name, "its from is not an email address"))?;
+            .ok_or_else(|| config_error(name, "needs from (the sender's address)"))?;
+        let from = address(name, "from", from)?;
         let tls = c.tls.unwrap_or_default();
         let builder = match tls {
             TlsMode::Starttls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(host),
@@ -102,12 +116,7 @@ impl Email {
             builder = builder.credentials(Credentials::new(user.clone(), password));
         }
         if let Some(to) = &c.chat_id {
-            to.parse::<Mailbox>().map_err(|_| {
-                config_error(
-                    name,
-                    "its chat_id (the default recipient) is not an email address",
-                )
-            })?;
+            address(name, "chat_id (the default recipient)", to)?;
         }
         Ok(Email {
             transport: builder.build(),
@@ -150,15 +159,9 @@ impl Email {
         } else {
             let mut parts = MultiPart::mixed().singlepart(text);
             for m in &message.media {
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(&m.data)
-                    .map_err(|_| {
-                        refused(format!("attachment {} is damaged in the outbox", m.name))
-                    })?;
-                let kind = ContentType::parse(&m.content_type).unwrap_or(
-                    ContentType::parse("application/octet-stream")
-                        .map_err(|_| refused("bad type".into()))?,
-                );
+                let bytes = m.bytes()?;
+                let kind = ContentType::parse(&m.content_type)
+                    .or_else(|_| ContentType::parse("application/octet-stream"))?;
                 parts = parts.singlepart(MailAttachment::new(m.name.clone()).body(bytes, kind));
             }
             builder.multipart(parts)

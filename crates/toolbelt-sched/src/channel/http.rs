@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde_json::{Value, json};
@@ -22,10 +21,7 @@ const USER_AGENT: &str = concat!("toolbelt/", env!("CARGO_PKG_VERSION"));
 /// is misconfigured, and a redirect could carry the message elsewhere), a
 /// timeout per attempt.
 pub(crate) fn client() -> SchedResult<reqwest::Client> {
-    build_client().map_err(|e| SchedError::Config {
-        channel: "(all HTTP channels)".into(),
-        message: e.to_string(),
-    })
+    Ok(build_client()?)
 }
 
 /// Why the HTTP channels' client cannot be built.
@@ -41,6 +37,16 @@ enum ClientError {
 impl From<reqwest::Error> for ClientError {
     fn from(e: reqwest::Error) -> Self {
         ClientError::Build(e.without_url())
+    }
+}
+
+/// The client is shared by every HTTP channel: none of them is named.
+impl From<ClientError> for SchedError {
+    fn from(e: ClientError) -> Self {
+        SchedError::Config {
+            channel: "(all HTTP channels)".into(),
+            message: e.to_string(),
+        }
     }
 }
 
@@ -303,11 +309,7 @@ async fn telegram_documents(
         if part_no <= message.parts_sent {
             continue;
         }
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(&media.data)
-            .map_err(|_| SendError::Refused {
-                detail: format!("attachment {} is damaged in the outbox", media.name),
-            })?;
+        let bytes = media.bytes()?;
         let part = reqwest::multipart::Part::bytes(bytes)
             .file_name(media.name.clone())
             .mime_str(&media.content_type)

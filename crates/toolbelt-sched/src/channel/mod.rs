@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{SchedError, SchedResult};
@@ -148,6 +149,44 @@ pub struct Attachment {
     pub content_type: String,
     /// Its bytes, base64.
     pub data: String,
+}
+
+impl Attachment {
+    /// Its bytes, decoded from the outbox's base64.
+    pub(crate) fn bytes(&self) -> Result<Vec<u8>, AttachmentError> {
+        base64::engine::general_purpose::STANDARD
+            .decode(&self.data)
+            .map_err(|_| AttachmentError::Damaged {
+                name: self.name.clone(),
+            })
+    }
+
+    /// The attachments an outbox row keeps as JSON.
+    pub(crate) fn from_outbox(text: &str) -> Result<Vec<Attachment>, AttachmentError> {
+        Ok(serde_json::from_str(text)?)
+    }
+}
+
+/// Why the attachments kept in the outbox cannot be sent: refused for good.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AttachmentError {
+    /// The base64 of one attachment does not decode.
+    #[error("attachment {name} is damaged in the outbox")]
+    Damaged {
+        /// The attachment's name.
+        name: String,
+    },
+    /// The JSON list of a message's attachments does not decode.
+    #[error("the message's attachments are damaged in the outbox")]
+    List(#[from] serde_json::Error),
+}
+
+impl From<AttachmentError> for SendError {
+    fn from(e: AttachmentError) -> SendError {
+        SendError::Refused {
+            detail: e.to_string(),
+        }
+    }
 }
 
 /// A failed send.

@@ -551,3 +551,30 @@ async fn a_telegram_attempt_goes_on_from_the_part_that_failed() {
         "{id}"
     );
 }
+
+#[test]
+fn email_addresses_that_do_not_parse_are_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = |from: &str, chat_id: Option<&str>| {
+        let config = ChannelConfig {
+            kind: Some(ChannelKind::Email),
+            host: Some("localhost".into()),
+            from: Some(from.into()),
+            chat_id: chat_id.map(Into::into),
+            ..ChannelConfig::default()
+        };
+        let configs = [("mail".to_string(), config)].into_iter().collect();
+        toolbelt_sched::Channels::from_config(&configs, &|_| None, dir.path())
+            .err()
+            .map(|e| e.to_string())
+    };
+    assert_eq!(
+        refused("not an address", None).as_deref(),
+        Some("channel \"mail\": its from is not an email address")
+    );
+    assert_eq!(
+        refused("bot@example.com", Some("nobody")).as_deref(),
+        Some("channel \"mail\": its chat_id (the default recipient) is not an email address")
+    );
+    assert_eq!(refused("bot@example.com", Some("me@example.com")), None);
+}
