@@ -709,15 +709,7 @@ impl Fetcher {
         let proxy_ips: Vec<IpAddr> = match proxy.host() {
             Host::Ipv4(ip) => vec![IpAddr::V4(*ip)],
             Host::Ipv6(ip) => vec![IpAddr::V6(*ip)],
-            Host::Domain(name) => inner
-                .guard
-                .resolver()
-                .resolve(name)
-                .await
-                .map_err(|source| FetchError::Resolve {
-                    host: name.clone(),
-                    source,
-                })?,
+            Host::Domain(name) => inner.guard.resolve_host(name).await?,
         };
         let mut last_refusal: Option<FetchError> = None;
         for &addr in target.addrs() {
