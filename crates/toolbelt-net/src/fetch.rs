@@ -55,9 +55,11 @@ use crate::proxy::Proxy;
 use crate::tls;
 
 mod body;
+mod headers;
 mod idle;
 
 use body::read_body;
+use headers::RequestHeaders;
 use idle::{IdleIo, Io, is_idle_timeout};
 
 /// The `User-Agent` sent unless another is configured: it names the software
@@ -514,24 +516,7 @@ impl Fetcher {
         progress: &mut Progress,
     ) -> Result<Fetched, FetchError> {
         let inner = &*self.inner;
-        let accept = match &options.accept {
-            Some(a) => HeaderValue::from_str(a).map_err(|e| FetchError::Config {
-                reason: format!("accept {a:?}: {e}"),
-            })?,
-            None => HeaderValue::from_static(DEFAULT_ACCEPT),
-        };
-        let mut extra = Vec::with_capacity(options.headers.len());
-        for (name, value) in &options.headers {
-            let name = http::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
-                FetchError::Config {
-                    reason: format!("header name {name:?}: {e}"),
-                }
-            })?;
-            let value = HeaderValue::from_str(value).map_err(|e| FetchError::Config {
-                reason: format!("header {name}: {e}"),
-            })?;
-            extra.push((name, value));
-        }
+        let RequestHeaders { accept, extra } = RequestHeaders::of(options)?;
         let first_host = url.host_str().map(str::to_owned);
         let cap = options
             .max_body_bytes
@@ -724,15 +709,7 @@ impl Fetcher {
         let proxy_ips: Vec<IpAddr> = match proxy.host() {
             Host::Ipv4(ip) => vec![IpAddr::V4(*ip)],
             Host::Ipv6(ip) => vec![IpAddr::V6(*ip)],
-            Host::Domain(name) => inner
-                .guard
-                .resolver()
-                .resolve(name)
-                .await
-                .map_err(|source| FetchError::Resolve {
-                    host: name.clone(),
-                    source,
-                })?,
+            Host::Domain(name) => inner.guard.resolve_host(name).await?,
         };
         let mut last_refusal: Option<FetchError> = None;
         for &addr in target.addrs() {

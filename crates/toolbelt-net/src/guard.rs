@@ -548,16 +548,23 @@ impl Guard {
         })
     }
 
-    async fn resolve_name(&self, name: &str) -> Result<Vec<IpAddr>, FetchError> {
-        // The WHATWG parser keeps a trailing dot; resolvers accept it.
-        let ips = self
-            .resolver
+    /// Resolves `name` with the resolver, unchecked.
+    ///
+    /// # Errors
+    /// [`FetchError::Resolve`] naming the host when the resolver fails.
+    pub(crate) async fn resolve_host(&self, name: &str) -> Result<Vec<IpAddr>, FetchError> {
+        self.resolver
             .resolve(name)
             .await
             .map_err(|source| FetchError::Resolve {
                 host: name.to_owned(),
                 source,
-            })?;
+            })
+    }
+
+    async fn resolve_name(&self, name: &str) -> Result<Vec<IpAddr>, FetchError> {
+        // The WHATWG parser keeps a trailing dot; resolvers accept it.
+        let ips = self.resolve_host(name).await?;
         if ips.is_empty() {
             return Err(FetchError::NoAddress {
                 host: name.to_owned(),

@@ -36,23 +36,44 @@ impl fmt::Debug for Proxy {
     }
 }
 
+/// Why a proxy URL is refused.
+#[derive(Debug, thiserror::Error)]
+enum BadProxy {
+    /// Not a URL.
+    #[error(transparent)]
+    Url(#[from] url::ParseError),
+    /// Not an `http://` URL.
+    #[error("scheme {0:?} is not supported; use an http:// proxy")]
+    Scheme(String),
+    /// No host to connect to.
+    #[error("no host")]
+    NoHost,
+}
+
+impl From<BadProxy> for FetchError {
+    fn from(e: BadProxy) -> Self {
+        FetchError::Config {
+            reason: format!("proxy: {e}"),
+        }
+    }
+}
+
 impl Proxy {
     /// Parses `http://[user:password@]host[:port]`.
+    ///
+    /// # Errors
+    /// [`FetchError::Config`] saying why the proxy URL is refused.
     pub(crate) fn parse(input: &str) -> Result<Self, FetchError> {
-        let config = |reason: String| FetchError::Config {
-            reason: format!("proxy: {reason}"),
-        };
-        let url = Url::parse(input.trim()).map_err(|e| config(e.to_string()))?;
+        Ok(Self::from_url(input)?)
+    }
+
+    /// [`parse`](Self::parse) before the error is a fetcher configuration error.
+    fn from_url(input: &str) -> Result<Self, BadProxy> {
+        let url = Url::parse(input.trim())?;
         if url.scheme() != "http" {
-            return Err(config(format!(
-                "scheme {:?} is not supported; use an http:// proxy",
-                url.scheme()
-            )));
+            return Err(BadProxy::Scheme(url.scheme().to_owned()));
         }
-        let host = url
-            .host()
-            .map(|h| h.to_owned())
-            .ok_or_else(|| config("no host".to_owned()))?;
+        let host = url.host().map(|h| h.to_owned()).ok_or(BadProxy::NoHost)?;
         let port = url.port_or_known_default().unwrap_or(80);
         let authorization = if url.username().is_empty() && url.password().is_none() {
             None

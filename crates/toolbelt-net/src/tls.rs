@@ -36,7 +36,7 @@ pub enum TlsError {
     RootCertificate(#[source] rustls::Error),
     /// The crypto provider refuses the protocol versions.
     #[error("TLS: {0}")]
-    Setup(#[source] rustls::Error),
+    Setup(#[from] rustls::Error),
 }
 
 /// The shared TLS client configuration, trusting the web's roots and the DER
@@ -64,8 +64,7 @@ pub fn client_config(
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(TlsError::Setup)?
+        .with_safe_default_protocol_versions()?
         .with_root_certificates(roots)
         .with_no_client_auth();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();

@@ -47,23 +47,9 @@ enum SetupError {
         #[source]
         source: io::Error,
     },
-    #[error("cannot make mounts private: {0}")]
-    PrivateMounts(#[source] nix::Error),
-    #[error("cannot bind {}: {source}", path.display())]
-    Bind {
-        path: PathBuf,
-        #[source]
-        source: nix::Error,
-    },
-    #[error("cannot make {} read-only: {source}", path.display())]
-    ReadOnly {
-        path: PathBuf,
-        #[source]
-        source: nix::Error,
-    },
-    #[error("cannot hide {}: {source}", path.display())]
-    Hide {
-        path: PathBuf,
+    #[error("cannot {mount}: {source}")]
+    Mount {
+        mount: Mount,
         #[source]
         source: nix::Error,
     },
@@ -233,53 +219,100 @@ fn map_ids(uid: Uid, gid: Gid) -> Result<(), SetupError> {
     write("gid_map", format!("{gid} {gid} 1\n"))
 }
 
+/// A mount the helper makes; as text, what a failure could not do.
+#[derive(Debug)]
+enum Mount {
+    /// Every mount made private, so what is bound here stays here.
+    Private,
+    /// A path bound onto itself.
+    Bind(PathBuf),
+    /// The bind of a path made read-only.
+    ReadOnly(PathBuf),
+    /// A directory covered by an empty read-only tmpfs.
+    Hide(PathBuf),
+}
+
+impl std::fmt::Display for Mount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mount::Private => write!(f, "make mounts private"),
+            Mount::Bind(path) => write!(f, "bind {}", path.display()),
+            Mount::ReadOnly(path) => write!(f, "make {} read-only", path.display()),
+            Mount::Hide(path) => write!(f, "hide {}", path.display()),
+        }
+    }
+}
+
+impl Mount {
+    /// Makes the mount; a failure names it.
+    fn make(self) -> Result<(), SetupError> {
+        let made = match &self {
+            Mount::Private => mount(
+                None::<&str>,
+                "/",
+                None::<&str>,
+                MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+                None::<&str>,
+            ),
+            Mount::Bind(path) => mount(
+                Some(path),
+                path,
+                None::<&str>,
+                MsFlags::MS_BIND | MsFlags::MS_REC,
+                None::<&str>,
+            ),
+            Mount::ReadOnly(path) => mount(
+                None::<&str>,
+                path,
+                None::<&str>,
+                read_only_flags(path),
+                None::<&str>,
+            ),
+            Mount::Hide(dir) => mount(
+                Some("tmpfs"),
+                dir,
+                Some("tmpfs"),
+                MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+                Some("size=4k,mode=0500"),
+            ),
+        };
+        made.map_err(|source| SetupError::Mount {
+            mount: self,
+            source,
+        })
+    }
+}
+
+/// The flags that remount the bind of `path` read-only. The flags of the
+/// underlying mount are locked in a user namespace: they are kept.
+fn read_only_flags(path: &Path) -> MsFlags {
+    let kept = statvfs(path).map(|s| s.flags()).unwrap_or(FsFlags::empty());
+    let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+    for (st, ms) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if kept.contains(st) {
+            flags |= ms;
+        }
+    }
+    flags
+}
+
 /// Makes every mount private, so what is bound here stays here.
 fn private_mounts() -> Result<(), SetupError> {
-    mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-        None::<&str>,
-    )
-    .map_err(SetupError::PrivateMounts)
+    Mount::Private.make()
 }
 
 /// Binds `path` onto itself, read-only when asked.
 fn bind(path: &Path, read_only: bool) -> Result<(), SetupError> {
-    mount(
-        Some(path),
-        path,
-        None::<&str>,
-        MsFlags::MS_BIND | MsFlags::MS_REC,
-        None::<&str>,
-    )
-    .map_err(|source| SetupError::Bind {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    Mount::Bind(path.to_path_buf()).make()?;
     if read_only {
-        // The flags of the underlying mount are locked in a user namespace: keep them.
-        let kept = statvfs(path).map(|s| s.flags()).unwrap_or(FsFlags::empty());
-        let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
-        for (st, ms) in [
-            (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
-            (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
-            (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
-            (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
-            (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
-            (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
-        ] {
-            if kept.contains(st) {
-                flags |= ms;
-            }
-        }
-        mount(None::<&str>, path, None::<&str>, flags, None::<&str>).map_err(|source| {
-            SetupError::ReadOnly {
-                path: path.to_path_buf(),
-                source,
-            }
-        })?;
+        Mount::ReadOnly(path.to_path_buf()).make()?;
     }
     Ok(())
 }
@@ -289,17 +322,7 @@ fn hide(dir: &Path) -> Result<(), SetupError> {
     if !dir.is_dir() {
         return Ok(());
     }
-    mount(
-        Some("tmpfs"),
-        dir,
-        Some("tmpfs"),
-        MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-        Some("size=4k,mode=0500"),
-    )
-    .map_err(|source| SetupError::Hide {
-        path: dir.to_path_buf(),
-        source,
-    })
+    Mount::Hide(dir.to_path_buf()).make()
 }
 
 /// Keeps the git files of `guard` from being changed (see [`crate::git`]).
@@ -498,18 +521,32 @@ mod tests {
                 "cannot write /proc/self/uid_map: Operation not permitted (os error 1)",
             ),
             (
-                SetupError::Bind {
-                    path: PathBuf::from("/w/.git"),
+                SetupError::Mount {
+                    mount: Mount::Private,
+                    source: nix::Error::EPERM,
+                },
+                "cannot make mounts private: EPERM: Operation not permitted",
+            ),
+            (
+                SetupError::Mount {
+                    mount: Mount::Bind(PathBuf::from("/w/.git")),
                     source: nix::Error::EPERM,
                 },
                 "cannot bind /w/.git: EPERM: Operation not permitted",
             ),
             (
-                SetupError::ReadOnly {
-                    path: PathBuf::from("/w/.git/hooks"),
+                SetupError::Mount {
+                    mount: Mount::ReadOnly(PathBuf::from("/w/.git/hooks")),
                     source: nix::Error::EPERM,
                 },
                 "cannot make /w/.git/hooks read-only: EPERM: Operation not permitted",
+            ),
+            (
+                SetupError::Mount {
+                    mount: Mount::Hide(PathBuf::from("/home/u/.ssh")),
+                    source: nix::Error::EPERM,
+                },
+                "cannot hide /home/u/.ssh: EPERM: Operation not permitted",
             ),
             (
                 SetupError::GitWithoutMountNamespace {

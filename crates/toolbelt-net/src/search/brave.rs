@@ -5,10 +5,8 @@
 use serde::Deserialize;
 use url::Url;
 
-use super::{MAX_LIMIT, SearchError, SearchQuery, SearchResult, TimeRange, status_error};
+use super::{Failure, MAX_LIMIT, SearchQuery, SearchResult, TimeRange, status_error};
 use crate::fetch::{FetchOptions, Fetched};
-
-const ENGINE: &str = "brave";
 
 /// The request for `query`.
 pub(super) fn request(base: &Url, api_key: &str, query: &SearchQuery) -> (Url, FetchOptions) {
@@ -69,7 +67,7 @@ struct ErrorBody {
 }
 
 /// The results of an answer.
-pub(super) fn parse(answer: &Fetched) -> Result<Vec<SearchResult>, SearchError> {
+pub(super) fn parse(answer: &Fetched) -> Result<Vec<SearchResult>, Failure> {
     let status = answer.status;
     if status >= 400
         && let Ok(ErrorAnswer { error }) = serde_json::from_slice::<ErrorAnswer>(&answer.body)
@@ -77,40 +75,22 @@ pub(super) fn parse(answer: &Fetched) -> Result<Vec<SearchResult>, SearchError> 
         let code = error.code.unwrap_or_default();
         let detail = error.detail.unwrap_or_else(|| code.clone());
         if code == "RATE_LIMITED" || status == 429 {
-            return Err(SearchError::RateLimited {
-                engine: ENGINE,
-                status,
-            });
+            return Err(Failure::RateLimited { status });
         }
         if code.contains("TOKEN") || code.contains("AUTH") || matches!(status, 401 | 403) {
-            return Err(SearchError::Unauthorized {
-                engine: ENGINE,
-                status,
-                detail,
-            });
+            return Err(Failure::Unauthorized { status, detail });
         }
-        return Err(SearchError::Status {
-            engine: ENGINE,
-            status,
-            detail,
-        });
+        return Err(Failure::Status { status, detail });
     }
-    if let Some(err) = status_error(ENGINE, answer) {
+    if let Some(err) = status_error(answer) {
         return Err(err);
     }
-    let parsed: Answer =
-        serde_json::from_slice(&answer.body).map_err(|e| SearchError::Changed {
-            engine: ENGINE,
-            detail: format!("not the JSON of a web search: {e}"),
-        })?;
+    let parsed: Answer = serde_json::from_slice(&answer.body)?;
     let Some(web) = parsed.web else {
         // A search with no web results still says what it is.
         return match parsed.kind.as_deref() {
             Some("search") => Ok(Vec::new()),
-            _ => Err(SearchError::Changed {
-                engine: ENGINE,
-                detail: "no \"web\" section".to_string(),
-            }),
+            _ => Err(Failure::Changed("no \"web\" section".to_string())),
         };
     };
     Ok(web

@@ -7,10 +7,8 @@
 use scraper::{ElementRef, Html, Selector};
 use url::Url;
 
-use super::{SearchError, SearchQuery, SearchResult, TimeRange, status_error};
+use super::{Failure, SearchQuery, SearchResult, TimeRange, status_error};
 use crate::fetch::{FetchOptions, Fetched};
-
-const ENGINE: &str = "duckduckgo";
 
 /// The request for `query`.
 pub(super) fn request(base: &Url, query: &SearchQuery) -> (Url, FetchOptions) {
@@ -33,17 +31,13 @@ pub(super) fn request(base: &Url, query: &SearchQuery) -> (Url, FetchOptions) {
 }
 
 /// The results of an answer.
-pub(super) fn parse(answer: &Fetched) -> Result<Vec<SearchResult>, SearchError> {
-    if let Some(err) = status_error(ENGINE, answer) {
+pub(super) fn parse(answer: &Fetched) -> Result<Vec<SearchResult>, Failure> {
+    if let Some(err) = status_error(answer) {
         return Err(err);
     }
     let html = Html::parse_document(&answer.text());
-    let sel = |s: &str| {
-        Selector::parse(s).map_err(|e| SearchError::Changed {
-            engine: ENGINE,
-            detail: format!("selector {s}: {e}"),
-        })
-    };
+    let sel =
+        |s: &str| Selector::parse(s).map_err(|e| Failure::Changed(format!("selector {s}: {e}")));
     let (result, title, snippet, no_results, bot_check) = (
         sel("div.result")?,
         sel("a.result__a")?,
@@ -83,15 +77,13 @@ pub(super) fn parse(answer: &Fetched) -> Result<Vec<SearchResult>, SearchError> 
         return Ok(out);
     }
     if answer.status == 202 || html.select(&bot_check).next().is_some() {
-        return Err(SearchError::RateLimited {
-            engine: ENGINE,
+        return Err(Failure::RateLimited {
             status: answer.status,
         });
     }
-    Err(SearchError::Changed {
-        engine: ENGINE,
-        detail: "no result blocks (div.result) and no \"no results\" notice".to_string(),
-    })
+    Err(Failure::Changed(
+        "no result blocks (div.result) and no \"no results\" notice".to_string(),
+    ))
 }
 
 /// The page a result link leads to: the `uddg` parameter of DuckDuckGo's

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::error::FetchError;
-use crate::fetch::{Fetched, Fetcher};
+use crate::fetch::{FetchOptions, Fetched, Fetcher};
 
 /// Results asked for when the query does not say.
 pub const DEFAULT_LIMIT: usize = 5;
@@ -213,6 +213,15 @@ impl Backend {
         }
     }
 
+    /// What its answers are, as an error that the answer is not one says.
+    fn answer_kind(&self) -> &'static str {
+        match self {
+            Backend::DuckDuckGo { .. } => "DuckDuckGo's HTML results page",
+            Backend::Brave { .. } => "the JSON of a web search",
+            Backend::Searxng { .. } => "SearXNG's JSON",
+        }
+    }
+
     /// The URL it answers at.
     pub fn base_url(&self) -> &Url {
         match self {
@@ -314,7 +323,6 @@ impl Searcher {
     /// The request goes through the fetcher's SSRF guard like any fetched page;
     /// an API key is sent to the backend's host only.
     pub async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchResult>, SearchError> {
-        let engine = self.backend.name();
         let (url, options) = match &self.backend {
             Backend::DuckDuckGo { base_url } => duckduckgo::request(base_url, query),
             Backend::Brave { base_url, api_key } => brave::request(base_url, api_key, query),
@@ -324,16 +332,10 @@ impl Searcher {
             .timeout(SEARCH_TIMEOUT)
             .max_body_bytes(MAX_ANSWER_BYTES)
             .same_host_redirects_only(true);
-        let answer = self
-            .fetcher
-            .fetch(url.as_str(), &options)
+        let parsed = self
+            .call(url, &options)
             .await
-            .map_err(|source| SearchError::Fetch { engine, source })?;
-        let parsed = match &self.backend {
-            Backend::DuckDuckGo { .. } => duckduckgo::parse(&answer)?,
-            Backend::Brave { .. } => brave::parse(&answer)?,
-            Backend::Searxng { .. } => searxng::parse(&answer)?,
-        };
+            .map_err(|failure| failure.of(&self.backend))?;
         let limit = query.limit.clamp(1, MAX_LIMIT);
         let mut seen = std::collections::HashSet::new();
         Ok(parsed
@@ -342,27 +344,99 @@ impl Searcher {
             .take(limit)
             .collect())
     }
+
+    /// Asks the backend and parses its answer; the error does not name the
+    /// engine yet.
+    async fn call(&self, url: Url, options: &FetchOptions) -> Result<Vec<SearchResult>, Failure> {
+        let answer = self.fetcher.fetch(url.as_str(), options).await?;
+        match &self.backend {
+            Backend::DuckDuckGo { .. } => duckduckgo::parse(&answer),
+            Backend::Brave { .. } => brave::parse(&answer),
+            Backend::Searxng { .. } => searxng::parse(&answer),
+        }
+    }
+}
+
+/// Why one call to a backend failed: a [`SearchError`] before the engine is
+/// named, which [`Searcher::search`] does once.
+#[derive(Debug)]
+enum Failure {
+    /// The request could not be made or answered.
+    Fetch(FetchError),
+    /// The engine limits how often it may be asked.
+    RateLimited {
+        /// The HTTP status.
+        status: u16,
+    },
+    /// The key was refused.
+    Unauthorized {
+        /// The HTTP status.
+        status: u16,
+        /// What the engine said.
+        detail: String,
+    },
+    /// The engine answered with an error status.
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// What the engine said, shortened.
+        detail: String,
+    },
+    /// The answer is not JSON of the shape the backend reads.
+    Json(serde_json::Error),
+    /// The answer is not in the shape the backend knows.
+    Changed(String),
+}
+
+impl From<FetchError> for Failure {
+    fn from(e: FetchError) -> Self {
+        Failure::Fetch(e)
+    }
+}
+
+impl From<serde_json::Error> for Failure {
+    fn from(e: serde_json::Error) -> Self {
+        Failure::Json(e)
+    }
+}
+
+impl Failure {
+    /// The failure of `backend`.
+    fn of(self, backend: &Backend) -> SearchError {
+        let engine = backend.name();
+        match self {
+            Failure::Fetch(source) => SearchError::Fetch { engine, source },
+            Failure::RateLimited { status } => SearchError::RateLimited { engine, status },
+            Failure::Unauthorized { status, detail } => SearchError::Unauthorized {
+                engine,
+                status,
+                detail,
+            },
+            Failure::Status { status, detail } => SearchError::Status {
+                engine,
+                status,
+                detail,
+            },
+            Failure::Json(e) => SearchError::Changed {
+                engine,
+                detail: format!("not {}: {e}", backend.answer_kind()),
+            },
+            Failure::Changed(detail) => SearchError::Changed { engine, detail },
+        }
+    }
 }
 
 /// The error for an answer whose status is not a success, if it is not.
-fn status_error(engine: &'static str, answer: &Fetched) -> Option<SearchError> {
+fn status_error(answer: &Fetched) -> Option<Failure> {
     let status = answer.status;
     if (200..300).contains(&status) {
         return None;
     }
     let detail = short(&answer.text());
     Some(match status {
-        429 => SearchError::RateLimited { engine, status },
-        401 | 403 => SearchError::Unauthorized {
-            engine,
-            status,
-            detail,
-        },
-        _ => SearchError::Status {
-            engine,
-            status,
-            detail,
-        },
+        429 => Failure::RateLimited { status },
+        401 | 403 => Failure::Unauthorized { status, detail },
+        _ => Failure::Status { status, detail },
     })
 }
 

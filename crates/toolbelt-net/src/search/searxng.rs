@@ -5,10 +5,8 @@
 use serde::Deserialize;
 use url::Url;
 
-use super::{SearchError, SearchQuery, SearchResult, TimeRange, status_error};
+use super::{Failure, SearchQuery, SearchResult, TimeRange, status_error};
 use crate::fetch::{FetchOptions, Fetched};
-
-const ENGINE: &str = "searxng";
 
 /// The request for `query`.
 pub(super) fn request(base: &Url, query: &SearchQuery) -> (Url, FetchOptions) {
@@ -50,28 +48,22 @@ struct Item {
 }
 
 /// The results of an answer.
-pub(super) fn parse(answer: &Fetched) -> Result<Vec<SearchResult>, SearchError> {
+pub(super) fn parse(answer: &Fetched) -> Result<Vec<SearchResult>, Failure> {
     if answer.status == 403 {
-        return Err(SearchError::Status {
-            engine: ENGINE,
+        return Err(Failure::Status {
             status: 403,
             detail: "the instance refuses the JSON format; enable `json` under \
                      `search.formats` in its settings.yml"
                 .to_string(),
         });
     }
-    if let Some(err) = status_error(ENGINE, answer) {
+    if let Some(err) = status_error(answer) {
         return Err(err);
     }
-    let parsed: Answer =
-        serde_json::from_slice(&answer.body).map_err(|e| SearchError::Changed {
-            engine: ENGINE,
-            detail: format!("not SearXNG's JSON: {e}"),
-        })?;
-    let items = parsed.results.ok_or_else(|| SearchError::Changed {
-        engine: ENGINE,
-        detail: "no \"results\" list".to_string(),
-    })?;
+    let parsed: Answer = serde_json::from_slice(&answer.body)?;
+    let items = parsed
+        .results
+        .ok_or_else(|| Failure::Changed("no \"results\" list".to_string()))?;
     Ok(items
         .into_iter()
         .filter_map(|item| {

@@ -278,6 +278,40 @@ async fn honest_user_agent_by_default_and_configurable() {
 }
 
 #[tokio::test]
+async fn invalid_request_headers_are_named_in_the_error() {
+    within(async {
+        let fetcher = Fetcher::builder().build().unwrap();
+        let with_header = |name: &str, value: &str| {
+            let mut options = FetchOptions::default();
+            options.headers.push((name.to_owned(), value.to_owned()));
+            options
+        };
+        for (options, want) in [
+            (
+                FetchOptions::default().accept("text/html\n"),
+                "invalid fetcher configuration: accept \"text/html\\n\": \
+                 failed to parse header value",
+            ),
+            (
+                with_header("bad name", "v"),
+                "invalid fetcher configuration: header name \"bad name\": invalid HTTP header name",
+            ),
+            (
+                with_header("X-Key", "a\nb"),
+                "invalid fetcher configuration: header x-key: failed to parse header value",
+            ),
+        ] {
+            let err = fetcher
+                .fetch("http://example.com/", &options)
+                .await
+                .unwrap_err();
+            assert_eq!(err.to_string(), want);
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn accept_headers_are_sent() {
     within(async {
         let f = fixture().await;

@@ -134,16 +134,28 @@ async fn proxy_refusal_is_a_proxy_error_and_credentials_are_sent() {
 
 #[test]
 fn only_http_proxies_are_accepted() {
-    for proxy in [
-        "socks5://127.0.0.1:1080",
-        "https://proxy.example:443",
-        "not a url",
+    for (proxy, want) in [
+        (
+            "socks5://127.0.0.1:1080",
+            "invalid fetcher configuration: proxy: scheme \"socks5\" is not supported; \
+             use an http:// proxy",
+        ),
+        (
+            "https://proxy.example:443",
+            "invalid fetcher configuration: proxy: scheme \"https\" is not supported; \
+             use an http:// proxy",
+        ),
+        (
+            "not a url",
+            "invalid fetcher configuration: proxy: relative URL without a base",
+        ),
     ] {
         let err = toolbelt_net::fetch::Fetcher::builder()
             .proxy(proxy)
             .build()
             .unwrap_err();
         assert!(matches!(err, FetchError::Config { .. }), "{proxy}: {err:?}");
+        assert_eq!(err.to_string(), want);
     }
 }
 

@@ -357,6 +357,37 @@ async fn searxng_asks_for_json_and_parses_its_answer() {
 }
 
 #[tokio::test]
+async fn an_answer_that_is_not_json_names_the_engine_and_what_was_expected() {
+    within(async {
+        let (server, _) = engine(200, "text/html", "<html>not json</html>").await;
+        let url = |path: &str| Url::parse(&server.url(path)).unwrap();
+        for (backend, want) in [
+            (
+                Backend::Brave {
+                    base_url: url("/res/v1/web/search"),
+                    api_key: "k".into(),
+                },
+                "brave answered in a shape this version does not know \
+                 (not the JSON of a web search: expected value at line 1 column 1); \
+                 the service may have changed",
+            ),
+            (
+                Backend::Searxng { base_url: url("/") },
+                "searxng answered in a shape this version does not know \
+                 (not SearXNG's JSON: expected value at line 1 column 1); \
+                 the service may have changed",
+            ),
+        ] {
+            let searcher = Searcher::new(backend, fetcher_for(server.addr));
+            let err = searcher.search(&SearchQuery::new("x")).await.unwrap_err();
+            assert!(matches!(err, SearchError::Changed { .. }), "{err:?}");
+            assert_eq!(err.to_string(), want);
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn the_engine_is_behind_the_guard_like_any_page() {
     within(async {
         // Not allowed: a search engine on the loopback address is refused before
