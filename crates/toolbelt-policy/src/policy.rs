@@ -228,10 +228,7 @@ impl Policy {
         }
         first(Decision::Ask)
             .or_else(|| first(Decision::Allow))
-            .unwrap_or(Evaluation {
-                decision: Decision::Allow,
-                rule: None,
-            })
+            .unwrap_or(Evaluation::allowed())
     }
 
     /// Rules for the tool of `req` whose specifier depends on the command (neither
@@ -329,10 +326,7 @@ impl Policy {
                 decision: Decision::Ask,
                 rule: Some(format!("no allow rule covers {text:?}")),
             },
-            None => Evaluation {
-                decision: Decision::Allow,
-                rule: None,
-            },
+            None => Evaluation::allowed(),
         }
     }
 }

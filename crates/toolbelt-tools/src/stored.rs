@@ -18,7 +18,7 @@ pub(crate) fn workspace_key(ctx: &ToolContext) -> String {
 
 /// Declares a tool whose only state is the store, with `new(store)`:
 ///
-/// ```ignore
+/// ```text
 /// store_tool! {
 ///     /// The `create_goal` tool.
 ///     CreateGoal
