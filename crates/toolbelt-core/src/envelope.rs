@@ -67,13 +67,18 @@ pub enum ErrorCode {
     Cancelled,
     /// Something the tool needs is not installed or not configured.
     DependencyMissing,
+    /// The server behind the tool (another MCP server) is not running or not
+    /// reachable now; it is started again on a later call.
+    Unavailable,
+    /// The tool of another MCP server reported an error; its message says why.
+    RemoteError,
     /// A fault inside toolbelt; not caused by the arguments.
     Internal,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 14] = [
+    pub const ALL: [ErrorCode; 16] = [
         ErrorCode::InvalidParams,
         ErrorCode::UnknownTool,
         ErrorCode::NotFound,
@@ -87,6 +92,8 @@ impl ErrorCode {
         ErrorCode::NonzeroExit,
         ErrorCode::Cancelled,
         ErrorCode::DependencyMissing,
+        ErrorCode::Unavailable,
+        ErrorCode::RemoteError,
         ErrorCode::Internal,
     ];
 
@@ -106,6 +113,8 @@ impl ErrorCode {
             ErrorCode::NonzeroExit => "NONZERO_EXIT",
             ErrorCode::Cancelled => "CANCELLED",
             ErrorCode::DependencyMissing => "DEPENDENCY_MISSING",
+            ErrorCode::Unavailable => "UNAVAILABLE",
+            ErrorCode::RemoteError => "REMOTE_ERROR",
             ErrorCode::Internal => "INTERNAL",
         }
     }

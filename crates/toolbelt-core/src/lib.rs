@@ -82,7 +82,7 @@ pub use context::{
 pub use envelope::{CallContext, Envelope, ErrorCode, ErrorInfo, Repair, Stats, Status};
 pub use registry::{
     Approval, ApprovalRequest, Approver, BatchMode, CallOptions, DEFAULT_MAX_CONCURRENCY,
-    MAX_TOOL_NAME_LEN, Registry, RegistryError, ToolCall,
+    MAX_TOOL_NAME_LEN, Registry, RegistryError, ToolCall, ToolSource,
 };
 pub use repair::repair_arguments;
 pub use retry::{RetryPolicy, retry_after, retry_after_ms};

@@ -46,9 +46,10 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::{Map, Value};
 
-use crate::envelope::{Envelope, Status};
+use crate::envelope::{Envelope, ErrorCode, Status};
 use crate::human::{human_bytes, plural};
 use crate::tool::Reply;
+use crate::tool::ToolError;
 
 /// Default budget of a model-facing text.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 30_000;
@@ -1300,6 +1301,20 @@ pub enum SpillError {
         #[source]
         source: io::Error,
     },
+}
+
+/// INVALID_PARAMS for an id of the wrong shape, NOT_FOUND for one that is gone,
+/// INTERNAL when the saved file cannot be read.
+impl From<SpillError> for ToolError {
+    fn from(e: SpillError) -> ToolError {
+        match e {
+            SpillError::InvalidId(_) => ToolError::new(ErrorCode::InvalidParams, e.to_string()),
+            SpillError::NotFound(_) => ToolError::new(ErrorCode::NotFound, e.to_string()).hint(
+                "output ids come from truncated results of this session; run the original call again",
+            ),
+            SpillError::Io { .. } => ToolError::new(ErrorCode::Internal, e.to_string()),
+        }
+    }
 }
 
 /// One page of a spilled output.

@@ -148,6 +148,14 @@ struct Entry {
 }
 
 impl Entry {
+    fn new(tool: Arc<dyn Tool>) -> Entry {
+        Entry {
+            tool,
+            validator: OnceLock::new(),
+            param_names: OnceLock::new(),
+        }
+    }
+
     fn validator(&self) -> Result<&SchemaValidator, &InvalidSchema> {
         self.validator
             .get_or_init(|| SchemaValidator::new(&self.tool.spec().input_schema))
@@ -201,11 +209,31 @@ pub trait Approver: Send + Sync {
     fn approve<'a>(&'a self, request: ApprovalRequest<'a>) -> crate::BoxFuture<'a, Approval>;
 }
 
+/// Tools that come and go while the registry is in use (the tools of another MCP
+/// server, listed again when it says its list changed). The registry asks it on
+/// every lookup, after its own tools: a name it holds itself wins.
+pub trait ToolSource: Send + Sync + 'static {
+    /// The tools offered now, in a stable order.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+
+    /// The tool named `name` (as its spec names it), if offered now.
+    fn get(&self, name: &str) -> Option<Arc<dyn Tool>>;
+
+    /// A number that changes whenever [`ToolSource::tools`] would give something
+    /// new. Cheap to call.
+    fn revision(&self) -> u64;
+}
+
 /// Holds the tools and executes calls: unknown-name suggestions, safe repair,
 /// validation, custom rules, permission policy, timeout, cancellation, output budget.
 pub struct Registry {
     session: Arc<Session>,
-    tools: BTreeMap<String, Entry>,
+    tools: BTreeMap<String, Arc<Entry>>,
+    /// Tools that come and go, asked after `tools`.
+    sources: Vec<Arc<dyn ToolSource>>,
+    /// The entries of the sources' tools, kept while the same tool is offered (its
+    /// compiled schema is reused).
+    source_entries: std::sync::Mutex<BTreeMap<String, Arc<Entry>>>,
     profile: Profile,
     authorizer: Arc<dyn Authorizer>,
     approver: Option<Arc<dyn Approver>>,
@@ -239,6 +267,8 @@ impl Registry {
         Registry {
             session: Arc::new(session),
             tools: BTreeMap::new(),
+            sources: Vec::new(),
+            source_entries: std::sync::Mutex::default(),
             profile: Profile::default_profile(),
             authorizer: Arc::new(AllowAll),
             approver: None,
@@ -282,18 +312,13 @@ impl Registry {
         let tools = self
             .tools
             .iter()
-            .map(|(name, e)| {
-                let entry = Entry {
-                    tool: Arc::clone(&e.tool),
-                    validator: OnceLock::new(),
-                    param_names: OnceLock::new(),
-                };
-                (name.clone(), entry)
-            })
+            .map(|(name, e)| (name.clone(), Arc::new(Entry::new(Arc::clone(&e.tool)))))
             .collect();
         Registry {
             session: Arc::clone(&self.session),
             tools,
+            sources: self.sources.clone(),
+            source_entries: std::sync::Mutex::default(),
             profile: self.profile.clone(),
             authorizer: Arc::clone(&self.authorizer),
             approver: None,
@@ -411,19 +436,66 @@ impl Registry {
         }
         self.tools.insert(
             name,
-            Entry {
+            Arc::new(Entry {
                 tool,
                 validator,
                 param_names: OnceLock::new(),
-            },
+            }),
         );
         Ok(())
+    }
+
+    /// Adds tools that come and go (see [`ToolSource`]); the registry asks `source`
+    /// after its own tools and after earlier sources.
+    pub fn add_source(&mut self, source: Arc<dyn ToolSource>) {
+        self.sources.push(source);
+    }
+
+    /// The tool `name` of the first source that offers it.
+    fn source_tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.sources.iter().find_map(|s| s.get(name))
+    }
+
+    /// The tools of the sources that the registry's own names do not shadow.
+    fn source_tools(&self) -> Vec<Arc<dyn Tool>> {
+        let mut seen = BTreeSet::new();
+        let mut all = Vec::new();
+        for source in &self.sources {
+            for tool in source.tools() {
+                let name = tool.spec().name.as_str();
+                if !self.tools.contains_key(name) && seen.insert(name.to_string()) {
+                    all.push(tool);
+                }
+            }
+        }
+        all
+    }
+
+    /// The entry of canonical name `name`: the registry's own, or a source's (its
+    /// compiled schema kept while the source offers the same tool).
+    fn entry(&self, name: &str) -> Option<Arc<Entry>> {
+        if let Some(e) = self.tools.get(name) {
+            return Some(Arc::clone(e));
+        }
+        let tool = self.source_tool(name)?;
+        let mut cache = self
+            .source_entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(e) = cache.get(name)
+            && Arc::ptr_eq(&e.tool, &tool)
+        {
+            return Some(Arc::clone(e));
+        }
+        let entry = Arc::new(Entry::new(tool));
+        cache.insert(name.to_string(), Arc::clone(&entry));
+        Some(entry)
     }
 
     /// Removes a tool (by canonical or exposed name); returns it if it was there.
     pub fn unregister(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
         let key = self.resolve(name)?.to_string();
-        self.tools.remove(&key).map(|e| e.tool)
+        self.tools.remove(&key).map(|e| Arc::clone(&e.tool))
     }
 
     /// Keeps only the tools `selection` names (sets of `sets`, or tools by canonical
@@ -459,13 +531,19 @@ impl Registry {
         {
             return Some(c);
         }
-        self.tools.get_key_value(name).map(|(k, _)| k.as_str())
+        if let Some((k, _)) = self.tools.get_key_value(name) {
+            return Some(k.as_str());
+        }
+        self.source_tool(name).map(|_| name)
     }
 
     /// The tool with this canonical or exposed name.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         let key = self.resolve(name)?;
-        self.tools.get(key).map(|e| Arc::clone(&e.tool))
+        match self.tools.get(key) {
+            Some(e) => Some(Arc::clone(&e.tool)),
+            None => self.source_tool(key),
+        }
     }
 
     /// True if a tool has this canonical or exposed name.
@@ -475,48 +553,59 @@ impl Registry {
 
     /// Exposed names, in a stable order (sorted by canonical name).
     pub fn names(&self) -> Vec<String> {
-        self.tools
+        let mut names: Vec<String> = self
+            .tools
             .keys()
             .map(|k| self.profile.exposed(k).to_string())
-            .collect()
+            .collect();
+        names.extend(self.source_tools().iter().map(|t| t.spec().name.clone()));
+        names
     }
 
     /// The tools of a category, in the stable order.
     pub fn by_category(&self, category: Category) -> Vec<Arc<dyn Tool>> {
         self.tools
             .values()
-            .filter(|e| e.tool.spec().category == category)
             .map(|e| Arc::clone(&e.tool))
+            .chain(self.source_tools())
+            .filter(|t| t.spec().category == category)
             .collect()
     }
 
     /// Every spec, with exposed names, in the stable order: the input of
     /// `toolbelt_wire::export`.
     pub fn definitions(&self) -> Vec<ToolSpec> {
-        self.tools
-            .values()
-            .map(|e| {
-                let mut spec = e
-                    .tool
-                    .current_spec()
-                    .unwrap_or_else(|| e.tool.spec().clone());
-                if self.profile.param_case(&spec.name) == ParamCase::Camel {
-                    camel_spec(&mut spec);
-                }
-                if self.profile.entries().len() > 0 {
-                    map_descriptions(&mut spec, &|text| exposed_mentions(text, &self.profile));
-                }
-                spec.name = self.profile.exposed(&spec.name).to_string();
-                spec
-            })
-            .collect()
+        let own = self.tools.values().map(|e| {
+            let mut spec = e
+                .tool
+                .current_spec()
+                .unwrap_or_else(|| e.tool.spec().clone());
+            if self.profile.param_case(&spec.name) == ParamCase::Camel {
+                camel_spec(&mut spec);
+            }
+            if self.profile.entries().len() > 0 {
+                map_descriptions(&mut spec, &|text| exposed_mentions(text, &self.profile));
+            }
+            spec.name = self.profile.exposed(&spec.name).to_string();
+            spec
+        });
+        // A source's tools keep their names: profiles rename built-in tools only.
+        let sourced = self
+            .source_tools()
+            .into_iter()
+            .map(|t| t.current_spec().unwrap_or_else(|| t.spec().clone()));
+        own.chain(sourced).collect()
     }
 
     /// A number that changes when a tool's [current spec](Tool::current_spec)
-    /// changes: a server that saw another value lists the tools again.
+    /// changes, or a source's tools do: a server that saw another value lists the
+    /// tools again.
     pub fn revision(&self) -> u64 {
-        self.tools.values().fold(0u64, |acc, e| {
+        let own = self.tools.values().fold(0u64, |acc, e| {
             acc.wrapping_mul(31).wrapping_add(e.tool.revision())
+        });
+        self.sources.iter().fold(own, |acc, s| {
+            acc.wrapping_mul(31).wrapping_add(s.revision())
         })
     }
 
@@ -569,7 +658,7 @@ impl Registry {
         let Some(canonical) = self.resolve(name) else {
             return (self.unknown_tool(name), None, Vec::new());
         };
-        let Some(entry) = self.tools.get(canonical) else {
+        let Some(entry) = self.entry(canonical) else {
             return (self.unknown_tool(name), None, Vec::new());
         };
         let tool = &entry.tool;

@@ -36,11 +36,13 @@ pub enum Category {
     Review,
     /// The runtime itself (spilled output, diagnostics).
     System,
+    /// The tools of other MCP servers.
+    Remote,
 }
 
 impl Category {
     /// Every category, in display order.
-    pub const ALL: [Category; 13] = [
+    pub const ALL: [Category; 14] = [
         Category::Files,
         Category::Search,
         Category::Shell,
@@ -54,6 +56,7 @@ impl Category {
         Category::Task,
         Category::Review,
         Category::System,
+        Category::Remote,
     ];
 
     /// The snake_case name used in schemas, the CLI and config files.
@@ -72,6 +75,7 @@ impl Category {
             Category::Task => "task",
             Category::Review => "review",
             Category::System => "system",
+            Category::Remote => "remote",
         }
     }
 

@@ -18,3 +18,4 @@ pub mod guard;
 mod proxy;
 pub mod search;
 pub mod tls;
+mod tool_error;

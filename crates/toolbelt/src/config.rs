@@ -57,6 +57,11 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 /// [mcp]                         # toolbelt mcp and /mcp of toolbelt serve
 /// structured_content = "auto"   # auto, always or never (see `toolbelt mcp --help`)
 /// output_budget = 8000          # bytes of one result's text (default: per client)
+/// tool_separator = "__"         # joins a server's name and its tools' (files__read_file)
+///
+/// [mcp_servers.files]           # another MCP server's tools, as files__read_file ...
+/// command = "npx"               # or url = "https://.../mcp" (streamable HTTP)
+/// args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
 ///
 /// [tools]                       # default: every tool
 /// enable = ["coding", "web"]    # toolsets or tool names
@@ -105,6 +110,12 @@ pub struct FileConfig {
     /// `[channels.NAME]`: the channels of the `message` and `cron` tools.
     #[serde(default)]
     pub channels: std::collections::BTreeMap<String, toolbelt_sched::ChannelConfig>,
+    /// `[mcp_servers.NAME]`: other MCP servers whose tools are offered too.
+    #[serde(default)]
+    pub mcp_servers: std::collections::BTreeMap<String, toolbelt_upstream::ServerConfig>,
+    /// The file this was read from.
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
 }
 
 /// `[agent]`: the model `toolbelt agent` talks to and how the loop runs.
@@ -230,6 +241,8 @@ pub struct McpConfig {
     pub structured_content: Option<String>,
     /// Bytes of one result's text.
     pub output_budget: Option<usize>,
+    /// What joins an MCP server's name and its tools' names (default `__`).
+    pub tool_separator: Option<String>,
 }
 
 impl McpConfig {
@@ -278,6 +291,7 @@ impl FileConfig {
         let mut cfg: FileConfig = toml::from_str(&text)
             .with_context(|| format!("invalid config file {}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
+        cfg.path = Some(path.to_path_buf());
         cfg.state_dir = cfg.state_dir.map(|d| base.join(d));
         cfg.roots = cfg.roots.into_iter().map(|r| base.join(r)).collect();
         cfg.store.database_url = cfg.store.database_url.map(|url| {

@@ -23,6 +23,7 @@ mod render;
 mod runtime;
 mod settings;
 mod stamps;
+mod upstream;
 mod workspace;
 
 use std::process::ExitCode;
@@ -70,6 +71,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let inline_files = matches!(command, Command::Mcp(_));
     let ws = Workspace::build(&settings, for_agent, inline_files)?;
     let file = &settings.file;
+    // Listing the tools of other MCP servers starts them (on a runtime that lives
+    // while they are listed).
+    let listing = matches!(command, Command::Tools(_) | Command::Schema(_));
+    let _servers = if listing && !ws.upstreams.is_empty() {
+        let rt = runtime::start(runtime::Threads::One)?;
+        rt.block_on(ws.start_servers());
+        Some(rt)
+    } else {
+        None
+    };
     match command {
         Command::Tools(args) => commands::tools::run(args, &ws.registry),
         Command::Schema(args) => commands::schema::run(args, &ws.registry),

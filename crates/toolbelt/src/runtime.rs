@@ -112,6 +112,9 @@ pub fn run_calls(
     opts: &CallOptions,
 ) -> Result<Vec<Envelope>> {
     let rt = start(Threads::One)?;
+    // Only the other MCP servers whose tools are called are started.
+    let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+    rt.block_on(ws.upstreams.start_for(&names));
     // Only file tools read or refresh what the agent has seen of files.
     let uses_files = calls.iter().any(|call| {
         ws.registry

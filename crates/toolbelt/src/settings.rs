@@ -50,6 +50,8 @@ pub struct Settings {
     pub allow_private_network: bool,
     /// `--tools` / `TOOLBELT_TOOLS`, checked when the registry is built.
     pub tool_selection: Option<String>,
+    /// The other MCP servers whose tools are offered too.
+    pub mcp_servers: crate::upstream::Servers,
 }
 
 impl Settings {
@@ -110,7 +112,9 @@ impl Settings {
             None => Location::in_state_dir(&state_dir),
         };
         let call_log = g.call_log.or(file.store.call_log).unwrap_or(true);
+        let mcp_servers = crate::upstream::servers(&file, &first)?;
         Ok(Settings {
+            mcp_servers,
             roots,
             profile: g.profile.clone().or(file.profile.clone()),
             file,

@@ -15,6 +15,7 @@ use toolbelt_sandbox::Sandbox;
 use toolbelt_sched::Messaging;
 use toolbelt_store::StoreHandle;
 use toolbelt_tools::{BuiltinOptions, WebOptions};
+use toolbelt_upstream::Upstreams;
 
 use crate::config::FileConfig;
 use crate::jobs::{self, AgentJobs};
@@ -38,6 +39,9 @@ pub struct Workspace {
     /// The subagent tools' runtime, when they are served (`toolbelt agent`, or a
     /// model set in `[agent]`); [`Subagents::attach`] it to the finished registry.
     pub subagents: Option<Subagents>,
+    /// The other MCP servers whose tools the registry offers; started by
+    /// [`Workspace::start_servers`] on the runtime that serves the calls.
+    pub upstreams: Arc<Upstreams>,
 }
 
 impl Workspace {
@@ -64,6 +68,7 @@ impl Workspace {
             profile,
             allow_private_network,
             tool_selection,
+            mcp_servers,
             ..
         } = settings;
         let sandbox = Sandbox::new(*sandbox, *network, roots)
@@ -136,6 +141,14 @@ impl Workspace {
         } else {
             None
         };
+        let upstreams = Arc::new(Upstreams::new(
+            mcp_servers.specs.clone(),
+            &mcp_servers.separator,
+            Some(&state_dir.join("mcp-servers")),
+        ));
+        if !upstreams.is_empty() {
+            registry.add_source(Arc::clone(&upstreams) as Arc<dyn toolbelt_core::ToolSource>);
+        }
         let selection = file.tools.selection(tool_selection.as_deref());
         registry
             .select(&selection, toolbelt_tools::TOOLSETS)
@@ -147,7 +160,15 @@ impl Workspace {
             messaging,
             jobs,
             subagents,
+            upstreams,
         })
+    }
+
+    /// Starts the other MCP servers (each within its startup timeout; one that
+    /// fails is logged, and its calls say why). Call it on the runtime that runs
+    /// the calls: their connections live there.
+    pub async fn start_servers(&self) {
+        self.upstreams.start().await;
     }
 
     /// Gives the subagents, if any, the finished registry's tools.

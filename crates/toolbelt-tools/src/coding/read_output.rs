@@ -2,12 +2,8 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolbelt_core::output::{
-    DEFAULT_READ_LIMIT_LINES, MAX_READ_LIMIT_LINES, SpillError, read_spilled_within,
-};
-use toolbelt_core::{
-    Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
-};
+use toolbelt_core::output::{DEFAULT_READ_LIMIT_LINES, MAX_READ_LIMIT_LINES, read_spilled_within};
+use toolbelt_core::{Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool};
 
 /// Arguments of `read_output`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -80,14 +76,7 @@ impl TypedTool for ReadOutput {
         // The page is held to the session's budget so it is never cut and spilled again.
         let max_page_bytes = ctx.budget().max_bytes;
         let offset = p.offset.unwrap_or(1);
-        let page = read_spilled_within(&dir, &p.output_id, offset, limit, max_page_bytes).map_err(|e| {
-            match e {
-                SpillError::InvalidId(_) => ToolError::new(ErrorCode::InvalidParams, e.to_string()),
-                SpillError::NotFound(_) => ToolError::new(ErrorCode::NotFound, e.to_string())
-                    .hint("output ids come from truncated results of this session; run the original call again"),
-                _ => ToolError::new(ErrorCode::Internal, e.to_string()),
-            }
-        })?;
+        let page = read_spilled_within(&dir, &p.output_id, offset, limit, max_page_bytes)?;
         let out = ReadOutputResult {
             output_id: p.output_id,
             first_line: page.first_line,

@@ -3,10 +3,9 @@
 pub(crate) mod web_fetch;
 pub(crate) mod web_search;
 
-use toolbelt_core::{ErrorCode, ToolError};
 use toolbelt_net::error::FetchError;
 use toolbelt_net::fetch::Fetcher;
-use toolbelt_net::search::{Backend, SearchError};
+use toolbelt_net::search::Backend;
 
 /// How `web_fetch` and `web_search` reach the web.
 #[derive(Debug, Clone)]
@@ -46,39 +45,5 @@ impl WebOptions {
             builder = builder.proxy(proxy.clone());
         }
         builder.build()
-    }
-}
-
-/// The error a model reads for a failed fetch.
-pub(crate) fn fetch_error(e: &FetchError) -> ToolError {
-    let message = e.to_string();
-    match e {
-        FetchError::Blocked { .. } => ToolError::new(ErrorCode::AccessDenied, message)
-            .hint("private, loopback and metadata addresses are not fetched; use a public URL"),
-        FetchError::InvalidUrl { .. }
-        | FetchError::UnsupportedScheme { .. }
-        | FetchError::Credentials { .. }
-        | FetchError::MissingHost { .. } => ToolError::new(ErrorCode::InvalidParams, message)
-            .hint("give a full http:// or https:// URL without user name or password"),
-        FetchError::Timeout { .. } => ToolError::new(ErrorCode::Timeout, message)
-            .hint("the server is slow or not answering; try again later or another source"),
-        FetchError::TooManyRedirects { .. }
-        | FetchError::RedirectLoop { .. }
-        | FetchError::BadRedirect { .. } => ToolError::new(ErrorCode::Network, message),
-        _ => ToolError::new(ErrorCode::Network, message)
-            .hint("check the URL; the site may be down or unreachable from here"),
-    }
-}
-
-/// The error a model reads for a failed search.
-pub(crate) fn search_error(e: &SearchError) -> ToolError {
-    let message = e.to_string();
-    match e {
-        SearchError::Fetch { source, .. } => fetch_error(source),
-        SearchError::RateLimited { .. } => ToolError::new(ErrorCode::HttpStatus, message)
-            .hint("wait a minute before searching again"),
-        SearchError::Unauthorized { .. } => ToolError::new(ErrorCode::AccessDenied, message)
-            .hint("the search API key is missing or wrong; the server's operator must set it"),
-        _ => ToolError::new(ErrorCode::HttpStatus, message),
     }
 }

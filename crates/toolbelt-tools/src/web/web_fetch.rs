@@ -16,7 +16,7 @@ use toolbelt_core::{
 use toolbelt_net::error::FetchError;
 use toolbelt_net::fetch::{FetchOptions, Fetched, Fetcher};
 
-use crate::web::{WebOptions, fetch_error};
+use crate::web::WebOptions;
 
 /// Characters returned by default.
 pub const DEFAULT_MAX_LENGTH: usize = 20_000;
@@ -218,7 +218,7 @@ impl TypedTool for WebFetch {
             )
         })?;
         let url = p.url.trim().to_string();
-        toolbelt_net::guard::parse_url(&url).map_err(|e| fetch_error(&e))?;
+        toolbelt_net::guard::parse_url(&url)?;
         let format = p.format.unwrap_or_default();
         let max_length = p
             .max_length
@@ -240,7 +240,7 @@ impl TypedTool for WebFetch {
                 ctx.emit(&format!("Fetching {url}"));
                 let options = FetchOptions::new().timeout(timeout);
                 let fetched = tokio::select! {
-                    r = fetcher.fetch(&url, &options) => r.map_err(|e| fetch_error(&e))?,
+                    r = fetcher.fetch(&url, &options) => r?,
                     () = ctx.cancel_token().cancelled() => {
                         return Err(ToolError::new(ErrorCode::Cancelled, "the fetch was cancelled"));
                     }

@@ -13,7 +13,7 @@ use toolbelt_net::search::{
 
 use toolbelt_net::error::FetchError;
 
-use crate::web::{WebOptions, search_error};
+use crate::web::WebOptions;
 
 /// How recent the results must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -168,7 +168,7 @@ impl TypedTool for WebSearch {
         let engine = searcher.backend().name();
         ctx.emit(&format!("Searching {engine} for: {query_text}"));
         let results = tokio::select! {
-            r = searcher.search(&query) => r.map_err(|e| search_error(&e))?,
+            r = searcher.search(&query) => r?,
             () = ctx.cancel_token().cancelled() => {
                 return Err(ToolError::new(ErrorCode::Cancelled, "the search was cancelled"));
             }

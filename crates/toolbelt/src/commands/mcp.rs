@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 use toolbelt_store::CallLogWriter;
+use toolbelt_upstream::Upstreams;
 
 use crate::cli::{Global, McpFlags};
 use crate::config::McpConfig;
@@ -30,6 +31,7 @@ pub fn run(flags: &McpFlags, ws: Workspace, mcp: &McpConfig, g: &Global) -> Resu
         call_log,
         messaging,
         subagents,
+        upstreams,
         ..
     } = ws;
     // One client, one request at a time mostly: a single-threaded runtime answers
@@ -37,6 +39,7 @@ pub fn run(flags: &McpFlags, ws: Workspace, mcp: &McpConfig, g: &Global) -> Resu
     // tokio's blocking pool), and holds less memory.
     let rt = runtime::start(Threads::One)?;
     rt.block_on(runtime::open_store(&store))?;
+    rt.block_on(upstreams.start());
     // The client's roots may bring registries with stores of their own: every
     // writer is flushed at the end.
     let logs = Arc::new(Mutex::new(vec![runtime::start_call_log_on(
@@ -66,7 +69,7 @@ pub fn run(flags: &McpFlags, ws: Workspace, mcp: &McpConfig, g: &Global) -> Resu
         let g = g.clone();
         let logs = Arc::clone(&logs);
         server = server.with_client_roots(move |roots| {
-            let mut ws = for_roots(&g, roots).map_err(|e| format!("{e:#}"))?;
+            let mut ws = for_roots(&g, roots, &upstreams).map_err(|e| format!("{e:#}"))?;
             let writer = runtime::start_call_log(&mut ws.registry, &ws.store, ws.call_log);
             ws.attach_subagents();
             if let Ok(mut all) = logs.lock() {
@@ -94,8 +97,17 @@ pub fn run(flags: &McpFlags, ws: Workspace, mcp: &McpConfig, g: &Global) -> Resu
     Ok(ExitCode::SUCCESS)
 }
 
-/// The workspace of the command line `g` with the client's `roots`.
-fn for_roots(g: &Global, roots: Vec<PathBuf>) -> Result<Workspace> {
+/// The workspace of the command line `g` with the client's `roots`, offering the
+/// tools of the other MCP servers already started.
+fn for_roots(g: &Global, roots: Vec<PathBuf>, upstreams: &Arc<Upstreams>) -> Result<Workspace> {
     let g = Global { roots, ..g.clone() };
-    Workspace::build(&Settings::new(&g)?, false, true)
+    let mut settings = Settings::new(&g)?;
+    settings.mcp_servers.specs.clear();
+    let mut ws = Workspace::build(&settings, false, true)?;
+    if !upstreams.is_empty() {
+        ws.registry
+            .add_source(Arc::clone(upstreams) as Arc<dyn toolbelt_core::ToolSource>);
+        ws.upstreams = Arc::clone(upstreams);
+    }
+    Ok(ws)
 }

@@ -49,6 +49,7 @@ pub fn run(args: ServeArgs, mut ws: Workspace, mcp: &McpConfig) -> Result<ExitCo
     let login_code = config.login_code.clone();
     let rt = runtime::start(Threads::Many)?;
     rt.block_on(runtime::open_store(&ws.store))?;
+    rt.block_on(ws.start_servers());
     let log = runtime::start_call_log_on(&rt, &mut ws.registry, &ws.store, ws.call_log);
     ws.attach_subagents();
     // Jobs fire and the outbox drains while the server runs.

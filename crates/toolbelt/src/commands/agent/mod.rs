@@ -57,6 +57,7 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
         store,
         call_log,
         subagents,
+        upstreams,
         ..
     } = ws;
     let state_dir = registry.session().state_dir().to_path_buf();
@@ -115,6 +116,7 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
     }
 
     let rt = runtime::start(Threads::Many)?;
+    rt.block_on(upstreams.start());
     // The store is opened first: one that cannot be opened costs the log, not the run.
     runtime::open_store_for_log(&rt, &store, call_log);
     let log = runtime::start_call_log_on(&rt, &mut registry, &store, call_log);

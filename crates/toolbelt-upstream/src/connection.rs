@@ -1,0 +1,527 @@
+//! One server: starting it, listing its tools, noticing when it stops, and
+//! starting it again after a backoff.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ServiceExt};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use toolbelt_core::{ErrorCode, Tool as _, ToolError};
+
+use crate::config::{ServerSpec, Startup, Transport};
+use crate::remote::RemoteTool;
+
+/// Lines of a stdio server's stderr kept for messages.
+const STDERR_TAIL_LINES: usize = 20;
+
+/// The first wait before a stopped server is started again; it doubles with each
+/// failure up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+
+/// The longest wait before a stopped server is started again.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Where a server is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerState {
+    /// Not started yet (a lazy server before its first call).
+    NotStarted,
+    /// Starting.
+    Starting,
+    /// Running, with this many tools offered.
+    Running {
+        /// Tools offered (after `tools` and `disable`).
+        tools: usize,
+    },
+    /// Stopped or failed to start; started again on a call after `retry_in`.
+    Failed {
+        /// What happened.
+        reason: String,
+        /// How long until the next start may be tried.
+        retry_in: Duration,
+    },
+}
+
+/// A server's name, how it is reached, and where it is.
+#[derive(Debug, Clone)]
+pub struct ServerStatus {
+    /// Its name.
+    pub name: String,
+    /// How it is reached (`stdio: npx -y ...` or `http: https://...`).
+    pub transport: String,
+    /// Where it was configured.
+    pub origin: String,
+    /// Where it is.
+    pub state: ServerState,
+}
+
+/// A running connection.
+pub(crate) struct Live {
+    peer: Peer<RoleClient>,
+    /// Ends the connection when dropped.
+    _stop: tokio_util::sync::DropGuard,
+    /// The process group of a stdio server (it leads it): asked to stop when the
+    /// connection is dropped, so that what it started (`npx` starts `node`) stops too.
+    group: Option<nix::unistd::Pid>,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if let Some(group) = self.group {
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGTERM);
+        }
+    }
+}
+
+enum State {
+    Idle,
+    Live(Arc<Live>),
+    Failed {
+        reason: String,
+        until: Instant,
+        failures: u32,
+    },
+}
+
+/// One configured server and its tools.
+pub(crate) struct Server {
+    pub(crate) spec: ServerSpec,
+    separator: String,
+    cache: Option<PathBuf>,
+    /// Connecting is one at a time.
+    state: tokio::sync::Mutex<State>,
+    /// What [`Server::status`] reports without waiting on `state`.
+    shown: Mutex<ServerState>,
+    /// The tools offered, by their registry names.
+    tools: RwLock<Arc<BTreeMap<String, Arc<RemoteTool>>>>,
+    revision: AtomicU64,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Itself, for the tools and the notification handler.
+    me: Weak<Server>,
+}
+
+impl Server {
+    pub(crate) fn new(spec: ServerSpec, separator: &str, cache: Option<PathBuf>) -> Arc<Server> {
+        Arc::new_cyclic(|me| Server {
+            spec,
+            separator: separator.to_string(),
+            cache,
+            state: tokio::sync::Mutex::new(State::Idle),
+            shown: Mutex::new(ServerState::NotStarted),
+            tools: RwLock::new(Arc::new(BTreeMap::new())),
+            revision: AtomicU64::new(0),
+            stderr: Arc::new(Mutex::new(VecDeque::new())),
+            me: me.clone(),
+        })
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    pub(crate) fn prefix(&self) -> String {
+        format!("{}{}", self.spec.name, self.separator)
+    }
+
+    pub(crate) fn tools(&self) -> Arc<BTreeMap<String, Arc<RemoteTool>>> {
+        Arc::clone(
+            &self
+                .tools
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    pub(crate) fn revision(&self) -> u64 {
+        self.revision.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn status(&self) -> ServerStatus {
+        ServerStatus {
+            name: self.spec.name.clone(),
+            transport: self.spec.transport.describe(),
+            origin: self.spec.origin.clone(),
+            state: lock(&self.shown).clone(),
+        }
+    }
+
+    fn show(&self, state: ServerState) {
+        *lock(&self.shown) = state;
+    }
+
+    /// At start: an eager server is connected (within its startup timeout); a lazy
+    /// one offers the tools listed when it last ran, or is connected when there is
+    /// no such list.
+    pub(crate) async fn start(&self) {
+        if self.spec.startup == Startup::Lazy && self.load_cache() {
+            return;
+        }
+        if let Err(e) = self.live().await {
+            tracing::warn!(target: "toolbelt::upstream", "{}", e.message);
+        }
+    }
+
+    /// The running connection: started now when there is none (and the backoff of
+    /// an earlier failure has passed).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`, naming the server and why.
+    pub(crate) async fn live(&self) -> Result<Arc<Live>, ToolError> {
+        let mut state = self.state.lock().await;
+        let failures = match &*state {
+            State::Live(live) if !live.peer.is_transport_closed() => return Ok(Arc::clone(live)),
+            State::Live(_) | State::Idle => 0,
+            State::Failed {
+                reason,
+                until,
+                failures,
+            } => {
+                let now = Instant::now();
+                if now < *until {
+                    let wait = until.duration_since(now);
+                    return Err(unavailable(
+                        &self.spec.name,
+                        &format!(
+                            "{reason}; it is started again in {} s",
+                            wait.as_secs().max(1)
+                        ),
+                    ));
+                }
+                *failures
+            }
+        };
+        self.show(ServerState::Starting);
+        match tokio::time::timeout(self.spec.startup_timeout, self.connect()).await {
+            Ok(Ok(live)) => {
+                *state = State::Live(Arc::clone(&live));
+                Ok(live)
+            }
+            Ok(Err(reason)) => Err(self.fail(&mut state, failures, reason)),
+            Err(_) => {
+                let reason = format!(
+                    "it did not start within {} s (startup_timeout)",
+                    self.spec.startup_timeout.as_secs_f64()
+                );
+                Err(self.fail(&mut state, failures, reason))
+            }
+        }
+    }
+
+    fn fail(&self, state: &mut State, failures: u32, reason: String) -> ToolError {
+        let failures = failures.saturating_add(1);
+        let backoff = backoff(failures);
+        let reason = self.with_stderr(reason);
+        self.show(ServerState::Failed {
+            reason: reason.clone(),
+            retry_in: backoff,
+        });
+        let error = unavailable(&self.spec.name, &reason);
+        *state = State::Failed {
+            reason,
+            until: Instant::now() + backoff,
+            failures,
+        };
+        error
+    }
+
+    /// The connection stopped under a call: it is started again on a later call.
+    pub(crate) async fn lost(&self, live: &Arc<Live>, what: &str) -> ToolError {
+        let mut state = self.state.lock().await;
+        if matches!(&*state, State::Live(current) if Arc::ptr_eq(current, live)) {
+            return self.fail(&mut state, 0, what.to_string());
+        }
+        unavailable(&self.spec.name, &self.with_stderr(what.to_string()))
+    }
+
+    /// `reason`, with the last lines the server wrote to stderr.
+    fn with_stderr(&self, reason: String) -> String {
+        let tail = lock(&self.stderr);
+        if tail.is_empty() {
+            return reason;
+        }
+        let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+        format!("{reason}; its stderr ends with:\n{}", lines.join("\n"))
+    }
+
+    async fn connect(&self) -> Result<Arc<Live>, String> {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let handler = Handler {
+            server: self.me.clone(),
+        };
+        let mut group = None;
+        let service: RunningService<RoleClient, Handler> = match &self.spec.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args);
+                for (key, value) in env {
+                    cmd.env(key, value.expose());
+                }
+                if let Some(cwd) = cwd {
+                    cmd.current_dir(cwd);
+                }
+                let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
+                wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
+                wrap.wrap(process_wrap::tokio::KillOnDrop);
+                let (child, stderr) = TokioChildProcess::builder(wrap)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("{command} cannot be started: {e}"))?;
+                group = child
+                    .id()
+                    .and_then(|pid| i32::try_from(pid).ok())
+                    .map(nix::unistd::Pid::from_raw);
+                lock(&self.stderr).clear();
+                if let Some(stderr) = stderr {
+                    tokio::spawn(keep_stderr(
+                        self.spec.name.clone(),
+                        stderr,
+                        Arc::clone(&self.stderr),
+                    ));
+                }
+                match handler.serve_with_ct(child, stop.clone()).await {
+                    Ok(service) => service,
+                    Err(e) => {
+                        if let Some(group) = group {
+                            let _ =
+                                nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGTERM);
+                        }
+                        return Err(format!("it did not complete the MCP handshake: {e}"));
+                    }
+                }
+            }
+            Transport::Http { url, headers } => {
+                let mut custom = std::collections::HashMap::new();
+                for (key, value) in headers {
+                    let name = reqwest::header::HeaderName::from_bytes(key.as_bytes())
+                        .map_err(|e| format!("header {key}: {e}"))?;
+                    let mut value = reqwest::header::HeaderValue::from_str(value.expose())
+                        .map_err(|_| format!("header {key} is not a valid value"))?;
+                    value.set_sensitive(true);
+                    custom.insert(name, value);
+                }
+                let tls = toolbelt_net::tls::client_config(&[], toolbelt_net::tls::ALPN_NONE)
+                    .map_err(|e| format!("TLS cannot be set up: {e}"))?;
+                let client = reqwest::Client::builder()
+                    .tls_backend_preconfigured(tls)
+                    .build()
+                    .map_err(|e| format!("the HTTP client cannot be built: {e}"))?;
+                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                handler
+                    .serve_with_ct(transport, stop.clone())
+                    .await
+                    .map_err(|e| format!("it did not complete the MCP handshake: {e}"))?
+            }
+        };
+        let peer = service.peer().clone();
+        let listed = peer
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("its tools cannot be listed: {e}"))?;
+        self.offer(&listed);
+        self.save_cache(&listed);
+        let name = self.spec.name.clone();
+        let me = self.me.clone();
+        tokio::spawn(async move {
+            let reason = match service.waiting().await {
+                Ok(reason) => format!("{reason:?}"),
+                Err(e) => e.to_string(),
+            };
+            tracing::debug!(target: "toolbelt::upstream", server = %name, "the connection ended: {reason}");
+            if let Some(server) = me.upgrade() {
+                server.closed().await;
+            }
+        });
+        Ok(Arc::new(Live {
+            peer,
+            _stop: stop.drop_guard(),
+            group,
+        }))
+    }
+
+    /// The connection ended by itself (the process exited, the server hung up).
+    async fn closed(&self) {
+        let mut state = self.state.lock().await;
+        if let State::Live(live) = &*state
+            && live.peer.is_transport_closed()
+        {
+            tracing::warn!(target: "toolbelt::upstream", "MCP server {} stopped; it is started again on the next call", self.spec.name);
+            self.fail(&mut state, 0, "it stopped".to_string());
+        }
+    }
+
+    /// Lists the tools again (after `notifications/tools/list_changed`).
+    async fn relist(&self) {
+        let live = {
+            let state = self.state.lock().await;
+            match &*state {
+                State::Live(live) => Arc::clone(live),
+                _ => return,
+            }
+        };
+        match live.peer.list_all_tools().await {
+            Ok(listed) => {
+                self.offer(&listed);
+                self.save_cache(&listed);
+            }
+            Err(e) => tracing::warn!(
+                target: "toolbelt::upstream",
+                "MCP server {} said its tools changed, but they cannot be listed: {e}",
+                self.spec.name
+            ),
+        }
+    }
+
+    /// Offers `listed` (those the configuration lets through).
+    fn offer(&self, listed: &[rmcp::model::Tool]) {
+        let prefix = self.prefix();
+        let mut tools = BTreeMap::new();
+        for tool in listed {
+            if !self.spec.offers(&tool.name) {
+                continue;
+            }
+            match RemoteTool::new(self.me.clone(), &self.spec, &prefix, tool) {
+                Ok(remote) => {
+                    tools.insert(remote.spec().name.clone(), Arc::new(remote));
+                }
+                Err(why) => tracing::warn!(
+                    target: "toolbelt::upstream",
+                    "tool {:?} of MCP server {} is left out: {why}",
+                    tool.name,
+                    self.spec.name
+                ),
+            }
+        }
+        let count = tools.len();
+        *self
+            .tools
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(tools);
+        self.revision.fetch_add(1, Ordering::Relaxed);
+        self.show(ServerState::Running { tools: count });
+    }
+
+    fn load_cache(&self) -> bool {
+        let Some(path) = &self.cache else {
+            return false;
+        };
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return false;
+        };
+        let Ok(cached) = serde_json::from_str::<Cached>(&text) else {
+            return false;
+        };
+        if cached.transport != self.spec.transport.describe() {
+            return false;
+        }
+        self.offer(&cached.tools);
+        self.show(ServerState::NotStarted);
+        true
+    }
+
+    fn save_cache(&self, listed: &[rmcp::model::Tool]) {
+        let Some(path) = &self.cache else {
+            return;
+        };
+        let cached = Cached {
+            transport: self.spec.transport.describe(),
+            tools: listed.to_vec(),
+        };
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| {
+                let text = serde_json::to_vec(&cached).map_err(std::io::Error::other)?;
+                std::fs::write(path, text)
+            });
+        if let Err(e) = written {
+            tracing::debug!(target: "toolbelt::upstream", "the tool list of {} is not kept: {e}", self.spec.name);
+        }
+    }
+}
+
+impl Live {
+    pub(crate) fn peer(&self) -> &Peer<RoleClient> {
+        &self.peer
+    }
+}
+
+/// The tool list kept for a lazy server.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Cached {
+    transport: String,
+    tools: Vec<rmcp::model::Tool>,
+}
+
+/// What toolbelt says to a server as its client.
+#[derive(Clone)]
+struct Handler {
+    server: Weak<Server>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(server) = self.server.upgrade() {
+            // Listing waits on the connection that delivers this notification.
+            tokio::spawn(async move { server.relist().await });
+        }
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolbelt", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// Keeps the last lines of a stdio server's stderr, and logs them (debug level):
+/// never on the terminal.
+async fn keep_stderr(
+    name: String,
+    stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(target: "toolbelt::upstream", server = %name, "stderr: {line}");
+        let mut tail = lock(&tail);
+        if tail.len() == STDERR_TAIL_LINES {
+            tail.pop_front();
+        }
+        tail.push_back(line.chars().take(500).collect());
+    }
+}
+
+/// The wait after `failures` failures in a row.
+fn backoff(failures: u32) -> Duration {
+    let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
+    FIRST_BACKOFF.saturating_mul(factor).min(MAX_BACKOFF)
+}
+
+/// `UNAVAILABLE` for server `name`.
+pub(crate) fn unavailable(name: &str, why: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::Unavailable,
+        format!("MCP server {name} is unavailable: {why}"),
+    )
+    .hint("try again later, or do without this server's tools; `toolbelt doctor` shows its status")
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

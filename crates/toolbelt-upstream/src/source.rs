@@ -1,0 +1,95 @@
+//! Every configured server, as one source of tools for the registry.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use toolbelt_core::{Tool, ToolSource};
+
+use crate::config::ServerSpec;
+use crate::connection::Server;
+pub use crate::connection::{ServerState, ServerStatus};
+
+/// The configured servers and their tools: a [`ToolSource`] for
+/// [`Registry::add_source`](toolbelt_core::Registry::add_source).
+pub struct Upstreams {
+    servers: Vec<Arc<Server>>,
+}
+
+impl std::fmt::Debug for Upstreams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.servers.iter().map(|s| s.name()))
+            .finish()
+    }
+}
+
+impl Upstreams {
+    /// The servers of `specs`, joined to their tools' names by `separator`; none is
+    /// started yet ([`Upstreams::start`]). The tool lists of lazy servers are kept
+    /// in `cache_dir`, when given.
+    pub fn new(specs: Vec<ServerSpec>, separator: &str, cache_dir: Option<&Path>) -> Upstreams {
+        let servers = specs
+            .into_iter()
+            .map(|spec| {
+                let cache = cache_dir.map(|d| d.join(format!("{}.json", spec.name)));
+                Server::new(spec, separator, cache)
+            })
+            .collect();
+        Upstreams { servers }
+    }
+
+    /// True when no server is configured.
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// Starts the servers side by side (each within its startup timeout; a lazy
+    /// one whose tools were listed before waits for its first call). A server
+    /// that fails is logged and its calls say why; the others go on.
+    pub async fn start(&self) {
+        futures::future::join_all(self.servers.iter().map(|s| s.start())).await;
+    }
+
+    /// Starts the servers whose tools `names` name (a one-off call needs no other).
+    pub async fn start_for(&self, names: &[&str]) {
+        let wanted = self
+            .servers
+            .iter()
+            .filter(|s| names.iter().any(|n| n.starts_with(&s.prefix())));
+        futures::future::join_all(wanted.map(|s| s.start())).await;
+    }
+
+    /// Where each server is.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        self.servers.iter().map(|s| s.status()).collect()
+    }
+}
+
+impl ToolSource for Upstreams {
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.servers
+            .iter()
+            .flat_map(|s| {
+                s.tools()
+                    .values()
+                    .map(|t| Arc::clone(t) as Arc<dyn Tool>)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.servers.iter().find_map(|s| {
+            if !name.starts_with(&s.prefix()) {
+                return None;
+            }
+            s.tools().get(name).map(|t| Arc::clone(t) as Arc<dyn Tool>)
+        })
+    }
+
+    fn revision(&self) -> u64 {
+        self.servers.iter().fold(0u64, |acc, s| {
+            acc.wrapping_mul(31).wrapping_add(s.revision())
+        })
+    }
+}
