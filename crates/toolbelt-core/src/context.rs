@@ -173,6 +173,7 @@ pub struct ToolContext {
     progress: Option<Arc<dyn ProgressSink>>,
     events: Option<Arc<dyn EventSink>>,
     authorizer: Option<Arc<dyn Authorizer>>,
+    asker: Option<Arc<dyn crate::Asker>>,
     /// The call's own output budget, over the session's.
     budget: Option<OutputBudget>,
 }
@@ -199,6 +200,7 @@ impl ToolContext {
             progress: None,
             events: None,
             authorizer: None,
+            asker: None,
             budget: None,
         }
     }
@@ -240,6 +242,17 @@ impl ToolContext {
     pub fn with_authorizer(mut self, authorizer: Option<Arc<dyn Authorizer>>) -> ToolContext {
         self.authorizer = authorizer;
         self
+    }
+
+    /// Lets the call put questions to the person through `asker`.
+    pub fn with_asker(mut self, asker: Option<Arc<dyn crate::Asker>>) -> ToolContext {
+        self.asker = asker;
+        self
+    }
+
+    /// Who answers this call's questions, if anyone can.
+    pub fn asker(&self) -> Option<&Arc<dyn crate::Asker>> {
+        self.asker.as_ref()
     }
 
     /// The registry's authorizer, when the call came through a registry.

@@ -50,6 +50,7 @@
 //! # });
 //! ```
 
+mod ask;
 mod authorize;
 mod calllog;
 mod context;
@@ -71,6 +72,7 @@ mod tool;
 pub mod toolset;
 mod validate;
 
+pub use ask::{Answer, Answers, AskError, Asker, Question, QuestionOption};
 pub use authorize::{AllowAll, Authorizer, Decision, Evaluation, Request};
 pub use calllog::{
     CallLog, CallRecord, MAX_DIGEST_CHARS, MAX_DIGEST_STRING_CHARS, REDACTED, args_digest,

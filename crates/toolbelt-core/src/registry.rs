@@ -16,6 +16,7 @@ use crate::context::{EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolConte
 
 /// Time a tool that enforces its own timeout gets beyond the maximum, to clean up.
 const OWN_TIMEOUT_SLACK: Duration = Duration::from_secs(30);
+use crate::ask::Asker;
 use crate::authorize::{AllowAll, Authorizer, Decision, Request};
 use crate::envelope::{Envelope, ErrorCode};
 use crate::output::OutputBudget;
@@ -101,6 +102,12 @@ pub struct CallOptions {
     /// results, say). Tools that page (read_file, read_output, bash) fit their
     /// pages to it, and longer texts are cut to it and spilled.
     pub budget: Option<OutputBudget>,
+    /// Asks the person about a call under an `ask` rule, instead of the registry's
+    /// approver (the MCP client that sent this call, say).
+    pub approver: Option<Arc<dyn Approver>>,
+    /// Puts the call's questions (`ask_user`) to the person, instead of the
+    /// registry's asker.
+    pub asker: Option<Arc<dyn Asker>>,
 }
 
 impl CallOptions {
@@ -111,6 +118,8 @@ impl CallOptions {
             timeout: self.timeout,
             progress: self.progress.clone(),
             budget: self.budget.clone(),
+            approver: self.approver.clone(),
+            asker: self.asker.clone(),
         }
     }
 }
@@ -120,6 +129,8 @@ impl fmt::Debug for CallOptions {
         f.debug_struct("CallOptions")
             .field("timeout", &self.timeout)
             .field("has_progress", &self.progress.is_some())
+            .field("has_approver", &self.approver.is_some())
+            .field("has_asker", &self.asker.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -237,6 +248,7 @@ pub struct Registry {
     profile: Profile,
     authorizer: Arc<dyn Authorizer>,
     approver: Option<Arc<dyn Approver>>,
+    asker: Option<Arc<dyn Asker>>,
     events: Option<Arc<dyn EventSink>>,
     call_log: Option<Arc<dyn CallLog>>,
     /// The canonical name of the tool that reads saved outputs, if one is registered.
@@ -272,6 +284,7 @@ impl Registry {
             profile: Profile::default_profile(),
             authorizer: Arc::new(AllowAll),
             approver: None,
+            asker: None,
             events: None,
             call_log: None,
             saved_output_reader: None,
@@ -292,6 +305,12 @@ impl Registry {
     /// Asks `approver` when a rule says `ask` (without one, `ask` refuses).
     pub fn set_approver(&mut self, approver: Option<Arc<dyn Approver>>) {
         self.approver = approver;
+    }
+
+    /// Puts the questions of calls (`ask_user`) to `asker` (without one, a call's
+    /// own, else none: `ask_user` then says nobody can answer).
+    pub fn set_asker(&mut self, asker: Option<Arc<dyn Asker>>) {
+        self.asker = asker;
     }
 
     /// Sends UI events of every call to `sink`.
@@ -322,6 +341,7 @@ impl Registry {
             profile: self.profile.clone(),
             authorizer: Arc::clone(&self.authorizer),
             approver: None,
+            asker: None,
             events: None,
             call_log: self.call_log.clone(),
             saved_output_reader: self.saved_output_reader.clone(),
@@ -775,7 +795,8 @@ impl Registry {
                 return (env, canonical_owned, repairs);
             }
             Decision::Ask => {
-                let answer = match &self.approver {
+                let approver = opts.approver.as_ref().or(self.approver.as_ref());
+                let answer = match approver {
                     Some(a) => {
                         a.approve(ApprovalRequest {
                             tool: exposed,
@@ -792,7 +813,7 @@ impl Registry {
                         .as_deref()
                         .map(|s| format!(" on {s:?}"))
                         .unwrap_or_default();
-                    let hint = match (&self.approver, reason) {
+                    let hint = match (approver, reason) {
                         (Some(_), Some(reason)) => format!(
                             "the user declined this call, saying: {reason}; do not retry it unchanged"
                         ),
@@ -822,6 +843,7 @@ impl Registry {
             .with_cancel(cancel.child_token())
             .with_progress(opts.progress)
             .with_events(self.events.clone())
+            .with_asker(opts.asker.or_else(|| self.asker.clone()))
             .with_authorizer(Some(Arc::clone(&self.authorizer)));
         let timeout = match opts.timeout {
             Some(t) => t.min(Duration::from_millis(MAX_TIMEOUT_MS)),

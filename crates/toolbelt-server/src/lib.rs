@@ -9,6 +9,7 @@
 //! [`http::HttpServeError`] (HTTP) or [`McpServeError`] (MCP on a stream).
 
 mod conn;
+mod elicit;
 mod error;
 pub mod http;
 pub mod mcp;

@@ -202,6 +202,8 @@ pub struct McpServer {
     listed: Arc<RwLock<Listed>>,
     rebuild: Option<RegistryFactory>,
     options: McpOptions,
+    /// The calls the client's user allowed for the session (tool and subject).
+    always: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
 
 /// What answers now.
@@ -265,6 +267,7 @@ impl McpServer {
             listed: Arc::new(RwLock::new(listed)),
             rebuild: None,
             options: McpOptions::default(),
+            always: Arc::default(),
         }
     }
 
@@ -516,7 +519,7 @@ impl McpServer {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
+    ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         let registry = self.registry();
         if !registry.has(&name) {
@@ -542,6 +545,26 @@ impl McpServer {
             .meta
             .get_progress_token()
             .map(|token| ProgressForwarder::start(context.peer.clone(), token));
+        // The client's user answers `ask` rules and `ask_user`, when the client
+        // takes elicitation requests.
+        let channel = crate::elicit::supports_elicitation(&context).then(|| {
+            crate::elicit::Channel::for_call(
+                &context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+            )
+        });
+        let (approver, asker) = match &channel {
+            Some(channel) => (
+                Some(Arc::new(crate::elicit::ElicitApprover::new(
+                    channel.clone(),
+                    Arc::clone(&self.always),
+                )) as Arc<dyn toolbelt_core::Approver>),
+                Some(Arc::new(crate::elicit::ElicitAsker::new(channel.clone()))
+                    as Arc<dyn toolbelt_core::Asker>),
+            ),
+            None => (None, None),
+        };
         let opts = CallOptions {
             cancel: Some(context.ct.clone()),
             timeout: None,
@@ -549,6 +572,8 @@ impl McpServer {
                 .as_ref()
                 .map(|p| Arc::clone(&p.sink) as Arc<dyn ProgressSink>),
             budget: self.budget_for(client.as_deref()),
+            approver,
+            asker,
         };
         let structured = self.structured_for(client.as_deref());
         let env = registry
@@ -557,6 +582,15 @@ impl McpServer {
         if let Some(progress) = progress {
             progress.finish().await;
         }
+        // The call stopped for the person's answer: the client asks them and calls
+        // again (nothing ran yet: approval comes before the tool, and ask_user
+        // changes nothing).
+        if let Some(input) = channel
+            .as_ref()
+            .and_then(crate::elicit::Channel::input_required)
+        {
+            return Ok(CallToolResponse::from(input));
+        }
         if env.error_code() == Some(ErrorCode::UnknownTool) {
             let message = env
                 .error
@@ -564,7 +598,7 @@ impl McpServer {
                 .map_or_else(String::new, |e| e.message.clone());
             return Err(McpError::invalid_params(message, None));
         }
-        Ok(call_result(env, structured))
+        Ok(CallToolResponse::from(call_result(env, structured)))
     }
 }
 
@@ -749,9 +783,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.call(request, context)
-            .await
-            .map(CallToolResponse::from)
+        self.call(request, context).await
     }
 }
 

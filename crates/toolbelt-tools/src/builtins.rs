@@ -59,6 +59,7 @@ pub fn register_builtins_with(
         ))
     });
     registry.register_typed(Think)?;
+    registry.register_typed(crate::AskUser)?;
     registry.register_typed(SetTodoList::new(store.clone()))?;
     registry.register_typed(UpdateTodos::new(store.clone()))?;
     registry.register_typed(WriteReview::new(store.clone()))?;

@@ -65,6 +65,7 @@ mod toolsets;
 mod web;
 
 pub use builtins::{BuiltinOptions, register_builtins, register_builtins_with, register_messaging};
+pub use coding::ask_user::{AskUser, AskUserOutput, AskUserParams};
 pub use coding::read_output::{ReadOutput, ReadOutputParams, ReadOutputResult};
 pub use coding::think::{Think, ThinkOutput, ThinkParams, ThoughtType};
 pub use files::apply_patch::{

@@ -29,6 +29,7 @@ const CLAUDE: &[(&str, &str)] = &[
     ("bash_output", "BashOutput"),
     ("kill_shell", "KillShell"),
     ("set_todo_list", "TodoWrite"),
+    ("ask_user", "AskUserQuestion"),
     ("task", "Task"),
     ("web_fetch", "WebFetch"),
     ("web_search", "WebSearch"),

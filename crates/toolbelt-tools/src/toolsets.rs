@@ -3,8 +3,8 @@
 use toolbelt_core::toolset::Toolset;
 
 /// Every built-in toolset, in display order. Each tool of a category belongs to the
-/// set of that category (checked by a test); `think` and `read_output` only to
-/// `coding`.
+/// set of that category (checked by a test); `think`, `read_output` and `ask_user`
+/// only to `coding`.
 pub const TOOLSETS: &[Toolset] = &[
     Toolset::new(
         "files",
@@ -97,8 +97,8 @@ pub const TOOLSETS: &[Toolset] = &[
     ),
     Toolset::new(
         "coding",
-        "What a coding agent needs: files, search, shell, todos, think and read_output.",
-        &["think", "read_output"],
+        "What a coding agent needs: files, search, shell, todos, think, read_output and ask_user.",
+        &["think", "read_output", "ask_user"],
         &["files", "search", "shell", "todos"],
     ),
 ];
