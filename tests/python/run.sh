@@ -5,6 +5,8 @@
 #   test_web.py        the web page of `toolbelt serve` in headless Chromium (Selenium)
 #   test_providers.py  the official openai / anthropic SDKs against the scripted
 #                      provider, the example beside the binary: ../examples/scripted_provider
+#   test_upstream.py   toolbelt as a client of other MCP servers (upstream_server.py, on the
+#                      SDK's MCPServer) and as a gateway in front of them; elicitation
 #   test_serve_faults.py  `toolbelt serve` under faults: malformed requests, silent and
 #                      slow sockets, wrong tokens, kill -9 under writers, two schedulers
 #                      on one PostgreSQL (TOOLBELT_TEST_DATABASE_URL, which it needs)
@@ -26,4 +28,4 @@ bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 
 venv="$("$here/setup.sh")"
 cd "$here"
-TOOLBELT_BIN="$bin" exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" test_mcp.py test_providers.py test_web.py test_serve_faults.py
+TOOLBELT_BIN="$bin" exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" test_mcp.py test_upstream.py test_providers.py test_web.py test_serve_faults.py

@@ -22,6 +22,9 @@ use crate::remote::RemoteTool;
 /// Lines of a stdio server's stderr kept for messages.
 const STDERR_TAIL_LINES: usize = 20;
 
+/// How long the last lines of a server that ended at start are waited for.
+const STDERR_GRACE: Duration = Duration::from_millis(500);
+
 /// The first wait before a stopped server is started again; it doubles with each
 /// failure up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
@@ -284,13 +287,13 @@ impl Server {
                     .and_then(|pid| i32::try_from(pid).ok())
                     .map(nix::unistd::Pid::from_raw);
                 lock(&self.stderr).clear();
-                if let Some(stderr) = stderr {
+                let reader = stderr.map(|stderr| {
                     tokio::spawn(keep_stderr(
                         self.spec.name.clone(),
                         stderr,
                         Arc::clone(&self.stderr),
-                    ));
-                }
+                    ))
+                });
                 match handler.serve_with_ct(child, stop.clone()).await {
                     Ok(service) => service,
                     Err(e) => {
@@ -298,7 +301,18 @@ impl Server {
                             let _ =
                                 nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGTERM);
                         }
-                        return Err(format!("it did not complete the MCP handshake: {e}"));
+                        // What it wrote before it went says why: wait for its last lines.
+                        let ended = match reader {
+                            Some(reader) => {
+                                tokio::time::timeout(STDERR_GRACE, reader).await.is_ok()
+                            }
+                            None => false,
+                        };
+                        return Err(if ended {
+                            "it exited before completing the MCP handshake".to_string()
+                        } else {
+                            format!("it did not complete the MCP handshake: {e}")
+                        });
                     }
                 }
             }
