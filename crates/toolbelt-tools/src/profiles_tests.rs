@@ -54,6 +54,7 @@ fn claude_table() {
             ("bash_output", "BashOutput"),
             ("kill_shell", "KillShell"),
             ("set_todo_list", "TodoWrite"),
+            ("ask_user", "AskUserQuestion"),
             ("task", "Task"),
             ("web_fetch", "WebFetch"),
             ("web_search", "WebSearch"),

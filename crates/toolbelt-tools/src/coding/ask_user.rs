@@ -76,6 +76,21 @@ impl TypedTool for AskUser {
             .category(Category::Planning)
             .hints(Hints::read_only())
             .own_timeout()
+            .example(
+                "Ask which storage to build on",
+                serde_json::json!({"questions": [{
+                    "header": "Storage",
+                    "question": "Where should the sessions be stored?",
+                    "options": [
+                        {"label": "SQLite", "description": "one file beside the app"},
+                        {"label": "PostgreSQL", "description": "the existing database server"}
+                    ]
+                }]}),
+                serde_json::json!({
+                    "answers": [{"header": "Storage", "selected": ["SQLite"]}],
+                    "declined": false
+                }),
+            )
     }
 
     fn validate(&self, p: &AskUserParams) -> Vec<Violation> {

@@ -9,9 +9,10 @@ use toolbelt_wire::export::{Format, check_gemini, check_strict, export};
 
 use super::{builtins, call, error_message, success_data};
 
-const BUILTIN_NAMES: [&str; 36] = [
+const BUILTIN_NAMES: [&str; 37] = [
     "analyze_patterns",
     "apply_patch",
+    "ask_user",
     "bash",
     "bash_output",
     "complete_task",
@@ -225,7 +226,9 @@ async fn examples_of_think_and_set_todo_list_are_what_the_tools_return() {
         // the reviews' examples need reviews: their suite checks them on a store holding them.
         // message and cron answer with fresh ids and times: their suite checks their shapes.
         // skill's example needs a skill on disk: its suite installs one and checks it.
+        // ask_user's needs a person to answer: the MCP and terminal suites answer it.
         if spec.name == "read_output"
+            || spec.name == "ask_user"
             || spec.category == Category::Agent
             || spec.category == Category::Message
             || spec.category == Category::Schedule

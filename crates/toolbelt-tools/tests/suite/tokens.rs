@@ -163,5 +163,5 @@ fn the_toolsets_match_the_tools_categories() {
         .members(TOOLSETS)
         .into_iter()
         .collect();
-    assert_eq!(coding.len(), 17, "{coding:?}");
+    assert_eq!(coding.len(), 18, "{coding:?}");
 }

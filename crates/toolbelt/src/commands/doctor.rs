@@ -1,6 +1,6 @@
 //! `toolbelt doctor`: what this machine and the configuration allow — roots, the
-//! state directory, tools, skills, agent types, the store, and what the shell
-//! sandbox can enforce here.
+//! state directory, tools, other MCP servers, skills, agent types, the store, and
+//! what the shell sandbox can enforce here.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -13,6 +13,7 @@ use toolbelt_core::state::StateLocation;
 use toolbelt_sandbox::{Sandbox, SandboxMode, Support};
 use toolbelt_store::Location;
 use toolbelt_tools::{SkillScan, Skills};
+use toolbelt_upstream::{ServerState, ServerStatus};
 
 use super::{exit_code, out, out_json};
 use crate::runtime::{self, Threads};
@@ -28,6 +29,8 @@ struct Report {
     state_dir: Option<StateLocation>,
     /// How many tools are served.
     tools: Option<usize>,
+    /// The other MCP servers, each started once to see that it answers.
+    servers: Vec<ServerStatus>,
     store: Option<String>,
     sandbox: SandboxMode,
     network: bool,
@@ -109,11 +112,20 @@ fn check(settings: Result<Settings>) -> Report {
         "unknown".to_string()
     };
     let settings = settings.ok().filter(|_| ok);
-    let tools = settings.as_ref().and_then(|s| {
-        Workspace::build(s, false, false)
-            .map(|ws| ws.registry.definitions().len())
-            .ok()
-    });
+    let (tools, servers) = settings
+        .as_ref()
+        .and_then(|s| Workspace::build(s, false, false).ok())
+        .map_or((None, Vec::new()), |ws| {
+            // Each server is started (side by side, within its startup timeout) to
+            // see that it answers and what it offers.
+            let rt = (!ws.upstreams.is_empty())
+                .then(|| runtime::start(Threads::One).ok())
+                .flatten();
+            if let Some(rt) = &rt {
+                rt.block_on(ws.start_servers());
+            }
+            (Some(ws.registry.definitions().len()), ws.upstreams.status())
+        });
     // Broken skills are skipped where they are served: warnings, not failures.
     let skills = Skills::from_env(&roots);
     let skill_scan = skills.scan();
@@ -134,6 +146,7 @@ fn check(settings: Result<Settings>) -> Report {
         roots,
         state_dir,
         tools,
+        servers,
         store,
         sandbox,
         network,
@@ -183,6 +196,7 @@ fn report_json(r: &Report) -> Value {
         "state_source": r.state_dir.as_ref().map(|s| s.source),
         "state_reason": r.state_dir.as_ref().map(|s| s.source.reason()),
         "tools": r.tools,
+        "mcp_servers": r.servers.iter().map(server_json).collect::<Vec<_>>(),
         "store": r.store,
         "shell": toolbelt_exec::default_shell(),
         "sandbox": {
@@ -222,6 +236,16 @@ fn report_text(r: &Report) -> String {
     }
     if let Some(n) = r.tools {
         let _ = writeln!(text, "tools: {n}");
+    }
+    for s in &r.servers {
+        let _ = writeln!(
+            text,
+            "MCP server {}: {} ({}, from {})",
+            s.name,
+            server_state(&s.state),
+            s.transport,
+            s.origin
+        );
     }
     text.push_str(&skills_text(&r.skills, &r.skill_scan));
     if let Some((names, dirs, type_problems)) = &r.agent_types {
@@ -324,4 +348,32 @@ fn skills_json(skills: &Skills, scan: &SkillScan) -> Value {
         .map(|p| json!({"path": p.path, "message": p.message}))
         .collect();
     json!({"count": scan.skills.len(), "dirs": dirs, "problems": problems})
+}
+
+/// A server's state in a line of `doctor`.
+fn server_state(state: &ServerState) -> String {
+    match state {
+        ServerState::NotStarted => "not started (lazy; its tools are from its last run)".into(),
+        ServerState::Starting => "starting".into(),
+        ServerState::Running { tools } => format!("running, {tools} tools"),
+        ServerState::Failed { reason, .. } => format!("unavailable: {reason}"),
+    }
+}
+
+/// `doctor --json`'s entry of a server.
+fn server_json(s: &ServerStatus) -> Value {
+    let (state, tools, reason) = match &s.state {
+        ServerState::NotStarted => ("not_started", None, None),
+        ServerState::Starting => ("starting", None, None),
+        ServerState::Running { tools } => ("running", Some(*tools), None),
+        ServerState::Failed { reason, .. } => ("unavailable", None, Some(reason.as_str())),
+    };
+    json!({
+        "name": s.name,
+        "transport": s.transport,
+        "origin": s.origin,
+        "state": state,
+        "tools": tools,
+        "reason": reason,
+    })
 }
