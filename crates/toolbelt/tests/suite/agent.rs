@@ -910,3 +910,60 @@ fn a_second_ctrl_c_quits_with_the_calls_made_so_far_in_the_call_log() {
     let text = String::from_utf8_lossy(&log.stdout);
     assert!(text.contains("written before the quit"), "{text}");
 }
+
+#[test]
+fn without_a_person_ask_user_tells_the_model_to_ask_in_its_reply() {
+    let kind = ProviderKind::OpenAi;
+    let dir = TempDir::new().unwrap();
+    let ask = r#"{"questions": [{"header": "Database", "question": "Which one?",
+        "options": [{"label": "PostgreSQL"}, {"label": "SQLite"}]}]}"#;
+    let server = ScriptedServer::start(
+        Script::new(
+            kind,
+            vec![
+                Reply::call("ask_user", ask),
+                Reply::call(
+                    "task",
+                    r#"{"description": "ask from a subagent", "prompt": "ASK-CHILD ask the user"}"#,
+                ),
+                Reply::text("Which database should it be?"),
+            ],
+        )
+        .route(
+            "ASK-CHILD",
+            vec![Reply::call("ask_user", ask), Reply::text("nobody answered")],
+        ),
+    )
+    .unwrap();
+    let run = agent(dir.path(), &server, kind, &["-p", "set up the database"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.trim(), "Which database should it be?");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5, "{requests:?}");
+    // The run's own call: nobody is at the terminal.
+    let parent = last_tool_results(kind, &requests[1]);
+    assert!(parent[0].1.contains("UNAVAILABLE"), "{parent:?}");
+    assert!(
+        parent[0]
+            .1
+            .contains("the run is unattended (-p): nobody is at the terminal"),
+        "{parent:?}"
+    );
+    assert!(
+        parent[0].1.contains("ask your questions in your reply"),
+        "{parent:?}"
+    );
+    // A subagent asks nobody.
+    let child = requests
+        .iter()
+        .find(|r| {
+            let messages = r.body["messages"].as_array().unwrap();
+            let first_user = messages.iter().find(|m| m["role"] == "user").unwrap();
+            content_text(&first_user["content"]).contains("ASK-CHILD")
+                && messages.last().is_some_and(|m| m["role"] == "tool")
+        })
+        .unwrap_or_else(|| panic!("no request of the subagent with a result: {requests:?}"));
+    let child = last_tool_results(kind, child);
+    assert!(child[0].1.contains("UNAVAILABLE"), "{child:?}");
+    assert!(!child[0].1.contains("unattended"), "{child:?}");
+}

@@ -322,3 +322,164 @@ fn a_running_subagent_is_one_line_that_updates() {
     term.keys(&["Enter"]);
     term.wait_for(&["EXITED 0"]);
 }
+
+/// The model's call of `ask_user`: a single-choice question, then a multi-select
+/// one.
+fn two_questions() -> Reply {
+    Reply::call(
+        "ask_user",
+        r#"{"questions": [
+            {"header": "Database", "question": "Which database should the service use?",
+             "options": [
+                {"label": "PostgreSQL", "description": "A server the team already runs."},
+                {"label": "SQLite", "description": "One file, nothing to run."}]},
+            {"header": "Features", "question": "Which features should ship first?",
+             "multi_select": true,
+             "options": [
+                {"label": "Search", "description": "Full-text search of the notes."},
+                {"label": "Export", "description": "The notes as Markdown files."},
+                {"label": "Sync", "description": "Between devices."}]}
+        ]}"#,
+    )
+}
+
+/// Starts the agent against a model that asks [`two_questions`] and then answers
+/// `final_text`, types a prompt, and waits for the first question.
+fn asked(tmux: PathBuf, final_text: &str) -> (ScriptedServer, TempDir, Terminal) {
+    let server = ScriptedServer::start(Script::new(
+        ProviderKind::OpenAi,
+        vec![two_questions(), Reply::text(final_text)],
+    ))
+    .unwrap();
+    let (dir, command) = workspace(&server);
+    let term = Terminal::start(tmux, dir.path(), &command);
+    term.wait_for(&["/help for commands", "› "]);
+    term.keys(&["-l", "plan the notes service"]);
+    term.keys(&["Enter"]);
+    term.wait_for(&[
+        "? The model has 2 questions for you:",
+        "Database · 1 of 2",
+        "Which database should the service use?",
+        "› 1. PostgreSQL",
+        "A server the team already runs.",
+        "  3. Type your own answer",
+    ]);
+    (server, dir, term)
+}
+
+/// What the model was sent as the result of its first call (in the second
+/// request).
+fn first_tool_output(server: &ScriptedServer) -> String {
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let body = &requests[1].body;
+    let result = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap_or_else(|| panic!("no tool result in {}", messages(body)));
+    result["content"].as_str().unwrap_or_default().to_string()
+}
+
+/// `/exit`, and the binary's end.
+fn leave(term: &Terminal) {
+    term.keys(&["-l", "/exit"]);
+    term.keys(&["Enter"]);
+    term.wait_for(&["EXITED 0"]);
+}
+
+#[test]
+fn questions_are_answered_with_arrows_and_space() {
+    let Some(tmux) = tmux() else {
+        eprintln!("skipping: tmux is not installed and cannot be installed here");
+        return;
+    };
+    let (server, _dir, term) = asked(tmux, "SQLite it is");
+
+    term.keys(&["Down"]);
+    term.wait_for(&["› 2. SQLite"]);
+    term.keys(&["Enter"]);
+    term.wait_for(&[
+        "Features · 2 of 2 · choose any",
+        "Which features should ship first?",
+        "› 1. [ ] Search",
+        "  4. Type your own answer",
+    ]);
+    term.keys(&["Space"]);
+    term.keys(&["Down"]);
+    term.keys(&["Space"]);
+    term.wait_for(&["  1. [x] Search", "› 2. [x] Export", "  3. [ ] Sync"]);
+    term.keys(&["Enter"]);
+    let screen = term.wait_for(&["SQLite it is", "1 tool call"]);
+    // The pickers are gone; the questions and their answers stay.
+    assert!(screen.contains("Database · Which database should the service use?\n  → SQLite"));
+    assert!(screen.contains("Features · Which features should ship first?\n  → Search, Export"));
+    assert!(!screen.contains("Type your own answer"), "{screen}");
+
+    let output = first_tool_output(&server);
+    assert!(output.contains("The user answered:"), "{output}");
+    assert!(output.contains("- Database: SQLite"), "{output}");
+    assert!(output.contains("- Features: Search, Export"), "{output}");
+    leave(&term);
+}
+
+#[test]
+fn a_question_may_be_answered_in_own_words() {
+    let Some(tmux) = tmux() else {
+        eprintln!("skipping: tmux is not installed and cannot be installed here");
+        return;
+    };
+    let (server, _dir, term) = asked(tmux, "MariaDB then");
+
+    // The number of the last entry starts the answer; Enter finishes it.
+    term.keys(&["3"]);
+    term.wait_for(&["› 3. Your answer:", "Enter done · Esc back to the options"]);
+    term.keys(&["-l", "MariaDB, if the host has it"]);
+    term.wait_for(&["› 3. Your answer: MariaDB, if the host has it"]);
+    term.keys(&["Enter"]);
+    // In the multi-select question, a ticked option and words of one's own.
+    term.wait_for(&["Which features should ship first?"]);
+    term.keys(&["2"]);
+    term.keys(&["4"]);
+    term.wait_for(&["  2. [x] Export", "› 4. Your answer:"]);
+    term.keys(&["-l", "sharing later"]);
+    term.keys(&["Enter"]);
+    let screen = term.wait_for(&["MariaDB then"]);
+    assert!(
+        screen.contains("  → \"MariaDB, if the host has it\""),
+        "{screen}"
+    );
+    assert!(screen.contains("  → Export, \"sharing later\""), "{screen}");
+
+    let output = first_tool_output(&server);
+    assert!(output.contains("The user answered:"), "{output}");
+    assert!(
+        output.contains("- Database: \"MariaDB, if the host has it\" (in their own words)"),
+        "{output}"
+    );
+    assert!(
+        output.contains("- Features: Export, \"sharing later\" (in their own words)"),
+        "{output}"
+    );
+    leave(&term);
+}
+
+#[test]
+fn esc_declines_the_questions() {
+    let Some(tmux) = tmux() else {
+        eprintln!("skipping: tmux is not installed and cannot be installed here");
+        return;
+    };
+    let (server, _dir, term) = asked(tmux, "I will decide myself");
+
+    term.keys(&["Escape"]);
+    let screen = term.wait_for(&["  → declined", "I will decide myself"]);
+    // The second question was not put.
+    assert!(!screen.contains("Which features"), "{screen}");
+
+    let output = first_tool_output(&server);
+    assert!(output.contains("The user declined to answer"), "{output}");
+    assert!(!output.contains("The user answered"), "{output}");
+    leave(&term);
+}

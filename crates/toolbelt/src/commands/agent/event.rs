@@ -1,12 +1,13 @@
 //! What reaches the interactive screen, in one enum ([`UiEvent`]) that the run's
-//! side (the event forwarder, the approver that asks the person, the Ctrl-C
-//! watcher) sends and the screen receives; and what an approval carries ([`Ask`],
-//! [`Answer`], [`Preview`]). This module imports none of the screen's others.
+//! side (the event forwarder, the approver and the asker that reach the person,
+//! the Ctrl-C watcher) sends and the screen receives; and what an approval carries
+//! ([`Ask`], [`Answer`], [`Preview`]). This module imports none of the screen's
+//! others.
 
 use serde_json::Value;
 use tokio::sync::oneshot;
 use toolbelt_agent::AgentEvent;
-use toolbelt_core::{Category, ToolSpec};
+use toolbelt_core::{Answers, Category, Question, ToolSpec};
 
 /// What reaches the screen.
 #[derive(Debug)]
@@ -15,6 +16,9 @@ pub enum UiEvent {
     Event(AgentEvent),
     /// A call that needs the person's approval, and where the answer goes.
     Approval(Ask, oneshot::Sender<Answer>),
+    /// Questions for the person (`ask_user`), put one after another, and where
+    /// the answers go.
+    Questions(Vec<Question>, oneshot::Sender<Answers>),
     /// Ctrl-C (SIGINT) while a command runs.
     Interrupt,
     /// The command that was running finished.
@@ -100,8 +104,9 @@ impl Preview {
 /// How a run's tool events show a tool, by what its spec declares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shown {
-    /// A planning tool that touches nothing (`think`): its event is the thought,
-    /// and its result (unless an error) adds no line.
+    /// A planning tool that touches nothing (`think`, `ask_user`): its event is
+    /// the thought, the questions and answers are on the screen already, and its
+    /// result (unless an error) adds no line.
     Thought,
     /// A planning tool that keeps lists in the store (the todo tools): the list
     /// is drawn from its result, so its progress events are not shown.
@@ -191,6 +196,7 @@ mod tests {
         assert_eq!(
             looks,
             BTreeMap::from([
+                ("ask_user".to_string(), Shown::Thought),
                 ("set_todo_list".to_string(), Shown::Plan),
                 ("think".to_string(), Shown::Thought),
                 ("update_todos".to_string(), Shown::Plan),

@@ -8,10 +8,14 @@
 //! The tools are the same registry the other commands build (roots, profile,
 //! permission rules, sandbox, output budget, store, call log); calls an `ask` rule
 //! covers go through an approver ([`approve`] asks on the screen; a run with `-p`
-//! has [`Unattended`]). Everything that reaches the screen is one [`UiEvent`].
+//! has [`Unattended`]), and `ask_user`'s questions through an asker ([`ask`]: the
+//! screen's [`picker`]; a run with `-p` tells the model to ask in its reply).
+//! Subagents ask nobody. Everything that reaches the screen is one [`UiEvent`].
 
 mod approve;
+mod ask;
 mod event;
+mod picker;
 mod render;
 mod tui;
 
@@ -113,6 +117,12 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
             approve_all: args.yes,
             reason: UNATTENDED_REASON,
         })));
+    }
+    // Subagents work on a fork of the registry, which has no asker.
+    if prompt.is_none() {
+        registry.set_asker(Some(Arc::new(ask::Prompted::new(ui_tx.clone()))));
+    } else {
+        registry.set_asker(Some(Arc::new(ask::Unattended)));
     }
 
     let rt = runtime::start(Threads::Many)?;

@@ -1,11 +1,11 @@
 //! The interactive screen of `toolbelt agent`: a line editor for prompts, the
 //! answer as it streams in, one line per tool call, a spinner while the model or a
-//! tool works, approvals, slash commands.
+//! tool works, approvals, the model's questions ([`picker`]), slash commands.
 //!
 //! Threads: the agent runs on the Tokio runtime; this thread owns the terminal.
 //! Everything the run says reaches this thread over one channel ([`UiEvent`]):
-//! events, approval requests (answered here, so only this thread reads standard
-//! input), Ctrl-C, and the end of a command.
+//! events, approval requests and questions (answered here, so only this thread
+//! reads standard input), Ctrl-C, and the end of a command.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -24,9 +24,10 @@ use rustyline::{
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{Agent, AgentEvent};
-use toolbelt_core::Registry;
+use toolbelt_core::{Answers, Question, Registry};
 
 use super::event::{Answer, Ask, UiEvent};
+use super::picker::{self, Outcome};
 use super::render::{self, EventLines, Paint};
 
 /// How often the spinner turns.
@@ -39,6 +40,8 @@ const SPINNER_DELAY: Duration = Duration::from_millis(250);
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 /// The prompt of the line editor.
 const PROMPT: &str = "› ";
+/// What the model is told when Ctrl-C answered an approval or its questions.
+const INTERRUPTED: &str = "the user interrupted the run";
 
 /// What the agent's task is asked to do.
 enum Task {
@@ -334,6 +337,10 @@ impl Screen {
                     let answer = self.approve(&ask, editor, cancel);
                     let _ = reply.send(answer);
                 }
+                Ok(UiEvent::Questions(questions, reply)) => {
+                    let answers = self.questions(&questions, cancel);
+                    let _ = reply.send(answers);
+                }
                 Ok(UiEvent::Interrupt) => {
                     if self.interrupt(cancel) == Flow::Exit {
                         break Flow::Exit;
@@ -514,16 +521,49 @@ impl Screen {
             }
             Key::Interrupt => {
                 self.say("no");
-                self.last_interrupt = Some(Instant::now());
-                cancel.cancel();
-                self.say(
-                    &p.yellow("⏹ interrupted: the conversation is kept (Ctrl-C again to leave)"),
-                );
-                Answer::No(Some("the user interrupted the run".into()))
+                self.interrupted(cancel);
+                Answer::No(Some(INTERRUPTED.into()))
             }
         };
         self.last_output = Instant::now();
         answer
+    }
+
+    /// Puts the model's `questions` to the person with the picker, one after
+    /// another; Esc declines them all, Ctrl-C declines them and stops the run.
+    fn questions(&mut self, questions: &[Question], cancel: &CancellationToken) -> Answers {
+        let p = self.paint;
+        self.clear_spinner();
+        self.close_line();
+        let what = match questions.len() {
+            1 => "a question".to_string(),
+            n => format!("{n} questions"),
+        };
+        self.say(&format!("{} The model has {what} for you:", p.yellow("?")));
+        let outcome = picker::ask(p, questions);
+        self.last_output = Instant::now();
+        match outcome {
+            Outcome::Answered(answers) => Answers::Answered(answers),
+            Outcome::Declined => Answers::Declined { reason: None },
+            Outcome::Interrupted => {
+                self.interrupted(cancel);
+                Answers::Declined {
+                    reason: Some(INTERRUPTED.into()),
+                }
+            }
+        }
+    }
+
+    /// Ctrl-C read as a key (while a prompt waits for it): stops the run, and a
+    /// second Ctrl-C soon after leaves.
+    fn interrupted(&mut self, cancel: &CancellationToken) {
+        self.last_interrupt = Some(Instant::now());
+        cancel.cancel();
+        self.say(
+            &self
+                .paint
+                .yellow("⏹ interrupted: the conversation is kept (Ctrl-C again to leave)"),
+        );
     }
 
     /// Streamed text (reasoning dimmed).
