@@ -34,6 +34,7 @@ from serving import binary_from_env, free_port, toolbelt_serve
 
 BUILTINS = {
     "think",
+    "ask_user",
     "set_todo_list",
     "read_output",
     "read_file",
@@ -209,7 +210,19 @@ def stdio_client(toolbelt_bin: str, root: Path, mode: str) -> Client:
         },
         cwd=str(root),
     )
-    return Client(params, mode=mode, read_timeout_seconds=CALL_TIMEOUT_S)
+    return Client(params, mode=mode, read_timeout_seconds=CALL_TIMEOUT_S, elicitation_callback=pick_first)
+
+
+async def pick_first(context: Any, params: Any) -> Any:
+    """The client's user, answering ask_user's questions with their first options."""
+    import mcp_types
+
+    picked = {
+        key: field["oneOf"][0]["const"]
+        for key, field in params.requested_schema["properties"].items()
+        if "oneOf" in field
+    }
+    return mcp_types.ElicitResult(action="accept", content=picked)
 
 
 def text_of(result: Any) -> str:
@@ -320,6 +333,11 @@ async def call_every_builtin(client: Client, root: Path) -> set[str]:
 
     env = await call("think", {"thought": "Read main.rs, then change the greeting."})
     assert env["status"] == "success"
+
+    # The client's user answers by elicitation (pick_first).
+    question = {"header": "Greeting", "question": "Which greeting?", "options": [{"label": "Hello"}, {"label": "Hi"}]}
+    env = await call("ask_user", {"questions": [question]})
+    assert "- Greeting: Hello" in env["text"], env["text"]
 
     env = await call("skill", {"name": "greet"})
     assert "Say hello, using the user's name." in env["text"]
@@ -617,7 +635,9 @@ def served(toolbelt_bin: str, workspace: Path, tmp_path: Path) -> Iterator[Serve
 async def http_client(served: Served, mode: str) -> AsyncIterator[Client]:
     async with create_mcp_http_client(headers=served.auth()) as http:
         transport = streamable_http_client(served.url, http_client=http)
-        async with Client(transport, mode=mode, read_timeout_seconds=CALL_TIMEOUT_S) as client:
+        async with Client(
+            transport, mode=mode, read_timeout_seconds=CALL_TIMEOUT_S, elicitation_callback=pick_first
+        ) as client:
             yield client
 
 

@@ -263,7 +263,7 @@ async fn list_tools_gives_every_builtin_with_exposed_names() {
     let (status, _, body) = get(router(Arc::clone(&registry), &config()), "/v1/tools").await;
     assert_eq!(status, StatusCode::OK);
     let tools = body["tools"].as_array().expect("tools array");
-    assert_eq!(tools.len(), 34);
+    assert_eq!(tools.len(), 35);
     let names: Vec<&str> = tools
         .iter()
         .map(|t| t["name"].as_str().expect("name"))
@@ -977,7 +977,7 @@ mod mcp_client {
             .await
             .expect("no timeout")
             .expect("tools/list");
-        assert_eq!(tools.len(), 34);
+        assert_eq!(tools.len(), 35);
         let call = CallToolRequestParams::new("think").with_arguments(
             json!({ "thought": "over HTTP" })
                 .as_object()

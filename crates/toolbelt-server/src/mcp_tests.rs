@@ -202,6 +202,7 @@ async fn tools_list_has_every_builtin_with_annotations() {
             vec![
                 "analyze_patterns",
                 "apply_patch",
+                "ask_user",
                 "bash",
                 "bash_output",
                 "complete_task",
@@ -524,7 +525,7 @@ async fn the_2026_07_28_revision_works_without_a_handshake() {
         .await;
         let listed = answer(&mut output).await;
         assert_eq!(listed["result"]["resultType"], "complete");
-        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 34);
+        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 35);
         send(
             &mut input,
             &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
@@ -599,7 +600,7 @@ async fn malformed_lines_are_answered_and_the_server_goes_on() {
             .unwrap();
         let list = answer(&mut output).await;
         assert_eq!(list["id"], 3);
-        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 34);
+        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 35);
     })
     .await;
 }

@@ -825,8 +825,9 @@ fn missing_model_and_bad_provider_are_usage_errors() {
 }
 
 /// The tools of `toolbelt --tools coding`, as every interface lists them.
-pub(super) const CODING_TOOLS: [&str; 17] = [
+pub(super) const CODING_TOOLS: [&str; 18] = [
     "apply_patch",
+    "ask_user",
     "bash",
     "bash_output",
     "edit_file",

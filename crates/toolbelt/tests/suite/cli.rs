@@ -354,7 +354,7 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
     assert_eq!(run.code, 0, "{run:#?}");
     let tools = stdout_json(&run);
     let tools = tools.as_array().unwrap();
-    assert_eq!(tools.len(), 34);
+    assert_eq!(tools.len(), 35);
     let mut checked = 0;
     for tool in tools {
         let function = &tool["function"];
@@ -367,8 +367,9 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
         checked += here;
     }
     // One object per tool, plus set_todo_list's todo, multi_edit's edit,
-    // update_todos' added and updated todos, and update_project's updates.
-    assert_eq!(checked, 39);
+    // update_todos' added and updated todos, update_project's updates, and
+    // ask_user's questions and their options.
+    assert_eq!(checked, 42);
 }
 
 #[test]
@@ -461,7 +462,7 @@ fn schema_usage_errors_exit_2() {
     let run = toolbelt(dir.path(), &["schema", "nope"]);
     assert_usage_error(
         &run,
-        "unknown tool \"nope\"; available: analyze_patterns, apply_patch, bash, bash_output, complete_task, create_goal, create_project, create_task, delete_project, edit_file, get_project, glob, grep, kill_shell, link_goal_to_project, list_dir, list_goals, list_projects, list_reviews, list_shells, list_tasks, multi_edit, read_file, read_output, set_todo_list, skill, think, update_project, update_todos, web_fetch, web_search, write_file, write_review, write_stdin",
+        "unknown tool \"nope\"; available: analyze_patterns, apply_patch, ask_user, bash, bash_output, complete_task, create_goal, create_project, create_task, delete_project, edit_file, get_project, glob, grep, kill_shell, link_goal_to_project, list_dir, list_goals, list_projects, list_reviews, list_shells, list_tasks, multi_edit, read_file, read_output, set_todo_list, skill, think, update_project, update_todos, web_fetch, web_search, write_file, write_review, write_stdin",
     );
 }
 
@@ -673,7 +674,10 @@ fn tools_table_and_json() {
 fn tools_of_one_category() {
     let dir = TempDir::new().unwrap();
     let run = toolbelt(dir.path(), &["tools", "--json", "--category", "planning"]);
-    assert_eq!(tool_names(&run), ["set_todo_list", "think", "update_todos"]);
+    assert_eq!(
+        tool_names(&run),
+        ["ask_user", "set_todo_list", "think", "update_todos"]
+    );
     let run = toolbelt(dir.path(), &["tools", "--json", "--category", "system"]);
     assert_eq!(tool_names(&run), ["read_output"]);
     let run = toolbelt(dir.path(), &["tools", "--json", "--category", "web"]);
@@ -687,7 +691,7 @@ fn tools_of_one_category() {
         .skip(1)
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    assert_eq!(rows, ["set_todo_list", "think", "update_todos"]);
+    assert_eq!(rows, ["ask_user", "set_todo_list", "think", "update_todos"]);
 }
 
 #[test]
@@ -707,6 +711,7 @@ fn claude_profile_exposes_todo_write() {
         [
             "analyze_patterns",
             "apply_patch",
+            "AskUserQuestion",
             "Bash",
             "BashOutput",
             "complete_task",
@@ -794,6 +799,7 @@ fn config_file_in_the_root_sets_the_profile() {
         [
             "analyze_patterns",
             "apply_patch",
+            "ask_user",
             "Bash",
             "bash_output",
             "complete_task",
@@ -835,6 +841,7 @@ fn config_file_in_the_root_sets_the_profile() {
         [
             "analyze_patterns",
             "apply_patch",
+            "ask_user",
             "bash",
             "bash_output",
             "complete_task",
@@ -885,6 +892,7 @@ fn explicit_config_file_is_used() {
         [
             "analyze_patterns",
             "apply_patch",
+            "AskUserQuestion",
             "Bash",
             "BashOutput",
             "complete_task",

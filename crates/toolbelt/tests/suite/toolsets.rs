@@ -145,7 +145,7 @@ fn an_unknown_set_or_tool_stops_every_command_at_start_naming_the_valid_ones() {
         for needle in [
             "unknown toolset or tool \"nope\"",
             "toolsets: files, search, shell, web, todos, planner, agent, schedule, message, coding",
-            "tools: analyze_patterns, apply_patch, bash,",
+            "tools: analyze_patterns, apply_patch, ask_user, bash,",
         ] {
             assert!(
                 run.stderr.contains(needle),
