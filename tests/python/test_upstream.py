@@ -330,6 +330,16 @@ def test_list_changed_is_followed(ws: Workspace, toolbelt_bin: str) -> None:
     anyio.run(main)
 
 
+def test_upstream_resources_are_listed_and_read_through_mcp_resource(ws: Workspace, toolbelt_bin: str) -> None:
+    listed = ws.call(toolbelt_bin, "mcp_resource", {"action": "list"})
+    assert listed["status"] == "success", listed
+    assert "up: notes://readme — readme (text/markdown): What the project is" in listed["text"], listed["text"]
+    read = ws.call(toolbelt_bin, "mcp_resource", {"action": "read", "server": "up", "uri": "notes://readme"})
+    assert "# The project\nIt counts words." in read["text"], read
+    missing = ws.call(toolbelt_bin, "mcp_resource", {"action": "read", "server": "up", "uri": "notes://nothing"})
+    assert missing["error"]["code"] == "REMOTE_ERROR", missing
+
+
 # ------------------------------------------------------- the person in the loop
 
 

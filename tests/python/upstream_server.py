@@ -137,6 +137,11 @@ def secret_env() -> str:
     return "set" if os.environ.get("UPSTREAM_SECRET") else "unset"
 
 
+@server.resource("notes://readme", name="readme", description="What the project is", mime_type="text/markdown")
+def readme() -> str:
+    return "# The project\nIt counts words."
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["http"]:
         server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))

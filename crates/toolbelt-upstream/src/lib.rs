@@ -17,6 +17,7 @@ mod config;
 mod connection;
 mod content;
 mod remote;
+mod resources;
 mod source;
 
 pub use config::{

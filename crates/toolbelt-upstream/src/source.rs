@@ -8,11 +8,14 @@ use toolbelt_core::{Tool, ToolSource};
 use crate::config::ServerSpec;
 use crate::connection::Server;
 pub use crate::connection::{ServerState, ServerStatus};
+use crate::resources::{NAME as RESOURCE_TOOL, ResourceTool};
 
 /// The configured servers and their tools: a [`ToolSource`] for
 /// [`Registry::add_source`](toolbelt_core::Registry::add_source).
 pub struct Upstreams {
     servers: Vec<Arc<Server>>,
+    /// `mcp_resource`, when a server is configured.
+    resources: Option<Arc<dyn Tool>>,
 }
 
 impl std::fmt::Debug for Upstreams {
@@ -34,8 +37,10 @@ impl Upstreams {
                 let cache = cache_dir.map(|d| d.join(format!("{}.json", spec.name)));
                 Server::new(spec, separator, cache)
             })
-            .collect();
-        Upstreams { servers }
+            .collect::<Vec<_>>();
+        let resources =
+            (!servers.is_empty()).then(|| Arc::new(ResourceTool::new(&servers)) as Arc<dyn Tool>);
+        Upstreams { servers, resources }
     }
 
     /// True when no server is configured.
@@ -67,18 +72,22 @@ impl Upstreams {
 
 impl ToolSource for Upstreams {
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.servers
+        self.resources
             .iter()
-            .flat_map(|s| {
+            .cloned()
+            .chain(self.servers.iter().flat_map(|s| {
                 s.tools()
                     .values()
                     .map(|t| Arc::clone(t) as Arc<dyn Tool>)
                     .collect::<Vec<_>>()
-            })
+            }))
             .collect()
     }
 
     fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        if name == RESOURCE_TOOL {
+            return self.resources.clone();
+        }
         self.servers.iter().find_map(|s| {
             if !name.starts_with(&s.prefix()) {
                 return None;
