@@ -340,6 +340,18 @@ def test_upstream_resources_are_listed_and_read_through_mcp_resource(ws: Workspa
     assert missing["error"]["code"] == "REMOTE_ERROR", missing
 
 
+def test_the_gateway_serves_the_upstream_prompts(ws: Workspace, toolbelt_bin: str) -> None:
+    async def main() -> None:
+        async with gateway(ws, toolbelt_bin, "legacy") as client:
+            prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+            assert "up__review" in prompts, prompts
+            assert prompts["up__review"].description == "Ask for a review of one topic"
+            got = await client.get_prompt("up__review", {"topic": "the parser"})
+            assert got.messages[0].content.text == "Please review the parser carefully."
+
+    anyio.run(main)
+
+
 # ------------------------------------------------------- the person in the loop
 
 

@@ -142,6 +142,11 @@ def readme() -> str:
     return "# The project\nIt counts words."
 
 
+@server.prompt(description="Ask for a review of one topic")
+def review(topic: str) -> str:
+    return f"Please review {topic} carefully."
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["http"]:
         server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))

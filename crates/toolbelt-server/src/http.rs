@@ -107,6 +107,8 @@ pub struct ServeConfig {
     pub login_code: Option<String>,
     /// How `/mcp` shapes its results (structured content, output budget).
     pub mcp: crate::mcp::McpOptions,
+    /// The other MCP servers, whose prompts `/mcp` serves too.
+    pub upstreams: Option<std::sync::Arc<toolbelt_upstream::Upstreams>>,
     /// How long a connection may wait for its first request, stay idle, and take
     /// to send a request body.
     pub(crate) deadlines: Deadlines,
@@ -136,6 +138,7 @@ impl ServeConfig {
             store: None,
             login_code: None,
             mcp: crate::mcp::McpOptions::default(),
+            upstreams: None,
             deadlines: Deadlines::default(),
         }
     }
@@ -471,12 +474,17 @@ fn mount_mcp(
 ) -> (Router, Option<McpEndpoint>) {
     let registry = Arc::clone(registry);
     let options = config.mcp;
-    // The skills are served as prompts too, as over stdio.
+    // The skills are served as prompts too, as over stdio, and the other servers'.
     let skills = toolbelt_tools::Skills::from_env(registry.session().roots());
+    let upstreams = config.upstreams.clone();
     let factory = move || {
-        Ok(McpServer::new(Arc::clone(&registry))
+        let server = McpServer::new(Arc::clone(&registry))
             .with_skills(skills.clone())
-            .with_options(options))
+            .with_options(options);
+        Ok(match &upstreams {
+            Some(upstreams) => server.with_upstreams(Arc::clone(upstreams)),
+            None => server,
+        })
     };
     let mcp_config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()

@@ -204,6 +204,8 @@ pub struct McpServer {
     options: McpOptions,
     /// The calls the client's user allowed for the session (tool and subject).
     always: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    /// The other MCP servers, whose prompts are served beside the skills.
+    upstreams: Option<Arc<toolbelt_upstream::Upstreams>>,
 }
 
 /// What answers now.
@@ -268,7 +270,15 @@ impl McpServer {
             rebuild: None,
             options: McpOptions::default(),
             always: Arc::default(),
+            upstreams: None,
         }
+    }
+
+    /// Serves the prompts of the other MCP servers too (their tools come with the
+    /// registry), named `SERVER__prompt`.
+    pub fn with_upstreams(mut self, upstreams: Arc<toolbelt_upstream::Upstreams>) -> McpServer {
+        self.upstreams = (!upstreams.is_empty()).then_some(upstreams);
+        self
     }
 
     /// Shapes results as `options` say (default: structured content
@@ -676,7 +686,7 @@ impl ServerHandler for McpServer {
         tools.list_changed = Some(true);
         let mut capabilities = ServerCapabilities::default();
         capabilities.tools = Some(tools);
-        if self.served().skills.is_some() {
+        if self.served().skills.is_some() || self.upstreams.is_some() {
             let mut prompts = PromptsCapability::default();
             prompts.list_changed = Some(true);
             capabilities.prompts = Some(prompts);
@@ -706,7 +716,11 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(ListPromptsResult::with_all_items(self.prompts()))
+        let mut prompts = self.prompts();
+        if let Some(upstreams) = &self.upstreams {
+            prompts.extend(upstreams.prompts().await);
+        }
+        Ok(ListPromptsResult::with_all_items(prompts))
     }
 
     async fn get_prompt(
@@ -714,6 +728,17 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        if let Some(upstreams) = &self.upstreams
+            && upstreams.owns_prompt(&request.name)
+        {
+            return upstreams
+                .get_prompt(&request.name, request.arguments)
+                .await
+                .map(GetPromptResponse::from)
+                .map_err(|message| {
+                    McpError::invalid_params(message, Some(json!({"prompt": request.name})))
+                });
+        }
         self.prompt(&request.name).map(GetPromptResponse::from)
     }
 

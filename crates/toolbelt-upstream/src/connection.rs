@@ -400,6 +400,58 @@ impl Server {
         }
     }
 
+    /// Its prompts, renamed with its prefix; none when it offers none or fails.
+    pub(crate) async fn prompts(&self) -> Vec<rmcp::model::Prompt> {
+        let live = match self.live().await {
+            Ok(live) => live,
+            Err(e) => {
+                tracing::warn!(target: "toolbelt::upstream", "{}", e.into_envelope().text);
+                return Vec::new();
+            }
+        };
+        let offers = live
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.prompts.is_some());
+        if !offers {
+            return Vec::new();
+        }
+        match live.peer.list_all_prompts().await {
+            Ok(prompts) => prompts
+                .into_iter()
+                .map(|mut p| {
+                    p.name = format!("{}{}", self.prefix(), p.name);
+                    p
+                })
+                .collect(),
+            Err(e) => {
+                tracing::warn!(
+                    target: "toolbelt::upstream",
+                    "the prompts of MCP server {} cannot be listed: {e}",
+                    self.spec.name
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    /// Its prompt `name` (its own name) with `arguments`.
+    pub(crate) async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<rmcp::model::GetPromptResult, String> {
+        let live = self.live().await.map_err(|e| e.into_envelope().text)?;
+        let mut params = rmcp::model::GetPromptRequestParams::new(name);
+        params.arguments = arguments;
+        live.peer.get_prompt(params).await.map_err(|e| {
+            format!(
+                "MCP server {} did not give the prompt {name:?}: {e}",
+                self.spec.name
+            )
+        })
+    }
+
     /// Offers `listed` (those the configuration lets through).
     fn offer(&self, listed: &[rmcp::model::Tool]) {
         let prefix = self.prefix();

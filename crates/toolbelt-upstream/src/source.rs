@@ -64,6 +64,36 @@ impl Upstreams {
         futures::future::join_all(wanted.map(|s| s.start())).await;
     }
 
+    /// The prompts of the servers that offer some (each started if it is not
+    /// running), named `SERVER__prompt` as their tools are. A server that fails is
+    /// left out (and logged).
+    pub async fn prompts(&self) -> Vec<rmcp::model::Prompt> {
+        let lists = futures::future::join_all(self.servers.iter().map(|s| s.prompts())).await;
+        lists.into_iter().flatten().collect()
+    }
+
+    /// Whether `name` is a prompt of one of the servers (by its prefix).
+    pub fn owns_prompt(&self, name: &str) -> bool {
+        self.servers.iter().any(|s| name.starts_with(&s.prefix()))
+    }
+
+    /// The prompt `name` (`SERVER__prompt`) with `arguments`, from its server.
+    ///
+    /// # Errors
+    /// No server has that prefix, the server is unavailable, or it refused.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<rmcp::model::GetPromptResult, String> {
+        let Some(server) = self.servers.iter().find(|s| name.starts_with(&s.prefix())) else {
+            return Err(format!("there is no prompt named {name:?}"));
+        };
+        server
+            .get_prompt(&name[server.prefix().len()..], arguments)
+            .await
+    }
+
     /// Where each server is.
     pub fn status(&self) -> Vec<ServerStatus> {
         self.servers.iter().map(|s| s.status()).collect()

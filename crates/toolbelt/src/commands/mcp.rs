@@ -64,7 +64,8 @@ pub fn run(flags: &McpFlags, ws: Workspace, mcp: &McpConfig, g: &Global) -> Resu
     let skills = toolbelt_tools::Skills::from_env(session.roots());
     let mut server = toolbelt_server::McpServer::new(Arc::new(registry))
         .with_skills(skills)
-        .with_options(options);
+        .with_options(options)
+        .with_upstreams(Arc::clone(&upstreams));
     if g.roots.is_empty() {
         let g = g.clone();
         let logs = Arc::clone(&logs);

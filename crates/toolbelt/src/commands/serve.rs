@@ -42,6 +42,7 @@ pub fn run(args: ServeArgs, mut ws: Workspace, mcp: &McpConfig) -> Result<ExitCo
     config.mcp = mcp;
     // The web page reads the call log, todos and planner from the tools' store.
     config.store = Some(ws.store.clone());
+    config.upstreams = Some(Arc::clone(&ws.upstreams));
     if open && config.token.is_some() {
         config.login_code =
             Some(toolbelt_server::web::new_login_code().context("cannot make a login code")?);
