@@ -450,6 +450,11 @@ def test_an_ask_rule_is_answered_by_elicitation(ws: Workspace, toolbelt_bin: str
             assert len(messages) == 3
 
     anyio.run(main)
+    # One record per call the client made: a call put off to the next round (the
+    # 2026-07-28 flow) is not recorded twice.
+    log = json.loads(ws.run(toolbelt_bin, "log", "--json", check=True).stdout)
+    entries = [e for e in (log if isinstance(log, list) else log["calls"]) if e["tool"] == "up__add"]
+    assert len(entries) == 4, entries
 
 
 # --------------------------------------------------------------------- the agent

@@ -108,6 +108,10 @@ pub struct CallOptions {
     /// Puts the call's questions (`ask_user`) to the person, instead of the
     /// registry's asker.
     pub asker: Option<Arc<dyn Asker>>,
+    /// Set (by this call's approver or asker) when the person answers in a later
+    /// request and the call is sent again then: this one changed nothing and is
+    /// not recorded in the call log.
+    pub put_off: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl CallOptions {
@@ -120,6 +124,7 @@ impl CallOptions {
             budget: self.budget.clone(),
             approver: self.approver.clone(),
             asker: self.asker.clone(),
+            put_off: self.put_off.clone(),
         }
     }
 }
@@ -641,6 +646,7 @@ impl Registry {
         let started_at_ms = unix_ms_now();
         let call_id = call.call_id.clone().unwrap_or_else(new_call_id);
         let params_input = call.arguments.clone();
+        let put_off = opts.put_off.clone();
         let (mut env, canonical, repairs) = self
             .run(call.name.as_str(), call.arguments, &call_id, opts)
             .await;
@@ -662,7 +668,8 @@ impl Registry {
             code = env.error_code().map(|c| c.as_str()),
             time_ms = env.stats.time_ms,
         );
-        if let Some(log) = &self.call_log {
+        let deferred = put_off.is_some_and(|p| p.load(std::sync::atomic::Ordering::Relaxed));
+        if let Some(log) = self.call_log.as_ref().filter(|_| !deferred) {
             log.record(call_record(&env, started_at_ms));
         }
         env

@@ -46,6 +46,8 @@ pub(crate) struct Rounds {
     answers: BTreeMap<String, Value>,
     /// The forms this round still needs.
     pending: Mutex<BTreeMap<String, ElicitRequestParams>>,
+    /// Set when a form waits for the next round: the call is sent again then.
+    pub(crate) put_off: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Where the request state of the multi-round flow starts.
@@ -75,7 +77,16 @@ impl Channel {
         Channel::Rounds(Arc::new(Rounds {
             answers,
             pending: Mutex::default(),
+            put_off: Arc::default(),
         }))
+    }
+
+    /// The flag the registry reads to leave a put-off call out of the call log.
+    pub(crate) fn put_off(&self) -> Option<Arc<std::sync::atomic::AtomicBool>> {
+        match self {
+            Channel::Request(_) => None,
+            Channel::Rounds(rounds) => Some(Arc::clone(&rounds.put_off)),
+        }
     }
 
     /// The `input_required` answer of a call that stopped for forms, if it did.
@@ -140,6 +151,9 @@ impl Channel {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .insert(key.to_string(), params);
+                rounds
+                    .put_off
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 Err(NEEDS_INPUT.to_string())
             }
         }

@@ -584,6 +584,7 @@ impl McpServer {
             budget: self.budget_for(client.as_deref()),
             approver,
             asker,
+            put_off: channel.as_ref().and_then(crate::elicit::Channel::put_off),
         };
         let structured = self.structured_for(client.as_deref());
         let env = registry
