@@ -5,6 +5,7 @@
 #   bench/mcp/run.sh                 # 1000 calls per case
 #   CALLS=5000 bench/mcp/run.sh
 #   REFERENCE_ONLY=1 bench/mcp/run.sh   # measure the reference server alone
+# Then gateway.py: the reference's tools through `toolbelt mcp` against direct calls.
 # Environment: TOOLBELT_BENCH_CACHE (default ~/.cache/toolbelt-bench), CALLS, SLOW_CALLS, WARMUP,
 # STARTS, ROUNDS, CARGO_TARGET_DIR (default ./target).
 set -euo pipefail
@@ -36,8 +37,19 @@ fi
 
 # Node runs the reference directly (no npx or shell in between), so the measured
 # process is the server itself.
-exec python3 "$here/bench.py" \
+python3 "$here/bench.py" \
     --fixture "$cache/fixture" \
     --reference "node $reference_js" \
     --calls "${CALLS:-1000}" --slow-calls "${SLOW_CALLS:-100}" --warmup "${WARMUP:-100}" --starts "${STARTS:-5}" --rounds "${ROUNDS:-10}" \
     "${toolbelt_args[@]}"
+
+# What the gateway costs: the reference server's tools called through `toolbelt mcp`
+# ([mcp_servers]) against the same calls sent to it directly.
+if [ -z "${REFERENCE_ONLY:-}" ]; then
+    echo
+    python3 "$here/gateway.py" \
+        --fixture "$cache/fixture" \
+        --reference "node $reference_js" \
+        --toolbelt "$target/release/toolbelt" \
+        --calls "${CALLS:-1000}" --warmup "${WARMUP:-100}" --rounds "${ROUNDS:-10}"
+fi

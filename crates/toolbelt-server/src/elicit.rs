@@ -122,29 +122,23 @@ impl Channel {
     }
 
     /// Asks form `key`: sends it, or takes its answer from an earlier round, or
-    /// notes it for the `input_required` answer (then [`NEEDS_INPUT`]).
+    /// notes it for the `input_required` answer (then [`ElicitError::NextRound`]).
     async fn elicit(
         &self,
         key: &str,
         message: String,
         schema: Value,
-    ) -> Result<ElicitResult, String> {
+    ) -> Result<ElicitResult, ElicitError> {
         let params: ElicitRequestParams = serde_json::from_value(json!({
             "mode": "form",
             "message": message,
             "requestedSchema": schema,
-        }))
-        .map_err(|e| format!("the form cannot be built: {e}"))?;
+        }))?;
         match self {
-            Channel::Request(peer) => peer
-                .create_elicitation(params)
-                .await
-                .map_err(|e| e.to_string()),
+            Channel::Request(peer) => Ok(peer.create_elicitation(params).await?),
             Channel::Rounds(rounds) => {
                 if let Some(answer) = rounds.answers.get(key) {
-                    return serde_json::from_value(answer.clone()).map_err(|e| {
-                        format!("the client's answer is not an elicitation result: {e}")
-                    });
+                    return Ok(serde_json::from_value(answer.clone())?);
                 }
                 rounds
                     .pending
@@ -154,15 +148,32 @@ impl Channel {
                 rounds
                     .put_off
                     .store(true, std::sync::atomic::Ordering::Relaxed);
-                Err(NEEDS_INPUT.to_string())
+                Err(ElicitError::NextRound)
             }
         }
     }
 }
 
-/// What a form noted for the next round says; the call's envelope is then
-/// replaced by the `input_required` answer.
-const NEEDS_INPUT: &str = "the answer comes in the next round";
+/// Why a form got no answer (now).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ElicitError {
+    /// The form, or the client's answer from an earlier round, does not parse.
+    #[error("a form or its answer is not valid: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The client did not answer the request.
+    #[error("{0}")]
+    Client(#[from] rmcp::service::ServiceError),
+    /// The form waits for the next round; the call's envelope is then replaced by
+    /// the `input_required` answer.
+    #[error("the answer comes in the next round")]
+    NextRound,
+}
+
+impl From<ElicitError> for AskError {
+    fn from(e: ElicitError) -> AskError {
+        AskError::Failed(e.to_string())
+    }
+}
 
 /// Approves calls under `ask` rules by asking the client's user; "always" is
 /// remembered for the session (the same tool on the same subject).
@@ -335,11 +346,7 @@ impl Asker for ElicitAsker {
                 );
             }
             let schema = json!({"type": "object", "properties": properties});
-            let result = self
-                .channel
-                .elicit("questions", message, schema)
-                .await
-                .map_err(AskError::Failed)?;
+            let result = self.channel.elicit("questions", message, schema).await?;
             if result.action != ElicitationAction::Accept {
                 return Ok(Answers::Declined { reason: None });
             }

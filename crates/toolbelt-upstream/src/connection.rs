@@ -207,7 +207,7 @@ impl Server {
                 *state = State::Live(Arc::clone(&live));
                 Ok(live)
             }
-            Ok(Err(reason)) => Err(self.fail(&mut state, failures, reason)),
+            Ok(Err(reason)) => Err(self.fail(&mut state, failures, reason.to_string())),
             Err(_) => {
                 let reason = format!(
                     "it did not start within {} s (startup_timeout)",
@@ -254,7 +254,7 @@ impl Server {
         format!("{reason}; its stderr ends with:\n{}", lines.join("\n"))
     }
 
-    async fn connect(&self) -> Result<Arc<Live>, String> {
+    async fn connect(&self) -> Result<Arc<Live>, StartError> {
         let stop = tokio_util::sync::CancellationToken::new();
         let handler = Handler {
             server: self.me.clone(),
@@ -269,6 +269,9 @@ impl Server {
             } => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args);
+                // A toolbelt started as a server here starts no servers of its own:
+                // a configuration that names itself would start toolbelts forever.
+                cmd.env(crate::NESTED_VAR, &self.spec.name);
                 for (key, value) in env {
                     cmd.env(key, value.expose());
                 }
@@ -280,8 +283,7 @@ impl Server {
                 wrap.wrap(process_wrap::tokio::KillOnDrop);
                 let (child, stderr) = TokioChildProcess::builder(wrap)
                     .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| format!("{command} cannot be started: {e}"))?;
+                    .spawn()?;
                 group = child
                     .id()
                     .and_then(|pid| i32::try_from(pid).ok())
@@ -309,9 +311,9 @@ impl Server {
                             None => false,
                         };
                         return Err(if ended {
-                            "it exited before completing the MCP handshake".to_string()
+                            StartError::Ended
                         } else {
-                            format!("it did not complete the MCP handshake: {e}")
+                            StartError::Handshake(Box::new(e))
                         });
                     }
                 }
@@ -319,33 +321,27 @@ impl Server {
             Transport::Http { url, headers } => {
                 let mut custom = std::collections::HashMap::new();
                 for (key, value) in headers {
-                    let name = reqwest::header::HeaderName::from_bytes(key.as_bytes())
-                        .map_err(|e| format!("header {key}: {e}"))?;
-                    let mut value = reqwest::header::HeaderValue::from_str(value.expose())
-                        .map_err(|_| format!("header {key} is not a valid value"))?;
+                    // The configuration checked them: these cannot fail.
+                    let name = reqwest::header::HeaderName::from_bytes(key.as_bytes())?;
+                    let mut value = reqwest::header::HeaderValue::from_str(value.expose())?;
                     value.set_sensitive(true);
                     custom.insert(name, value);
                 }
-                let tls = toolbelt_net::tls::client_config(&[], toolbelt_net::tls::ALPN_NONE)
-                    .map_err(|e| format!("TLS cannot be set up: {e}"))?;
+                let tls = toolbelt_net::tls::client_config(&[], toolbelt_net::tls::ALPN_NONE)?;
                 let client = reqwest::Client::builder()
                     .tls_backend_preconfigured(tls)
-                    .build()
-                    .map_err(|e| format!("the HTTP client cannot be built: {e}"))?;
+                    .build()?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom);
                 let transport = StreamableHttpClientTransport::with_client(client, config);
                 handler
                     .serve_with_ct(transport, stop.clone())
                     .await
-                    .map_err(|e| format!("it did not complete the MCP handshake: {e}"))?
+                    .map_err(Box::new)?
             }
         };
         let peer = service.peer().clone();
-        let listed = peer
-            .list_all_tools()
-            .await
-            .map_err(|e| format!("its tools cannot be listed: {e}"))?;
+        let listed = peer.list_all_tools().await?;
         self.offer(&listed);
         self.save_cache(&listed);
         let name = self.spec.name.clone();
@@ -524,6 +520,35 @@ impl Live {
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         &self.peer
     }
+}
+
+/// Why a server could not be started.
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    /// Its program did not start.
+    #[error("its command cannot be started: {0}")]
+    Spawn(#[from] std::io::Error),
+    /// It exited before the handshake.
+    #[error("it exited before completing the MCP handshake")]
+    Ended,
+    /// The handshake failed.
+    #[error("it did not complete the MCP handshake: {0}")]
+    Handshake(#[from] Box<rmcp::service::ClientInitializeError>),
+    /// Its tools could not be listed.
+    #[error("its tools cannot be listed: {0}")]
+    List(#[from] rmcp::service::ServiceError),
+    /// A header of the configuration (checked before) is not valid.
+    #[error("a header is not valid: {0}")]
+    HeaderName(#[from] reqwest::header::InvalidHeaderName),
+    /// A header value of the configuration (checked before) is not valid.
+    #[error("a header value is not valid")]
+    HeaderValue(#[from] reqwest::header::InvalidHeaderValue),
+    /// TLS cannot be set up.
+    #[error("TLS cannot be set up: {0}")]
+    Tls(#[from] toolbelt_net::tls::TlsError),
+    /// The HTTP client cannot be built.
+    #[error("the HTTP client cannot be built: {0}")]
+    Client(#[from] reqwest::Error),
 }
 
 /// The tool list kept for a lazy server.

@@ -20,6 +20,11 @@ mod remote;
 mod resources;
 mod source;
 
+/// Set in the environment of every stdio server toolbelt starts (to the server's
+/// name): a toolbelt that finds it starts no MCP servers of its own, so that a
+/// configuration naming toolbelt itself cannot start toolbelts without end.
+pub const NESTED_VAR: &str = "TOOLBELT_AS_MCP_SERVER_OF";
+
 pub use config::{
     ConfigError, DEFAULT_SEPARATOR, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpJson,
     ServerConfig, ServerSpec, Startup, Transport,

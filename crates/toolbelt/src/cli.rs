@@ -144,8 +144,15 @@ pub enum Command {
     /// Scheduled jobs: list, add, remove (as the `cron` tool), or run the scheduler
     /// in the foreground.
     Cron(CronArgs),
-    /// Check this machine and the configuration: roots, config file, tools, and what
-    /// the shell sandbox can enforce here.
+    /// Other MCP servers whose tools toolbelt offers (as SERVER__tool): list them,
+    /// test one, add one to a config file, remove one.
+    ///
+    /// They are configured under [mcp_servers.NAME] in toolbelt.toml or the user's
+    /// ~/.config/toolbelt/toolbelt.toml, or in a .mcp.json in the first root.
+    #[command(name = "mcp-servers")]
+    McpServers(McpServersArgs),
+    /// Check this machine and the configuration: roots, config file, tools, other MCP
+    /// servers, and what the shell sandbox can enforce here.
     ///
     /// Exit status: 0 when the configuration can be served, 1 when not (a sandbox
     /// this machine cannot enforce, a bad config file).
@@ -163,6 +170,73 @@ const MCP_CLIENT_HELP: &str = r#"Add toolbelt to an MCP client's configuration (
       }
     }
   }"#;
+
+/// Arguments of `toolbelt mcp-servers`.
+#[derive(Debug, Args)]
+pub struct McpServersArgs {
+    #[command(subcommand)]
+    pub action: McpServersAction,
+}
+
+/// What `toolbelt mcp-servers` does.
+#[derive(Debug, Subcommand)]
+pub enum McpServersAction {
+    /// The configured servers, without starting them.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start one server, list its tools, stop it.
+    ///
+    /// Exit status: 0 when it answers, 1 when it does not (the reason and the last
+    /// lines of its stderr are printed).
+    Test {
+        /// The server's name.
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a server to toolbelt.toml (or, with --user, to the user's config):
+    /// `toolbelt mcp-servers add files -- npx -y @modelcontextprotocol/server-filesystem .`
+    /// or `toolbelt mcp-servers add tracker --url https://mcp.example.com/mcp
+    /// --bearer-token-env TRACKER_TOKEN`. The entry is checked before it is written.
+    Add(AddServerArgs),
+    /// Remove a server from toolbelt.toml (or, with --user, from the user's config).
+    Remove {
+        /// The server's name.
+        name: String,
+        /// The user's config instead of the workspace's.
+        #[arg(long)]
+        user: bool,
+    },
+}
+
+/// Arguments of `toolbelt mcp-servers add`.
+#[derive(Debug, Args)]
+pub struct AddServerArgs {
+    /// The server's name: its tools are NAME__tool.
+    pub name: String,
+    /// The streamable HTTP endpoint of a remote server (instead of a command).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// An environment variable for a stdio server (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// A header for a url server (repeatable).
+    #[arg(long = "header", value_name = "NAME=VALUE")]
+    pub headers: Vec<String>,
+    /// The environment variable holding a bearer token for a url server.
+    #[arg(long)]
+    pub bearer_token_env: Option<String>,
+    /// Write to the user's config instead of the workspace's toolbelt.toml.
+    #[arg(long)]
+    pub user: bool,
+    /// The command of a stdio server and its arguments, after `--`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
 
 /// Arguments of `toolbelt tools`.
 #[derive(Debug, Args)]

@@ -65,6 +65,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let Cli { global, command } = cli;
     let settings = Settings::new(&global);
     // The doctor reports bad settings rather than failing on them.
+    // Adding or removing a server edits a config file that may not load yet.
+    if let Command::McpServers(args) = command {
+        return commands::mcp_servers::run(args.action, &global);
+    }
     if let Command::Doctor(args) = command {
         return commands::doctor::run(settings, args.json);
     }
@@ -93,6 +97,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Log(args) => commands::log::run(&args, &ws.store),
         Command::Agent(args) => commands::agent::run(args, ws, &file.agent),
         Command::Cron(args) => commands::cron::run(args, ws),
-        Command::Doctor(_) => unreachable!("answered above"),
+        Command::Doctor(_) | Command::McpServers(_) => unreachable!("answered above"),
     }
 }

@@ -62,6 +62,16 @@ pub fn servers(file: &FileConfig, first_root: &Path) -> Result<Servers> {
             "invalid [mcp] tool_separator {separator:?}: use letters, digits, '_' or '-' (default \"__\")"
         );
     }
+    if let Some(outer) = std::env::var_os(toolbelt_upstream::NESTED_VAR) {
+        tracing::info!(
+            "started as MCP server {} of another toolbelt: no MCP servers of its own are started",
+            outer.to_string_lossy()
+        );
+        return Ok(Servers {
+            specs: Vec::new(),
+            separator,
+        });
+    }
     let env = |name: &str| std::env::var(name).ok();
     // Each entry with the file it came from and the directory its paths start at.
     let mut all: BTreeMap<String, (ServerConfig, String, PathBuf)> = BTreeMap::new();

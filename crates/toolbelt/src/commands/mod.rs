@@ -8,6 +8,7 @@ pub mod cron;
 pub mod doctor;
 pub mod log;
 pub mod mcp;
+pub mod mcp_servers;
 pub mod schema;
 pub mod serve;
 pub mod tools;

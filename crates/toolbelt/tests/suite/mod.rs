@@ -16,4 +16,5 @@ mod store;
 mod subagents;
 mod surface;
 mod toolsets;
+mod upstream;
 mod web;
