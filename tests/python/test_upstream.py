@@ -26,7 +26,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
-from serving import binary_from_env, free_port
+from serving import binary_from_env, free_port, toolbelt_serve
 from test_providers import serve as scripted_model
 
 HERE = Path(__file__).resolve().parent
@@ -350,6 +350,28 @@ def test_the_gateway_serves_the_upstream_prompts(ws: Workspace, toolbelt_bin: st
             assert got.messages[0].content.text == "Please review the parser carefully."
 
     anyio.run(main)
+
+
+def test_serve_offers_the_upstream_tools_to_the_json_api_and_mcp(ws: Workspace, tmp_path: Path, toolbelt_bin: str) -> None:
+    import secrets
+    import urllib.request
+
+    token = secrets.token_hex(16)
+    argv = [
+        toolbelt_bin, "--root", str(ws.root), "--state-dir", str(ws.state),
+        "serve", "--bind", f"127.0.0.1:{free_port()}", f"--token={token}",
+    ]
+    with toolbelt_serve(argv, ws.env, tmp_path / "serve.log", token) as (base, _proc):
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        with urllib.request.urlopen(urllib.request.Request(f"{base}/v1/tools", headers=headers), timeout=30) as r:
+            listed = r.read().decode()
+        assert "up__echo" in listed and "read_file" in listed
+        call = urllib.request.Request(
+            f"{base}/v1/tools/up__echo", data=json.dumps({"text": "over the JSON API"}).encode(), headers=headers
+        )
+        with urllib.request.urlopen(call, timeout=30) as r:
+            env = json.load(r)
+        assert env["status"] == "success" and env["text"] == "over the JSON API", env
 
 
 # ------------------------------------------------------- the person in the loop

@@ -123,3 +123,48 @@ fn mcp_servers_are_added_listed_tested_used_and_removed() {
     assert_eq!(twice.code, 2);
     assert!(!std::fs::read_to_string(&config).unwrap().contains("broken"));
 }
+
+#[test]
+fn a_lazy_server_starts_on_its_first_call_and_is_listed_from_its_last_run() {
+    let dir = TempDir::new().unwrap();
+    let starts = dir.path().join("starts.log");
+    let script = format!(
+        "echo started >> '{}'; exec '{}' mcp --root '{}' --tools think",
+        starts.display(),
+        env!("CARGO_BIN_EXE_toolbelt"),
+        dir.path().display()
+    );
+    std::fs::write(
+        dir.path().join("toolbelt.toml"),
+        format!(
+            "[mcp_servers.inner]\ncommand = \"/bin/sh\"\nargs = [\"-c\", {}]\nstartup = \"lazy\"\n",
+            serde_json::to_string(&script).unwrap()
+        ),
+    )
+    .unwrap();
+    let count = || {
+        std::fs::read_to_string(&starts)
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    };
+    let names = |run: &super::cli::Run| -> Vec<String> {
+        json(&run.stdout)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Never listed before: started once to list its tools.
+    let first = toolbelt(dir.path(), &["tools", "--json", "--category", "remote"]);
+    assert!(names(&first).contains(&"inner__think".to_string()), "{first:#?}");
+    assert_eq!(count(), 1);
+    // Then listed from that run, not started.
+    let second = toolbelt(dir.path(), &["tools", "--json", "--category", "remote"]);
+    assert!(names(&second).contains(&"inner__think".to_string()), "{second:#?}");
+    assert_eq!(count(), 1);
+    // Its first call starts it.
+    let call = toolbelt(dir.path(), &["call", "inner__think", r#"{"thought": "x"}"#, "--json"]);
+    assert_eq!(json(&call.stdout)["status"], "success", "{call:#?}");
+    assert_eq!(count(), 2);
+}
