@@ -6,7 +6,10 @@ Logs in with the token, sees the catalogue, fills the forms of `think` and `writ
 live), sees a project made through the API in the planner with its stats, the todo
 list as seed 000 renders it, keyboard tabs, dark mode and 200% zoom; reads an agent run
 from a transcript (each call by its summary, its result folded) and a cron job made
-through the API (next run in its zone, last run); no errors in the browser console. Screenshots go to $TOOLBELT_ARTIFACTS/web (default: a temporary
+through the API (next run in its zone, last run); answers the question a prompt job's
+scripted model asks (the `scripted_provider` example beside the binary, as in
+test_providers.py) and sees the answer in the model's next request; no errors in the
+browser console. Screenshots go to $TOOLBELT_ARTIFACTS/web (default: a temporary
 directory, printed). The page must load in under 300 ms from a cold server
 (navigation timing); the figures are printed.
 
@@ -112,7 +115,7 @@ class Server:
         return envelope
 
 
-def start_server(toolbelt_bin: str, tmp: Path, *extra: str) -> Server:
+def start_server(toolbelt_bin: str, tmp: Path, *extra: str, env_drop: tuple[str, ...] = ()) -> Server:
     port = free_port()
     token = secrets.token_hex(24)
     root = tmp / "root"
@@ -127,7 +130,8 @@ def start_server(toolbelt_bin: str, tmp: Path, *extra: str) -> Server:
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=subprocess.STDOUT,
-        env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
+        env={**{k: v for k, v in os.environ.items() if k not in env_drop},
+             "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
     )
     log.close()
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
@@ -497,3 +501,51 @@ def test_agent_runs_and_cron_jobs(toolbelt_bin: str, tmp_path: Path,
         assert errors == [], errors
     finally:
         stop_server(server)
+
+
+def test_a_prompt_jobs_question_answered_on_the_page(toolbelt_bin: str, tmp_path: Path,
+                                                    browser: webdriver.Chrome, artifacts: Path) -> None:
+    from test_providers import serve as scripted_model  # the scripted provider beside the binary
+
+    ask = {"questions": [{"header": "Storage", "question": "Where should the sessions be stored?", "options": [
+        {"label": "SQLite", "description": "one file beside the app"},
+        {"label": "PostgreSQL", "description": "the existing database server"}]}]}
+    script = {"kind": "openai", "replies": [
+        {"tool_calls": [{"name": "ask_user", "arguments": json.dumps(ask)}]},
+        {"text": "PostgreSQL it is."}]}
+    with scripted_model(tmp_path, script) as model:
+        config = tmp_path / "toolbelt.toml"
+        config.write_text('[channels.local]\nkind = "file"\n[agent]\nprovider = "openai"\n'
+                          f'model = "scripted-model"\nbase_url = "{model.base_url}"\n')
+        server = start_server(toolbelt_bin, tmp_path, "--config", str(config), env_drop=(
+            "TOOLBELT_AGENT_PROVIDER", "TOOLBELT_AGENT_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"))
+        try:
+            server.call("cron", {"action": "add", "name": "sessions", "schedule": "every 1h",
+                                 "prompt": "Set up the sessions."})
+            server.call("cron", {"action": "run_now", "name": "sessions"})
+            d = browser
+            d.get(f"{server.base}/")
+            log_in(d, server)
+            # The scheduler notices the job within 5 s; the page looks every 2 s.
+            card = WebDriverWait(d, 30).until(ec.visibility_of_element_located(
+                (By.CSS_SELECTOR, "#questions form.question-set")), message="waiting for the question")
+            assert "Where should the sessions be stored?" in card.text, card.text
+            assert "the existing database server" in card.text, card.text
+            assert card.find_element(By.CSS_SELECTOR, "button[data-run]").text, "the run that asks"
+            card.find_element(By.CSS_SELECTOR, "input[type='radio'][value='PostgreSQL']").click()
+            shot(d, artifacts, "15-question")
+            card.find_element(By.CSS_SELECTOR, "button[type='submit']").click()
+            wait(d, lambda drv: not drv.find_elements(By.CSS_SELECTOR, "#questions form.question-set")
+                 and not drv.find_element(By.ID, "questions").is_displayed(), "the answered question to go")
+
+            deadline = time.monotonic() + WAIT_S
+            while len(model.requests()) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            requests = model.requests()
+            assert len(requests) == 2, requests
+            sent = json.dumps(requests[1]["body"])
+            assert "The user answered:" in sent and "- Storage: PostgreSQL" in sent, sent
+            errors = console_errors(d)
+            assert errors == [], errors
+        finally:
+            stop_server(server)

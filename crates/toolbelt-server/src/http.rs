@@ -9,6 +9,8 @@
 //! - `GET /v1/openapi.json`: an OpenAPI 3.1 description of these routes.
 //! - `GET /v1/calls`, `/v1/calls/stream`, `/v1/todos`, `/v1/planner/...`,
 //!   `/v1/tools/{name}/schemas`: what the web page reads (see [`crate::web`]).
+//! - `GET /v1/questions`, `POST /v1/questions/{id}`: the questions of agent runs
+//!   waiting for an answer, and their answers.
 //! - `/mcp`: MCP streamable HTTP (POST, GET for the server stream, DELETE).
 //! - `GET /`, `/assets/...`, `POST /login`, `POST /logout`: the web page.
 //!
@@ -50,6 +52,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::McpServer;
 use crate::conn::{Conn, Connections, Deadlines, Peer, Tracked, WithDeadline};
 use crate::error::{ApiError, error_body};
+use crate::questions::PendingQuestions;
 use crate::web::{self, Web, api::ApiState};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use toolbelt_core::{BatchMode, CallOptions, Envelope, ErrorCode, Registry, ToolCall};
@@ -109,6 +112,10 @@ pub struct ServeConfig {
     pub mcp: crate::mcp::McpOptions,
     /// The other MCP servers, whose prompts `/mcp` serves too.
     pub upstreams: Option<std::sync::Arc<toolbelt_upstream::Upstreams>>,
+    /// The questions of agent runs waiting for an answer, listed and answered at
+    /// `/v1/questions` (and on the web page); `toolbelt serve` asks through the
+    /// same ones in its scheduled jobs.
+    pub questions: PendingQuestions,
     /// How long a connection may wait for its first request, stay idle, and take
     /// to send a request body.
     pub(crate) deadlines: Deadlines,
@@ -139,6 +146,7 @@ impl ServeConfig {
             login_code: None,
             mcp: crate::mcp::McpOptions::default(),
             upstreams: None,
+            questions: PendingQuestions::new(),
             deadlines: Deadlines::default(),
         }
     }
@@ -163,6 +171,7 @@ impl std::fmt::Debug for ServeConfig {
                 "login_code",
                 &self.login_code.as_ref().map(|_| "<redacted>"),
             )
+            .field("questions", &self.questions)
             .finish()
     }
 }
@@ -437,6 +446,10 @@ fn build_router(
         .route("/v1/openapi.json", get(openapi))
         .with_state(state)
         .merge(page_api)
+        .merge(web::questions::routes(
+            config.questions.clone(),
+            config.max_body_bytes,
+        ))
         .merge(web::routes(Arc::clone(&web)))
         .fallback(not_found);
     let (app, sessions) = mount_mcp(api, &registry, config, cancel);
@@ -1053,7 +1066,7 @@ fn cancelled_when_dropped() -> (CallOptions, DropGuard) {
 
 /// The request body, or the refusal of a body that could not be read (over the
 /// limit, cut off).
-fn read_body(
+pub(crate) fn read_body(
     body: Result<Bytes, BytesRejection>,
     max_body_bytes: usize,
 ) -> Result<Bytes, ApiError> {
@@ -1173,6 +1186,7 @@ fn openapi_document(registry: &Registry) -> Value {
         } }),
     );
     web::api::openapi_paths(&mut paths, &unauthorized);
+    web::questions::openapi_paths(&mut paths, &unauthorized);
     let mut tools = BTreeMap::new();
     for spec in registry.definitions() {
         tools.insert(spec.name.clone(), spec);

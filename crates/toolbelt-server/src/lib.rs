@@ -13,6 +13,7 @@ mod elicit;
 mod error;
 pub mod http;
 pub mod mcp;
+pub mod questions;
 mod stdio;
 #[cfg(test)]
 mod test_support;
@@ -20,3 +21,4 @@ pub mod web;
 
 pub use http::{ServeConfig, load_or_create_token, router, serve};
 pub use mcp::{McpOptions, McpServeError, McpServer, StructuredContent, serve_stdio};
+pub use questions::{PendingQuestions, RunQuestions};

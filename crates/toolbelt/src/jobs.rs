@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{BoxFuture, Registry};
 use toolbelt_sched::{ChannelConfig, Channels, Messaging, PromptRun, PromptRunner};
+use toolbelt_server::PendingQuestions;
 use toolbelt_store::{CronJob, StoreHandle};
 
 use crate::config::AgentConfig;
@@ -39,7 +40,7 @@ pub fn messaging(
     };
     let jobs = Arc::new(AgentJobs {
         settings,
-        registry: OnceLock::new(),
+        tools: OnceLock::new(),
     });
     let runner: Arc<dyn PromptRunner> = jobs.clone();
     Ok((messaging.with_prompt_runner(runner), Some(jobs)))
@@ -48,39 +49,68 @@ pub fn messaging(
 /// Runs the prompts of jobs with the agent of `[agent]`, on the tools of the
 /// command that runs the scheduler (`toolbelt serve`, `toolbelt cron run`): the
 /// same roots, rules, sandbox and call log; calls that an `ask` rule covers are
-/// declined, as in `toolbelt agent -p`.
+/// declined, as in `toolbelt agent -p`. The model's questions (`ask_user`) wait on
+/// the web page of `toolbelt serve`; elsewhere nobody can answer them.
 #[derive(Debug)]
 pub struct AgentJobs {
     settings: AgentSettings,
-    registry: OnceLock<Arc<Registry>>,
+    tools: OnceLock<JobTools>,
+}
+
+/// What the runs of [`AgentJobs`] work with.
+#[derive(Debug)]
+struct JobTools {
+    /// A fork of the command's registry, with the jobs' approver.
+    registry: Arc<Registry>,
+    /// Where the runs' questions wait for an answer, if anywhere.
+    questions: Option<PendingQuestions>,
 }
 
 impl AgentJobs {
     /// Gives the runs the tools of `registry` (a fork of it: with its own
-    /// approver, which declines what needs approval). Once; later calls are
-    /// ignored.
-    pub fn attach(&self, registry: &Registry) {
-        let mut tools = registry.fork();
-        tools.set_approver(Some(Arc::new(Unattended {
-            approve_all: false,
-            reason: JOB_REASON,
-        })));
-        let _ = self.registry.set(Arc::new(tools));
+    /// approver, which declines what needs approval) and, with `questions`, someone
+    /// to ask: each run's questions wait there, under the run's id. Once; later
+    /// calls are ignored.
+    pub fn attach(&self, registry: &Registry, questions: Option<PendingQuestions>) {
+        let tools = JobTools {
+            registry: Arc::new(job_fork(registry)),
+            questions,
+        };
+        let _ = self.tools.set(tools);
     }
+}
+
+/// A fork of `registry` whose calls under an `ask` rule are declined.
+fn job_fork(registry: &Registry) -> Registry {
+    let mut tools = registry.fork();
+    tools.set_approver(Some(Arc::new(Unattended {
+        approve_all: false,
+        reason: JOB_REASON,
+    })));
+    tools
 }
 
 impl PromptRunner for AgentJobs {
     fn run<'a>(&'a self, job: &'a CronJob, cancel: CancellationToken) -> BoxFuture<'a, PromptRun> {
         Box::pin(async move {
-            let (Some(registry), Some(prompt)) = (self.registry.get(), job.prompt.as_deref())
-            else {
+            let (Some(tools), Some(prompt)) = (self.tools.get(), job.prompt.as_deref()) else {
                 return PromptRun::failed(
                     "error",
                     "the process that fired the job has no tools to run its prompt with",
                 );
             };
+            let run_id = Arc::new(OnceLock::new());
+            // A registry of the run's own, whose questions say which run asks.
+            let registry = match &tools.questions {
+                Some(questions) => {
+                    let mut registry = job_fork(&tools.registry);
+                    registry.set_asker(Some(Arc::new(questions.for_run(Arc::clone(&run_id)))));
+                    Arc::new(registry)
+                }
+                None => Arc::clone(&tools.registry),
+            };
             let (outcome, text, run_id) =
-                model::run_unattended(Arc::clone(registry), &self.settings, prompt, &cancel).await;
+                model::run_unattended(registry, &self.settings, prompt, &cancel, &run_id).await;
             PromptRun {
                 outcome: outcome.as_str().to_string(),
                 text,
@@ -111,10 +141,15 @@ impl Background {
 
 /// Starts `messaging` on the current runtime until [`Background::stop`]: the
 /// scheduler and the outbox of `toolbelt serve`, the jobs' prompts run on
-/// `registry`'s tools.
-pub fn spawn(messaging: &Messaging, jobs: Option<&AgentJobs>, registry: &Registry) -> Background {
+/// `registry`'s tools, their questions waiting in `questions`.
+pub fn spawn(
+    messaging: &Messaging,
+    jobs: Option<&AgentJobs>,
+    registry: &Registry,
+    questions: &PendingQuestions,
+) -> Background {
     if let Some(jobs) = jobs {
-        jobs.attach(registry);
+        jobs.attach(registry, Some(questions.clone()));
     }
     let cancel = CancellationToken::new();
     let m = messaging.clone();

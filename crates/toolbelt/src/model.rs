@@ -4,7 +4,7 @@
 //! the [`Unattended`] approver).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -174,12 +174,14 @@ pub fn configure_subagents_for_jobs(
 /// Runs `prompt` on `registry` to its end or until `cancel`, without anyone to
 /// approve calls (its approver is the caller's: [`Unattended`]), its transcript in
 /// `<state>/agent/runs`. Returns the outcome, the answer (or what ended the run)
-/// and the run's id.
+/// and the run's id, which is put in `run_id` too as soon as the run has it
+/// (before its first call).
 pub async fn run_unattended(
     registry: Arc<Registry>,
     settings: &AgentSettings,
     prompt: &str,
     cancel: &CancellationToken,
+    run_id: &OnceLock<String>,
 ) -> (Outcome, String, String) {
     let options = options(settings, &registry, runs_dir(&registry));
     let provider = match build_provider(settings.provider.clone()) {
@@ -189,6 +191,7 @@ pub async fn run_unattended(
     // Nobody watches the events: the transcript keeps the run.
     let (events_tx, _events_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut agent = Agent::new(registry, provider, options, events_tx);
+    let _ = run_id.set(agent.run_id().to_string());
     let ended = agent.run(prompt, cancel).await;
     (ended.outcome, ended.message, agent.run_id().to_string())
 }

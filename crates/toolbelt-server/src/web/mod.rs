@@ -1,6 +1,7 @@
 //! The web page served at `/`: its embedded assets, the login that turns the
 //! server's token into a session cookie, logout, and the headers every response
-//! carries. The JSON endpoints the page reads are in the `api` module.
+//! carries. The JSON endpoints the page reads are in the `api` module, those of the
+//! questions agent runs put to the person in the `questions` module.
 //!
 //! Routes (all behind the Host and Origin checks of [`crate::http`]):
 //! - `GET /`: the page with a session (or when the server asks for no token), the
@@ -21,6 +22,7 @@
 //! is same-site for cookies, is refused.
 
 pub(crate) mod api;
+pub(crate) mod questions;
 
 use std::collections::HashMap;
 use std::net::IpAddr;

@@ -85,8 +85,9 @@ fn run_foreground(mut ws: Workspace, once: bool) -> Result<ExitCode> {
     let rt = runtime::start(Threads::Many)?;
     rt.block_on(runtime::open_store(&ws.store))?;
     let log = runtime::start_call_log_on(&rt, &mut ws.registry, &ws.store, ws.call_log);
+    // Nobody is at a page to answer the runs' questions.
     if let Some(jobs) = &ws.jobs {
-        jobs.attach(&ws.registry);
+        jobs.attach(&ws.registry, None);
     }
     ws.attach_subagents();
     let messaging = &ws.messaging;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use toolbelt_core::Session;
-use toolbelt_server::ServeConfig;
+use toolbelt_server::{PendingQuestions, ServeConfig};
 
 use crate::cli::ServeArgs;
 use crate::config::McpConfig;
@@ -48,6 +48,9 @@ pub fn run(args: ServeArgs, mut ws: Workspace, mcp: &McpConfig) -> Result<ExitCo
             Some(toolbelt_server::web::new_login_code().context("cannot make a login code")?);
     }
     let login_code = config.login_code.clone();
+    // The questions of the jobs' runs wait on the page until someone answers them.
+    let questions = PendingQuestions::new();
+    config.questions = questions.clone();
     let rt = runtime::start(Threads::Many)?;
     rt.block_on(runtime::open_store(&ws.store))?;
     rt.block_on(ws.start_servers());
@@ -56,7 +59,7 @@ pub fn run(args: ServeArgs, mut ws: Workspace, mcp: &McpConfig) -> Result<ExitCo
     // Jobs fire and the outbox drains while the server runs.
     let scheduler = {
         let _entered = rt.enter();
-        jobs::spawn(&ws.messaging, ws.jobs.as_deref(), &ws.registry)
+        jobs::spawn(&ws.messaging, ws.jobs.as_deref(), &ws.registry, &questions)
     };
     let registry = ws.registry;
     let served = rt.block_on(async move {

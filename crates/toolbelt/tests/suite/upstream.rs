@@ -157,14 +157,23 @@ fn a_lazy_server_starts_on_its_first_call_and_is_listed_from_its_last_run() {
     };
     // Never listed before: started once to list its tools.
     let first = toolbelt(dir.path(), &["tools", "--json", "--category", "remote"]);
-    assert!(names(&first).contains(&"inner__think".to_string()), "{first:#?}");
+    assert!(
+        names(&first).contains(&"inner__think".to_string()),
+        "{first:#?}"
+    );
     assert_eq!(count(), 1);
     // Then listed from that run, not started.
     let second = toolbelt(dir.path(), &["tools", "--json", "--category", "remote"]);
-    assert!(names(&second).contains(&"inner__think".to_string()), "{second:#?}");
+    assert!(
+        names(&second).contains(&"inner__think".to_string()),
+        "{second:#?}"
+    );
     assert_eq!(count(), 1);
     // Its first call starts it.
-    let call = toolbelt(dir.path(), &["call", "inner__think", r#"{"thought": "x"}"#, "--json"]);
+    let call = toolbelt(
+        dir.path(),
+        &["call", "inner__think", r#"{"thought": "x"}"#, "--json"],
+    );
     assert_eq!(json(&call.stdout)["status"], "success", "{call:#?}");
     assert_eq!(count(), 2);
 }

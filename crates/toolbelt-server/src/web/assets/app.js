@@ -1,6 +1,6 @@
 'use strict';
-// The toolbelt page: tools, call log, todos, planner, agent runs, cron jobs. Plain DOM, no framework;
-// every request goes to this server with the session cookie.
+// The toolbelt page: tools, call log, todos, planner, agent runs, cron jobs, and the questions agent runs
+// wait on. Plain DOM, no framework; every request goes to this server with the session cookie.
 (function () {
   var SVG_NS = 'http://www.w3.org/2000/svg';
 
@@ -875,9 +875,145 @@
   }
   $('cron-refresh').addEventListener('click', loadCron);
 
+  // ------------------------------------------------------------ questions
+
+  // The questions of agent runs waiting for an answer, above every tab. Polled; a set already shown keeps what
+  // the person picked or wrote until it is answered, declined, or no longer waiting.
+  var QUESTIONS_POLL_MS = 2000;
+  var questionSets = {};
+  // Sent: never shown again, even by a poll that was under way meanwhile.
+  var questionsDone = {};
+
+  function pollQuestions() {
+    var next = function () { setTimeout(pollQuestions, QUESTIONS_POLL_MS); };
+    if (document.hidden) { next(); return; }
+    api('/v1/questions').then(function (body) { renderQuestions(body.questions); })
+      .catch(function () { /* the next poll tries again */ })
+      .then(next);
+  }
+
+  function renderQuestions(pending) {
+    var list = $('question-list');
+    var waiting = {};
+    pending.forEach(function (p) {
+      if (questionsDone[p.id]) return;
+      waiting[p.id] = true;
+      if (!questionSets[p.id]) {
+        questionSets[p.id] = questionSet(p);
+        list.appendChild(questionSets[p.id]);
+      }
+    });
+    Object.keys(questionSets).forEach(function (id) { if (!waiting[id]) dropQuestionSet(id); });
+    showQuestionCount();
+  }
+
+  function dropQuestionSet(id) {
+    var node = questionSets[id];
+    if (!node) return;
+    delete questionSets[id];
+    var focused = node.contains(document.activeElement);
+    node.parentNode.removeChild(node);
+    // The focus goes to the next set, if any, rather than to the page's start.
+    if (focused) {
+      var next = $('question-list').querySelector('.question-set');
+      if (next) next.focus();
+    }
+  }
+
+  function showQuestionCount() {
+    var n = Object.keys(questionSets).length;
+    $('questions').hidden = n === 0;
+    var text = n === 0 ? '' : n === 1 ? 'An agent run is waiting for your answer.' : n + ' agent runs are waiting for your answers.';
+    if ($('questions-status').textContent !== text) $('questions-status').textContent = text;
+    document.title = n ? '(' + n + ') toolbelt' : 'toolbelt';
+  }
+
+  // One call's questions: per question its options (radio buttons, check boxes where several may be picked) and a
+  // field for an answer in one's own words; Answer, and Decline with an optional reason.
+  function questionSet(p) {
+    var base = 'q-' + p.id.replace(/[^A-Za-z0-9_-]/g, '');
+    var fields = p.questions.map(function (q, i) {
+      var name = base + '-' + i;
+      var inputs = [];
+      var choices = q.options.map(function (o, j) {
+        var input = el('input', { type: q.multi_select ? 'checkbox' : 'radio', id: name + '-' + j, name: name, value: o.label });
+        inputs.push(input);
+        return el('div', { class: 'choice' }, [input, el('label', { for: input.id }, [
+          o.label, o.description ? el('span', { class: 'muted', text: ' — ' + o.description }) : null])]);
+      });
+      var own = el('input', { type: 'text', id: name + '-text', autocomplete: 'off' });
+      var node = el('fieldset', { class: 'question' }, [
+        el('legend', null, [badge(q.header), ' ', q.question]),
+        q.multi_select ? el('p', { class: 'help muted', text: 'Pick any that apply.' }) : null
+      ].concat(choices).concat([el('label', { for: own.id, class: 'own', text: 'Or in your own words' }), own]));
+      return { question: q, inputs: inputs, own: own, el: node };
+    });
+    var error = el('p', { class: 'error', role: 'alert' });
+    error.hidden = true;
+    var reason = el('input', { type: 'text', id: base + '-reason', autocomplete: 'off' });
+    var answerButton = el('button', { type: 'submit', class: 'primary', text: 'Answer' });
+    var declineButton = el('button', { type: 'button', class: 'decline', text: 'Decline' });
+    var asked = el('p', { class: 'muted asked' }, ['Asked ', timeEl(p.asked_at),
+      p.run_id ? ' by run ' : null,
+      p.run_id ? el('button', { type: 'button', class: 'link mono', 'data-run': p.run_id, text: p.run_id,
+        onclick: function () { selectTab('runs', false); showRun(p.run_id); } }) : null,
+      '; it goes on without an answer ', timeEl(p.expires_at), '.']);
+    var form = el('form', { class: 'card question-set', 'data-questions': p.id, tabindex: '-1', novalidate: true,
+      'aria-label': p.questions.length === 1 ? 'A question' : p.questions.length + ' questions' },
+    [asked].concat(fields.map(function (f) { return f.el; })).concat([
+      error,
+      el('p', { class: 'row' }, [answerButton, declineButton,
+        el('label', { for: reason.id }, ['Reason for declining (optional)', reason])])
+    ]));
+
+    function fail(message) {
+      error.textContent = message;
+      error.hidden = false;
+    }
+
+    function send(body) {
+      answerButton.disabled = declineButton.disabled = true;
+      error.hidden = true;
+      api('/v1/questions/' + encodeURIComponent(p.id), {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body)
+      }).then(function () {
+        questionsDone[p.id] = true;
+        dropQuestionSet(p.id);
+        showQuestionCount();
+        $('questions-status').textContent = body.decline ? 'Declined.' : 'Answered.';
+      }).catch(function (e) {
+        answerButton.disabled = declineButton.disabled = false;
+        fail(String(e.message || e));
+      });
+    }
+
+    form.addEventListener('submit', function (e) {
+      e.preventDefault();
+      var answers = [];
+      for (var i = 0; i < fields.length; i++) {
+        var f = fields[i];
+        var picked = f.inputs.filter(function (input) { return input.checked; }).map(function (input) { return input.value; });
+        var text = f.own.value.trim();
+        if (!f.question.multi_select && !picked.length && !text) {
+          fail('Pick an answer to “' + f.question.header + '”, or write one.');
+          (f.inputs[0] || f.own).focus();
+          return;
+        }
+        answers.push(text ? { header: f.question.header, selected: picked, text: text } : { header: f.question.header, selected: picked });
+      }
+      send({ answers: answers });
+    });
+    declineButton.addEventListener('click', function () {
+      var why = reason.value.trim();
+      send(why ? { decline: true, reason: why } : { decline: true });
+    });
+    return form;
+  }
+
   // ------------------------------------------------------------ start
 
   var first = /^#(tools|calls|todos|planner|runs|cron)$/.exec(window.location.hash);
   selectTab(first ? first[1] : 'tools', false);
   if (!loaded.tools) { loaded.tools = true; loadTools(); }
+  pollQuestions();
 })();
