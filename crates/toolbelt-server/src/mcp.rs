@@ -736,8 +736,8 @@ impl ServerHandler for McpServer {
                 .get_prompt(&request.name, request.arguments)
                 .await
                 .map(GetPromptResponse::from)
-                .map_err(|message| {
-                    McpError::invalid_params(message, Some(json!({"prompt": request.name})))
+                .map_err(|e| {
+                    McpError::invalid_params(e.to_string(), Some(json!({"prompt": request.name})))
                 });
         }
         self.prompt(&request.name).map(GetPromptResponse::from)

@@ -103,8 +103,8 @@ pub enum ReplyError {
     )]
     NotPending(String),
     /// The reply does not fit the questions; they stay pending.
-    #[error("{0}")]
-    Invalid(String),
+    #[error(transparent)]
+    Invalid(#[from] InvalidReply),
 }
 
 impl Default for PendingQuestions {
@@ -193,7 +193,7 @@ impl PendingQuestions {
         let (entry, answers) = {
             let mut pending = self.lock();
             let questions = &pending.get(id).ok_or_else(not_pending)?.questions;
-            let answers = resolve(reply, questions).map_err(ReplyError::Invalid)?;
+            let answers = resolve(reply, questions)?;
             (pending.remove(id).ok_or_else(not_pending)?, answers)
         };
         let answered = matches!(answers, Answers::Answered(_));
@@ -333,31 +333,50 @@ impl Drop for Withdraw<'_> {
 }
 
 /// `reply` as the answers to `questions`, in their order, or what is wrong with it.
-fn resolve(reply: Reply, questions: &[Question]) -> Result<Answers, String> {
+/// Why a reply does not fit its questions: the message says what to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidReply(String);
+
+impl From<String> for InvalidReply {
+    fn from(message: String) -> InvalidReply {
+        InvalidReply(message)
+    }
+}
+
+impl From<&str> for InvalidReply {
+    fn from(message: &str) -> InvalidReply {
+        InvalidReply(message.to_string())
+    }
+}
+
+fn resolve(reply: Reply, questions: &[Question]) -> Result<Answers, InvalidReply> {
     match (reply.answers, reply.decline) {
-        (Some(_), true) => {
-            Err("send either \"answers\" or \"decline\": true, not both".into())
-        }
+        (Some(_), true) => Err(InvalidReply::from(
+            "send either \"answers\" or \"decline\": true, not both",
+        )),
         (None, true) => Ok(Answers::Declined {
             reason: reply
                 .reason
                 .map(|r| r.trim().to_string())
                 .filter(|r| !r.is_empty()),
         }),
-        (None, false) => Err(
-            "send {\"answers\": [{\"header\", \"selected\", \"text\"}, ...]} or {\"decline\": true}"
-                .into(),
-        ),
-        (Some(_), false) if reply.reason.is_some() => {
-            Err("\"reason\" goes with \"decline\": true only".into())
-        }
+        (None, false) => Err(InvalidReply::from(
+            "send {\"answers\": [{\"header\", \"selected\", \"text\"}, ...]} or {\"decline\": true}",
+        )),
+        (Some(_), false) if reply.reason.is_some() => Err(InvalidReply::from(
+            "\"reason\" goes with \"decline\": true only",
+        )),
         (Some(given), false) => resolve_answers(given, questions).map(Answers::Answered),
     }
 }
 
 /// One answer per question, matched by header (questions that share a header
 /// take their answers in order).
-fn resolve_answers(given: Vec<ReplyAnswer>, questions: &[Question]) -> Result<Vec<Answer>, String> {
+fn resolve_answers(
+    given: Vec<ReplyAnswer>,
+    questions: &[Question],
+) -> Result<Vec<Answer>, InvalidReply> {
     let mut slots: Vec<Option<Answer>> = vec![None; questions.len()];
     for (i, a) in given.into_iter().enumerate() {
         let at = format!("answers[{i}]");
@@ -371,42 +390,48 @@ fn resolve_answers(given: Vec<ReplyAnswer>, questions: &[Question]) -> Result<Ve
                 .iter()
                 .map(|q| format!("{:?}", q.header))
                 .collect();
-            return Err(format!(
+            return Err(InvalidReply::from(format!(
                 "{at}.header: no question has the header {:?} (the headers: {})",
                 a.header,
                 headers.join(", ")
-            ));
+            )));
         }
         let Some((slot, question)) = same_header.find(|(j, _)| slots[*j].is_none()) else {
-            return Err(format!(
+            return Err(InvalidReply::from(format!(
                 "{at}: the question {:?} is answered twice",
                 a.header
-            ));
+            )));
         };
         slots[slot] = Some(check_answer(&at, a, question)?);
     }
     questions
         .iter()
         .zip(slots)
-        .map(|(q, slot)| slot.ok_or_else(|| format!("no answer to the question {:?}", q.header)))
+        .map(|(q, slot)| {
+            slot.ok_or_else(|| {
+                InvalidReply::from(format!("no answer to the question {:?}", q.header))
+            })
+        })
         .collect()
 }
 
 /// `a` as the answer to `question`: picked labels among its options, one at most
 /// unless multi-select; a question of one choice needs a pick or a text.
-fn check_answer(at: &str, a: ReplyAnswer, question: &Question) -> Result<Answer, String> {
+fn check_answer(at: &str, a: ReplyAnswer, question: &Question) -> Result<Answer, InvalidReply> {
     let labels: Vec<&str> = question.options.iter().map(|o| o.label.as_str()).collect();
     for (k, label) in a.selected.iter().enumerate() {
         if !labels.contains(&label.as_str()) {
             let listed: Vec<String> = labels.iter().map(|l| format!("{l:?}")).collect();
-            return Err(format!(
+            return Err(InvalidReply::from(format!(
                 "{at}.selected[{k}]: {label:?} is not an option of {:?} (the options: {})",
                 question.header,
                 listed.join(", ")
-            ));
+            )));
         }
         if a.selected[..k].contains(label) {
-            return Err(format!("{at}.selected[{k}]: {label:?} is picked twice"));
+            return Err(InvalidReply::from(format!(
+                "{at}.selected[{k}]: {label:?} is picked twice"
+            )));
         }
     }
     let text = a
@@ -415,17 +440,17 @@ fn check_answer(at: &str, a: ReplyAnswer, question: &Question) -> Result<Answer,
         .filter(|t| !t.is_empty());
     if !question.multi_select {
         if a.selected.len() > 1 {
-            return Err(format!(
+            return Err(InvalidReply::from(format!(
                 "{at}.selected: {:?} takes one choice, not {}",
                 question.header,
                 a.selected.len()
-            ));
+            )));
         }
         if a.selected.is_empty() && text.is_none() {
-            return Err(format!(
+            return Err(InvalidReply::from(format!(
                 "{at}: pick one option of {:?} or answer in \"text\"",
                 question.header
-            ));
+            )));
         }
     }
     Ok(Answer {

@@ -440,7 +440,7 @@ impl McpJson {
         };
         let text = std::fs::read_to_string(path).map_err(|e| file(e.to_string()))?;
         let parsed: McpJson = serde_json::from_str(&text).map_err(|e| file(e.to_string()))?;
-        let expand = |s: &str| expand_vars(s, env).map_err(file);
+        let expand = |s: &str| expand_vars(s, env).map_err(|e| file(e.to_string()));
         let mut out = BTreeMap::new();
         for (name, s) in parsed.servers {
             if s.kind.as_deref() == Some("sse") {
@@ -474,15 +474,26 @@ impl McpJson {
     }
 }
 
+/// Why `${...}` in a `.mcp.json` cannot be replaced.
+#[derive(Debug, thiserror::Error)]
+enum ExpandError {
+    /// `${` without its `}`.
+    #[error("an unclosed ${{ in {0:?}")]
+    Unclosed(String),
+    /// A variable that is not set, without a default.
+    #[error("${{{0}}} is used but {0} is not set (write ${{{0}:-default}} for a default)")]
+    Unset(String),
+}
+
 /// `text` with `${VAR}` and `${VAR:-default}` replaced from `env`.
-fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
-            return Err(format!("an unclosed ${{ in {text:?}"));
+            return Err(ExpandError::Unclosed(text.to_string()));
         };
         let inner = &after[..end];
         let (var, default) = match inner.split_once(":-") {
@@ -492,11 +503,7 @@ fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
         match (env(var), default) {
             (Some(value), _) => out.push_str(&value),
             (None, Some(default)) => out.push_str(default),
-            (None, None) => {
-                return Err(format!(
-                    "${{{var}}} is used but {var} is not set (write ${{{var}:-default}} for a default)"
-                ));
-            }
+            (None, None) => return Err(ExpandError::Unset(var.to_string())),
         }
         rest = &after[end + 1..];
     }

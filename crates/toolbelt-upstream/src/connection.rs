@@ -436,16 +436,18 @@ impl Server {
         &self,
         name: &str,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
-    ) -> Result<rmcp::model::GetPromptResult, String> {
-        let live = self.live().await.map_err(|e| e.into_envelope().text)?;
+    ) -> Result<rmcp::model::GetPromptResult, PromptError> {
+        let live = self.live().await?;
         let mut params = rmcp::model::GetPromptRequestParams::new(name);
         params.arguments = arguments;
-        live.peer.get_prompt(params).await.map_err(|e| {
-            format!(
-                "MCP server {} did not give the prompt {name:?}: {e}",
-                self.spec.name
-            )
-        })
+        live.peer
+            .get_prompt(params)
+            .await
+            .map_err(|source| PromptError::Refused {
+                server: self.spec.name.clone(),
+                prompt: name.to_string(),
+                source,
+            })
     }
 
     /// Offers `listed` (those the configuration lets through).
@@ -520,6 +522,27 @@ impl Live {
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         &self.peer
     }
+}
+
+/// Why a prompt of another server cannot be given.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    /// No configured server has the prompt's prefix.
+    #[error("there is no prompt named {0:?}")]
+    Unknown(String),
+    /// The server is not running now.
+    #[error("{}", .0.message)]
+    Unavailable(#[from] ToolError),
+    /// The server refused.
+    #[error("MCP server {server} did not give the prompt {prompt:?}: {source}")]
+    Refused {
+        /// The server.
+        server: String,
+        /// The prompt, as the server names it.
+        prompt: String,
+        /// Its answer.
+        source: rmcp::service::ServiceError,
+    },
 }
 
 /// Why a server could not be started.

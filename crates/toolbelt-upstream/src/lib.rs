@@ -29,5 +29,6 @@ pub use config::{
     ConfigError, DEFAULT_SEPARATOR, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpJson,
     ServerConfig, ServerSpec, Startup, Transport,
 };
+pub use connection::PromptError;
 pub use content::to_envelope;
 pub use source::{ServerState, ServerStatus, Upstreams};

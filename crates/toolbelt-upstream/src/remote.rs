@@ -18,6 +18,12 @@ use crate::content::to_envelope;
 /// The longest description kept; some servers put whole manuals there.
 const MAX_DESCRIPTION_CHARS: usize = 4_000;
 
+/// A tool whose input schema is not an object schema: it cannot take arguments
+/// the way every tool does, and is left out.
+#[derive(Debug, thiserror::Error)]
+#[error("its input schema has type {0}, not object")]
+pub(crate) struct NotAnObjectSchema(Value);
+
 /// A tool of another MCP server under its registry name (`server__tool`).
 pub(crate) struct RemoteTool {
     server: Weak<Server>,
@@ -38,7 +44,7 @@ impl RemoteTool {
         spec: &ServerSpec,
         prefix: &str,
         tool: &rmcp::model::Tool,
-    ) -> Result<RemoteTool, String> {
+    ) -> Result<RemoteTool, NotAnObjectSchema> {
         let name = registry_name(prefix, &tool.name);
         let mut schema = Value::Object((*tool.input_schema).clone());
         match schema.get("type") {
@@ -46,7 +52,7 @@ impl RemoteTool {
                 schema["type"] = Value::String("object".into());
             }
             Some(Value::String(t)) if t == "object" => {}
-            Some(other) => return Err(format!("its input schema has type {other}, not object")),
+            Some(other) => return Err(NotAnObjectSchema(other.clone())),
         }
         let description = tool
             .description

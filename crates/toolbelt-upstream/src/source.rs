@@ -6,7 +6,7 @@ use std::sync::Arc;
 use toolbelt_core::{Tool, ToolSource};
 
 use crate::config::ServerSpec;
-use crate::connection::Server;
+use crate::connection::{PromptError, Server};
 pub use crate::connection::{ServerState, ServerStatus};
 use crate::resources::{NAME as RESOURCE_TOOL, ResourceTool};
 
@@ -85,9 +85,9 @@ impl Upstreams {
         &self,
         name: &str,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
-    ) -> Result<rmcp::model::GetPromptResult, String> {
+    ) -> Result<rmcp::model::GetPromptResult, PromptError> {
         let Some(server) = self.servers.iter().find(|s| name.starts_with(&s.prefix())) else {
-            return Err(format!("there is no prompt named {name:?}"));
+            return Err(PromptError::Unknown(name.to_string()));
         };
         server
             .get_prompt(&name[server.prefix().len()..], arguments)

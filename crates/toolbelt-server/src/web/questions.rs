@@ -64,7 +64,7 @@ async fn answer(
             Ok(axum::Json(json!({ "id": id, "status": status })).into_response())
         }
         Err(e @ ReplyError::NotPending(_)) => Err(ApiError::NotFound(e.to_string())),
-        Err(ReplyError::Invalid(message)) => Err(ApiError::InvalidParams(message)),
+        Err(ReplyError::Invalid(invalid)) => Err(ApiError::InvalidParams(invalid.to_string())),
     }
 }
 
