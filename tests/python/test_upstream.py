@@ -267,6 +267,34 @@ def test_gateway_serves_builtin_and_upstream_tools_and_logs_both(ws: Workspace, 
     assert "read_file" in tools and "up__echo" in tools and "up__long_text" in tools, tools
 
 
+def test_the_gateway_answers_at_once_while_a_slow_server_starts(tmp_path: Path, toolbelt_bin: str) -> None:
+    marks = tmp_path / "marks"
+    script = f"sleep 3; exec {json.dumps(sys.executable)} {json.dumps(str(SERVER))} stdio"
+    ws = make_workspace(
+        tmp_path,
+        f"""
+[mcp_servers.slow]
+command = "/bin/sh"
+args = ["-c", {json.dumps(script)}]
+env = {{ UPSTREAM_MARKS = {json.dumps(str(marks))} }}
+""",
+    )
+
+    async def main() -> None:
+        started = time.monotonic()
+        async with gateway(ws, toolbelt_bin, "legacy") as client:
+            # The handshake does not wait for the slow server...
+            assert time.monotonic() - started < 2.5
+            # ...its tools are there at the first tools/list.
+            names = await names_of(client)
+            assert "slow__echo" in names and "read_file" in names, names
+            assert time.monotonic() - started >= 2.5
+            echoed = await client.call_tool("slow__echo", {"text": "late but here"})
+            assert text_of(echoed) == "late but here"
+
+    anyio.run(main)
+
+
 def test_a_hung_call_is_cancelled_at_the_timeout(ws: Workspace, toolbelt_bin: str) -> None:
     async def main() -> None:
         async with gateway(ws, toolbelt_bin, "legacy") as client:

@@ -531,6 +531,9 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
+        if let Some(upstreams) = &self.upstreams {
+            upstreams.started().await;
+        }
         let registry = self.registry();
         if !registry.has(&name) {
             // The registry's answer names the closest tools.
@@ -706,6 +709,10 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        // The other servers' tools are known once they have started.
+        if let Some(upstreams) = &self.upstreams {
+            upstreams.started().await;
+        }
         let structured = self.structured_for(client_name(&context).as_deref());
         Ok(ListToolsResult::with_all_items(
             self.listing(structured).to_vec(),

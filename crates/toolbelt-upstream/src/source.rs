@@ -14,6 +14,8 @@ use crate::resources::{NAME as RESOURCE_TOOL, ResourceTool};
 /// [`Registry::add_source`](toolbelt_core::Registry::add_source).
 pub struct Upstreams {
     servers: Vec<Arc<Server>>,
+    /// True once [`Upstreams::start`] has run.
+    started: tokio::sync::watch::Sender<bool>,
     /// `mcp_resource`, when a server is configured.
     resources: Option<Arc<dyn Tool>>,
 }
@@ -40,7 +42,11 @@ impl Upstreams {
             .collect::<Vec<_>>();
         let resources =
             (!servers.is_empty()).then(|| Arc::new(ResourceTool::new(&servers)) as Arc<dyn Tool>);
-        Upstreams { servers, resources }
+        Upstreams {
+            servers,
+            resources,
+            started: tokio::sync::watch::Sender::new(false),
+        }
     }
 
     /// True when no server is configured.
@@ -53,6 +59,18 @@ impl Upstreams {
     /// that fails is logged and its calls say why; the others go on.
     pub async fn start(&self) {
         futures::future::join_all(self.servers.iter().map(|s| s.start())).await;
+        self.started.send_replace(true);
+    }
+
+    /// Waits until [`Upstreams::start`] has run (at once when no server is
+    /// configured): a server that answers before its tools are known lets its
+    /// client's first `tools/list` wait here.
+    pub async fn started(&self) {
+        if self.servers.is_empty() {
+            return;
+        }
+        let mut started = self.started.subscribe();
+        let _ = started.wait_for(|s| *s).await;
     }
 
     /// Starts the servers whose tools `names` name (a one-off call needs no other).

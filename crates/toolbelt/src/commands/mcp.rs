@@ -39,7 +39,12 @@ pub fn run(flags: &McpFlags, ws: Workspace, mcp: &McpConfig, g: &Global) -> Resu
     // tokio's blocking pool), and holds less memory.
     let rt = runtime::start(Threads::One)?;
     rt.block_on(runtime::open_store(&store))?;
-    rt.block_on(upstreams.start());
+    // The other servers start beside the session: the client's handshake is
+    // answered at once, and its first tools/list waits for their tools.
+    {
+        let upstreams = Arc::clone(&upstreams);
+        rt.spawn(async move { upstreams.start().await });
+    }
     // The client's roots may bring registries with stores of their own: every
     // writer is flushed at the end.
     let logs = Arc::new(Mutex::new(vec![runtime::start_call_log_on(
