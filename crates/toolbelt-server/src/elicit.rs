@@ -61,9 +61,9 @@ impl Channel {
         responses: Option<&BTreeMap<String, Value>>,
         state: Option<&str>,
     ) -> Channel {
-        let modern = context.protocol_version().is_some_and(|v| {
-            v.to_string().as_str() >= ProtocolVersion::V_2026_07_28.to_string().as_str()
-        });
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
         if !modern {
             return Channel::Request(context.peer.clone());
         }

@@ -1289,10 +1289,8 @@ pub fn load_or_create_token(state_dir: &Path) -> io::Result<String> {
         Err(e) => return Err(e),
     }
     std::fs::create_dir_all(state_dir)?;
-    let mut bytes = [0u8; TOKEN_BYTES];
-    getrandom::fill(&mut bytes)
+    let token = crate::random_hex(TOKEN_BYTES)
         .map_err(|e| io::Error::other(format!("no randomness for the token: {e}")))?;
-    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]

@@ -22,3 +22,13 @@ pub mod web;
 pub use http::{ServeConfig, load_or_create_token, router, serve};
 pub use mcp::{McpOptions, McpServeError, McpServer, StructuredContent, serve_stdio};
 pub use questions::{PendingQuestions, RunQuestions};
+
+/// `n` random bytes as lowercase hex: tokens, login codes, question ids.
+///
+/// # Errors
+/// The system has no randomness source.
+pub(crate) fn random_hex(n: usize) -> Result<String, getrandom::Error> {
+    let mut bytes = vec![0u8; n];
+    getrandom::fill(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}

@@ -268,7 +268,7 @@ impl PendingQuestions {
                 break id;
             }
         };
-        let asked_at = now_ms();
+        let asked_at = toolbelt_store::now_ms();
         let wait_ms = i64::try_from(self.inner.wait.as_millis()).unwrap_or(i64::MAX);
         pending.insert(
             id.clone(),
@@ -462,18 +462,9 @@ fn check_answer(at: &str, a: ReplyAnswer, question: &Question) -> Result<Answer,
 
 /// A fresh id: `q-` and random hex.
 fn new_id() -> Result<String, AskError> {
-    let mut bytes = [0u8; ID_BYTES];
-    getrandom::fill(&mut bytes)
+    let hex = crate::random_hex(ID_BYTES)
         .map_err(|e| AskError::Failed(format!("no randomness for an id: {e}")))?;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     Ok(format!("q-{hex}"))
-}
-
-/// Milliseconds since the epoch.
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// `wait` in words: "10 minutes", "1 hour", "90 seconds".
@@ -491,11 +482,7 @@ fn spoken(wait: Duration) -> String {
             "millisecond",
         )
     };
-    if n == 1 {
-        format!("1 {unit}")
-    } else {
-        format!("{n} {unit}s")
-    }
+    format!("{n} {}", toolbelt_core::human::plural(n, unit))
 }
 
 #[cfg(test)]

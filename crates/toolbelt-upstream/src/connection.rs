@@ -97,7 +97,8 @@ enum State {
 /// One configured server and its tools.
 pub(crate) struct Server {
     pub(crate) spec: ServerSpec,
-    separator: String,
+    /// `NAME` and the separator: what its tools' names start with.
+    prefix: String,
     cache: Option<PathBuf>,
     /// Connecting is one at a time.
     state: tokio::sync::Mutex<State>,
@@ -114,8 +115,8 @@ pub(crate) struct Server {
 impl Server {
     pub(crate) fn new(spec: ServerSpec, separator: &str, cache: Option<PathBuf>) -> Arc<Server> {
         Arc::new_cyclic(|me| Server {
+            prefix: format!("{}{separator}", spec.name),
             spec,
-            separator: separator.to_string(),
             cache,
             state: tokio::sync::Mutex::new(State::Idle),
             shown: Mutex::new(ServerState::NotStarted),
@@ -130,8 +131,8 @@ impl Server {
         &self.spec.name
     }
 
-    pub(crate) fn prefix(&self) -> String {
-        format!("{}{}", self.spec.name, self.separator)
+    pub(crate) fn prefix(&self) -> &str {
+        &self.prefix
     }
 
     pub(crate) fn tools(&self) -> Arc<BTreeMap<String, Arc<RemoteTool>>> {
@@ -458,7 +459,7 @@ impl Server {
             if !self.spec.offers(&tool.name) {
                 continue;
             }
-            match RemoteTool::new(self.me.clone(), &self.spec, &prefix, tool) {
+            match RemoteTool::new(self.me.clone(), &self.spec, prefix, tool) {
                 Ok(remote) => {
                     tools.insert(remote.spec().name.clone(), Arc::new(remote));
                 }

@@ -78,7 +78,7 @@ impl Upstreams {
         let wanted = self
             .servers
             .iter()
-            .filter(|s| names.iter().any(|n| n.starts_with(&s.prefix())));
+            .filter(|s| names.iter().any(|n| n.starts_with(s.prefix())));
         futures::future::join_all(wanted.map(|s| s.start())).await;
     }
 
@@ -92,7 +92,7 @@ impl Upstreams {
 
     /// Whether `name` is a prompt of one of the servers (by its prefix).
     pub fn owns_prompt(&self, name: &str) -> bool {
-        self.servers.iter().any(|s| name.starts_with(&s.prefix()))
+        self.servers.iter().any(|s| name.starts_with(s.prefix()))
     }
 
     /// The prompt `name` (`SERVER__prompt`) with `arguments`, from its server.
@@ -104,7 +104,7 @@ impl Upstreams {
         name: &str,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Result<rmcp::model::GetPromptResult, PromptError> {
-        let Some(server) = self.servers.iter().find(|s| name.starts_with(&s.prefix())) else {
+        let Some(server) = self.servers.iter().find(|s| name.starts_with(s.prefix())) else {
             return Err(PromptError::Unknown(name.to_string()));
         };
         server
@@ -137,7 +137,7 @@ impl ToolSource for Upstreams {
             return self.resources.clone();
         }
         self.servers.iter().find_map(|s| {
-            if !name.starts_with(&s.prefix()) {
+            if !name.starts_with(s.prefix()) {
                 return None;
             }
             s.tools().get(name).map(|t| Arc::clone(t) as Arc<dyn Tool>)

@@ -440,9 +440,7 @@ fn digest(text: &str) -> [u8; 32] {
 
 /// [`SECRET_BYTES`] random bytes as hex; `None` without a randomness source.
 fn random_hex() -> Option<String> {
-    let mut bytes = [0u8; SECRET_BYTES];
-    getrandom::fill(&mut bytes).ok()?;
-    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    crate::random_hex(SECRET_BYTES).ok()
 }
 
 /// A new one-time login code for `toolbelt serve --open` (put it in

@@ -107,10 +107,12 @@ fn test(settings: &Settings, name: &str, json: bool) -> Result<ExitCode> {
     let rt = runtime::start(Threads::One)?;
     rt.block_on(upstreams.start());
     let status = upstreams.status().remove(0);
+    // Its own tools (not the shared mcp_resource).
+    let prefix = format!("{name}{}", settings.mcp_servers.separator);
     let tools: Vec<String> = toolbelt_core::ToolSource::tools(upstreams.as_ref())
         .iter()
         .map(|t| t.spec().name.clone())
-        .filter(|n| n != "mcp_resource")
+        .filter(|n| n.starts_with(&prefix))
         .collect();
     let ok = matches!(status.state, ServerState::Running { .. });
     if json {
