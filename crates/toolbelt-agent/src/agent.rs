@@ -12,15 +12,17 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::{BatchMode, CallOptions, Registry, Status, ToolCall};
-use toolbelt_wire::calls::{ParsedCall, TextParseError, parse_text_reply, to_observation};
+use toolbelt_wire::calls::{
+    ParsedCall, TextParseError, calls_in_text, parse_text_reply, to_observation,
+};
 use toolbelt_wire::export::{export, text_prompt};
 
 use crate::compact::{Compaction, Window};
 use crate::error::AgentError;
 use crate::events::{AgentEvent, EventTx};
 use crate::journal::Journal;
-use crate::message::{Message, ToolOutput, Usage};
-use crate::options::{AgentOptions, Outcome, Protocol, RunOutcome};
+use crate::message::{Message, ModelCall, ToolOutput, Usage};
+use crate::options::{AgentOptions, ModelSize, Outcome, Protocol, RunOutcome};
 use crate::prompt::system_prompt;
 use crate::provider::{
     ModelRequest, ModelResponse, Provider, ProviderError, StopReason, StreamEvent,
@@ -58,6 +60,23 @@ const CONTINUE_AFTER_CUT: &str =
 /// Replies without an action and without a final answer that the text protocol
 /// sends back before it takes such a reply as the final answer.
 const MAX_TEXT_NUDGES: usize = 2;
+
+/// Where a text-protocol reply must stop: the model would go on to write the
+/// result of its own action.
+const TEXT_STOP: &str = "\nObservation:";
+
+/// The reminder of the text protocol's format. It holds nothing that reads as an
+/// action: a model that copies it runs nothing.
+const TEXT_FORMAT_REMINDER: &str = "Observation (error): your reply had neither an action nor a final answer. \
+     To use a tool, write a line that starts with the word Action and a colon, then the tool's name and its \
+     arguments as a JSON object in square brackets, and stop there. When the task is done, write a line that \
+     starts with Final Answer and a colon, then your answer.";
+
+/// The reminder a small model gets when it answers in prose before it has called
+/// any tool.
+const USE_THE_TOOLS: &str = "You answered without calling any tool. Describing steps or \
+     code does nothing: if the task needs files read or changed or commands run, call the tools \
+     now, one at a time. If it needs no tool, give your answer again.";
 
 /// A conversation with a model that can use the registry's tools.
 ///
@@ -368,6 +387,11 @@ impl Agent {
             stop_reason,
             ..
         } = response;
+        let (content, tool_calls) = if tool_calls.is_empty() {
+            self.written_calls(content)
+        } else {
+            (content, tool_calls)
+        };
         self.emit(AgentEvent::AssistantMessage {
             text: content.clone(),
             tool_calls: tool_calls.len(),
@@ -382,6 +406,18 @@ impl Agent {
                     "the answer was cut off by the output limit; asking the model to go on".into(),
                 );
                 self.push(Message::user(CONTINUE_AFTER_CUT));
+                return None;
+            }
+            if self.options.model_size == ModelSize::Small
+                && state.tool_calls == 0
+                && !state.prose_reminded
+            {
+                state.prose_reminded = true;
+                self.notice(
+                    "the model answered without calling a tool; reminding it to use the tools"
+                        .into(),
+                );
+                self.push(Message::user(USE_THE_TOOLS));
                 return None;
             }
             return Some((Outcome::FinalAnswer, content));
@@ -416,13 +452,38 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Option<(Outcome, String)> {
         let content = response.content;
-        let reply = parse_text_reply(&content);
+        let mut reply = parse_text_reply(&content);
+        // One action per reply: the model decides the next one on its observation.
+        let dropped_actions = reply.actions.len().saturating_sub(1);
+        reply.actions.truncate(1);
         self.emit(AgentEvent::AssistantMessage {
             text: content.clone(),
             tool_calls: reply.actions.len(),
         });
         self.push(Message::assistant(content.clone()));
         if reply.actions.is_empty() {
+            let echoed = reply
+                .final_answer
+                .as_deref()
+                .map_or_else(|| is_observation_echo(&content), is_observation_echo);
+            if echoed {
+                // The model wrote an observation (an error, most often) itself: that is
+                // never its answer.
+                if state.nudges >= MAX_TEXT_NUDGES {
+                    return Some((
+                        Outcome::NoAnswer,
+                        "the model kept writing observations and errors itself instead of an action or a final answer"
+                            .into(),
+                    ));
+                }
+                state.nudges += 1;
+                self.notice(
+                    "the reply repeated an observation instead of an action or an answer; reminding the model of the format"
+                        .into(),
+                );
+                self.push(Message::user(TEXT_FORMAT_REMINDER));
+                return None;
+            }
             if let Some(answer) = reply.final_answer {
                 return Some((Outcome::FinalAnswer, answer));
             }
@@ -441,10 +502,7 @@ impl Agent {
                 "the reply had no Action and no Final Answer; reminding the model of the format"
                     .into(),
             );
-            self.push(Message::user(
-                "Observation (error): your reply had neither an `Action: tool_name[{...}]` line nor a final answer. \
-                 Call a tool with one Action line, or give your answer as `Final Answer: ...`.",
-            ));
+            self.push(Message::user(TEXT_FORMAT_REMINDER));
             return None;
         }
         let ignored_final = reply.final_answer.is_some();
@@ -458,6 +516,11 @@ impl Agent {
             observation.push_str(
                 "\n\n(Your reply also gave a final answer before seeing these observations; it was not taken. Give it again if it still holds.)",
             );
+        }
+        if dropped_actions > 0 {
+            observation.push_str(&format!(
+                "\n\n(Only your first action was run; the other {dropped_actions} were not. Write one action per reply and wait for its observation.)"
+            ));
         }
         if reply.ignored_after_observation.is_some() {
             observation.push_str(
@@ -647,17 +710,36 @@ impl Agent {
     }
 
     /// Calls the model with the conversation, forwarding what streams in.
-    async fn ask_model(&self, cancel: &CancellationToken) -> Result<ModelResponse, ProviderError> {
+    async fn ask_model(
+        &mut self,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ProviderError> {
         let request = ModelRequest {
             system: self.system.clone(),
             messages: self.messages.clone(),
             tools: self.tools.clone(),
             max_tokens: None,
+            stop: match self.options.protocol {
+                Protocol::Native => Vec::new(),
+                Protocol::Text => vec![TEXT_STOP.to_string()],
+            },
         };
+        let prompt_tokens = self.window.estimate_tokens(&self.messages);
         let events = self.journal.events().clone();
-        let sink = move |event: StreamEvent| {
+        let runaway = Runaway::default();
+        let stop_runaway = cancel.child_token();
+        let sink = |event: StreamEvent| {
             let _ = events.send(match event {
-                StreamEvent::TextDelta { text } => AgentEvent::TextDelta { text },
+                StreamEvent::TextDelta { text } => {
+                    if runaway.push(&text) {
+                        stop_runaway.cancel();
+                    }
+                    AgentEvent::TextDelta { text }
+                }
+                StreamEvent::Waiting { elapsed_ms } => AgentEvent::Waiting {
+                    elapsed_ms,
+                    prompt_tokens,
+                },
                 StreamEvent::ReasoningDelta { text } => AgentEvent::ReasoningDelta { text },
                 StreamEvent::ToolCallStarted { .. } => return,
                 StreamEvent::Retrying {
@@ -671,7 +753,76 @@ impl Agent {
                 },
             });
         };
-        self.provider.complete(&request, &sink, cancel).await
+        match self.provider.complete(&request, &sink, &stop_runaway).await {
+            Err(ProviderError::Cancelled) if !cancel.is_cancelled() => {
+                // The model went round in circles: what it wrote up to the repetition
+                // is its reply.
+                let content = runaway.kept();
+                self.journal.notice(
+                    "the model was repeating itself; its reply was cut where the repetition began"
+                        .into(),
+                );
+                Ok(ModelResponse {
+                    content,
+                    reasoning: String::new(),
+                    tool_calls: Vec::new(),
+                    stop_reason: StopReason::Other("repetition".into()),
+                    usage: Usage::default(),
+                })
+            }
+            Ok(mut response) if runaway.repeating() => {
+                response.content = runaway.kept();
+                self.journal.notice(
+                    "the model was repeating itself; its reply was cut where the repetition began"
+                        .into(),
+                );
+                Ok(response)
+            }
+            other => other,
+        }
+    }
+
+    /// A native reply without `tool_calls` whose text holds calls of known tools
+    /// (`<tool_call>` tags, a JSON block, an `Action:` line): the calls, made
+    /// native, and the rest of the text. Small models served with a template
+    /// that does not teach them function calling answer so.
+    fn written_calls(&mut self, content: String) -> (String, Vec<ModelCall>) {
+        let registry = Arc::clone(&self.registry);
+        let known = |name: &str| registry.resolve(name).is_some();
+        let Some(found) = calls_in_text(&content, &known) else {
+            return (content, Vec::new());
+        };
+        let calls: Vec<ModelCall> = found
+            .calls
+            .iter()
+            .map(|c| {
+                self.call_seq += 1;
+                ModelCall {
+                    id: format!("call_text_{}", self.call_seq),
+                    name: c.name.clone(),
+                    arguments: c
+                        .raw_arguments
+                        .clone()
+                        .unwrap_or_else(|| c.arguments.to_string()),
+                }
+            })
+            .collect();
+        let names = calls
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.record(&json!({
+            "type": "repair",
+            "repair": "tool calls written in the text",
+            "form": found.form,
+            "calls": names,
+        }));
+        self.notice(format!(
+            "the model wrote its call ({names}) as text ({}) instead of a function call; it was run as one",
+            found.form
+        ));
+        (found.rest, calls)
     }
 
     /// Adds a model call's usage and learns the tokens per character.
@@ -772,6 +923,8 @@ struct TurnState {
     steps: usize,
     tool_calls: usize,
     nudges: usize,
+    /// A small model was reminded to use the tools.
+    prose_reminded: bool,
     repeats: Repeats,
 }
 
@@ -793,6 +946,104 @@ impl Repeats {
         }
         self.streak
     }
+}
+
+/// True when `text` is an observation the model wrote itself (most often one of
+/// its errors, repeated): never a final answer.
+fn is_observation_echo(text: &str) -> bool {
+    let t = text.trim_start().trim_start_matches(['*', '`', '#', ' ']);
+    t.starts_with("Observation")
+        || t.starts_with("ERROR [")
+        || t.starts_with("ERROR:")
+        || t.starts_with("Error: line ")
+}
+
+/// How much of a reply is looked at for repetition, from its end.
+const RUNAWAY_WINDOW: usize = 4_096;
+/// A repeating tail at least this long (and at least four copies of its unit) is
+/// a model going round in circles.
+const RUNAWAY_MIN_CHARS: usize = 400;
+/// The longest repeating unit looked for, in bytes.
+const RUNAWAY_MAX_PERIOD: usize = 300;
+
+/// Watches a reply as it streams in for a model that repeats itself (the same
+/// line or block again and again until the output limit).
+#[derive(Debug, Default)]
+struct Runaway {
+    text: std::sync::Mutex<RunawayText>,
+}
+
+#[derive(Debug, Default)]
+struct RunawayText {
+    text: String,
+    checked_at: usize,
+    /// Where the repetition began (after its first copy), once seen.
+    cut: Option<usize>,
+}
+
+impl Runaway {
+    /// Adds streamed text; true when the reply has started repeating itself.
+    fn push(&self, delta: &str) -> bool {
+        let mut t = self
+            .text
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if t.cut.is_some() {
+            return true;
+        }
+        t.text.push_str(delta);
+        if t.text.len() < t.checked_at + 64 {
+            return false;
+        }
+        t.checked_at = t.text.len();
+        t.cut = repeating_tail(&t.text);
+        t.cut.is_some()
+    }
+
+    /// True when the reply has started repeating itself.
+    fn repeating(&self) -> bool {
+        self.text
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .cut
+            .is_some()
+    }
+
+    /// The reply up to where the repetition began.
+    fn kept(&self) -> String {
+        let t = self
+            .text
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let end = t.cut.unwrap_or(t.text.len());
+        t.text[..end].to_string()
+    }
+}
+
+/// Where `text` starts repeating itself: the end of the first copy of a unit that
+/// repeats to the end, when the repeating part is long and has four copies or
+/// more.
+fn repeating_tail(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let from = bytes.len().saturating_sub(RUNAWAY_WINDOW);
+    let tail = &bytes[from..];
+    for period in 1..=RUNAWAY_MAX_PERIOD.min(tail.len() / 4) {
+        // How far back from the end every byte equals the one a period before.
+        let mut run = 0;
+        while run + period < tail.len()
+            && tail[tail.len() - 1 - run] == tail[tail.len() - 1 - run - period]
+        {
+            run += 1;
+        }
+        if run >= RUNAWAY_MIN_CHARS.max(3 * period) {
+            let mut cut = from + tail.len() - run;
+            while !text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            return Some(cut);
+        }
+    }
+    None
 }
 
 /// JSON with object keys sorted, so that equal arguments compare equal.

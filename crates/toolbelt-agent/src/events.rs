@@ -87,6 +87,14 @@ pub enum AgentEvent {
         /// The message.
         message: String,
     },
+    /// Nothing has come back yet: the server is still reading the prompt (a
+    /// local model on a CPU takes minutes for a long one). Sent every few seconds.
+    Waiting {
+        /// Since the request was sent, in milliseconds.
+        elapsed_ms: u64,
+        /// The prompt's tokens, estimated.
+        prompt_tokens: u64,
+    },
     /// The provider retries a request.
     Retrying {
         /// The attempt that comes next.

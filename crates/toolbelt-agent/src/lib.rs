@@ -39,10 +39,11 @@ pub use agent::{Agent, Spawner};
 pub use error::AgentError;
 pub use events::{AgentEvent, EventTx, ToolEventForwarder};
 pub use message::{Message, ModelCall, ToolOutput, Usage};
-pub use options::{AgentOptions, Outcome, Protocol, RunOutcome};
+pub use options::{AgentOptions, ModelSize, Outcome, Protocol, RunOutcome};
 pub use provider::{
-    ModelRequest, ModelResponse, Provider, ProviderConfig, ProviderError, ProviderKind,
-    RetryPolicy, Secret, StopReason, StreamEvent, build_provider,
+    LOCAL_MAX_TOKENS, ModelRequest, ModelResponse, Provider, ProviderConfig, ProviderError,
+    ProviderKind, RetryPolicy, Secret, ServerInfo, StopReason, StreamEvent, build_provider,
+    default_first_byte_timeout, is_local_url, probe_server,
 };
 pub use subagent::{
     AgentType, AgentTypes, SubagentLimits, SubagentModel, SubagentSettings, Subagents, TypeProblem,

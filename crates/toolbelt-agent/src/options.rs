@@ -36,6 +36,39 @@ impl Protocol {
     }
 }
 
+/// How big a model the agent works with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelSize {
+    /// A model that follows a long system prompt and many tools.
+    #[default]
+    Large,
+    /// A small model (a few billion parameters, often on a CPU): a short system
+    /// prompt that shows one call, and a reminder when it answers in prose
+    /// without having called a tool. (With it, the command line picks the minimal
+    /// toolset and short descriptions.)
+    Small,
+}
+
+impl ModelSize {
+    /// `large` or `small`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelSize::Large => "large",
+            ModelSize::Small => "small",
+        }
+    }
+
+    /// Parses `large` or `small`.
+    pub fn parse(s: &str) -> Option<ModelSize> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "large" => Some(ModelSize::Large),
+            "small" => Some(ModelSize::Small),
+            _ => None,
+        }
+    }
+}
+
 /// The default of [`AgentOptions::max_steps`].
 pub const DEFAULT_MAX_STEPS: usize = 100;
 /// The default of [`AgentOptions::repeat_warn`].
@@ -50,6 +83,9 @@ pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 pub struct AgentOptions {
     /// Native function calling or the text protocol.
     pub protocol: Protocol,
+    /// How big the model is: a small one gets a short prompt with an example call,
+    /// and a reminder to use the tools when it answers in prose at once.
+    pub model_size: ModelSize,
     /// Model calls one run may make.
     pub max_steps: usize,
     /// The same call with the same arguments this many times in a row is answered
@@ -81,6 +117,7 @@ impl Default for AgentOptions {
     fn default() -> AgentOptions {
         AgentOptions {
             protocol: Protocol::Native,
+            model_size: ModelSize::Large,
             max_steps: DEFAULT_MAX_STEPS,
             repeat_warn: DEFAULT_REPEAT_WARN,
             repeat_stop: DEFAULT_REPEAT_STOP,
@@ -109,6 +146,9 @@ pub enum Outcome {
     Cancelled,
     /// The turn used more tokens than its budget.
     TokenBudget,
+    /// The model kept replying with neither an action nor an answer (the text
+    /// protocol: it wrote observations or errors itself).
+    NoAnswer,
     /// The provider failed (after its retries).
     Error,
 }
@@ -122,6 +162,7 @@ impl Outcome {
             Outcome::RepeatedCall => "repeated_call",
             Outcome::Cancelled => "cancelled",
             Outcome::TokenBudget => "token_budget",
+            Outcome::NoAnswer => "no_answer",
             Outcome::Error => "error",
         }
     }

@@ -3,7 +3,7 @@
 
 use toolbelt_core::{Registry, Session};
 
-use crate::options::AgentOptions;
+use crate::options::{AgentOptions, ModelSize, Protocol};
 
 /// The system prompt: who the agent is and where it works, the project's
 /// instructions, and (text protocol) the tools.
@@ -13,9 +13,14 @@ pub(crate) fn system_prompt(
     tools: Option<&str>,
 ) -> String {
     let session = registry.session();
-    let mut out = match &options.system_prompt {
-        Some(custom) => custom.trim_end().to_string(),
-        None => format!("{BASE_PROMPT}\n\n{}", environment(session)),
+    let mut out = match (&options.system_prompt, options.model_size) {
+        (Some(custom), _) => custom.trim_end().to_string(),
+        (None, ModelSize::Large) => format!("{BASE_PROMPT}\n\n{}", environment(session)),
+        (None, ModelSize::Small) => format!(
+            "{SMALL_PROMPT}\n\n{}\n\n{}",
+            example_call(registry, options.protocol),
+            environment(session)
+        ),
     };
     for (name, text) in &options.instructions {
         let text = text.trim();
@@ -27,7 +32,7 @@ pub(crate) fn system_prompt(
         out.push_str("\n\n");
         out.push_str(tools.trim_end());
         out.push_str(
-            "\n\nWrite one or more Action lines and stop; the observations come back in the next message. \
+            "\n\nWrite one Action line and stop; its observation comes back in the next message. \
              When the task is done, write `Final Answer: ` followed by your answer.",
         );
     }
@@ -49,6 +54,45 @@ pub(crate) fn environment(session: &Session) -> String {
         chrono::Local::now().format("%Y-%m-%d"),
     )
 }
+
+/// One call of a tool the registry has, as the model should write it in
+/// `protocol`: the prompt of a small model shows it.
+fn example_call(registry: &Registry, protocol: Protocol) -> String {
+    let specs = registry.definitions();
+    let (name, arguments) = match specs
+        .iter()
+        .find(|s| registry.resolve(&s.name) == Some("read_file"))
+    {
+        Some(spec) => (spec.name.clone(), r#"{"path": "README.md"}"#.to_string()),
+        None => match specs
+            .iter()
+            .find_map(|s| s.examples.first().map(|e| (s, e)))
+        {
+            Some((spec, example)) => (spec.name.clone(), example.input.to_string()),
+            None => return String::new(),
+        },
+    };
+    match protocol {
+        Protocol::Native => format!(
+            "For example, to read a file, call the tool {name} with the arguments {arguments}. \
+             Calls go through the function-calling interface, not in your text."
+        ),
+        Protocol::Text => format!(
+            "For example, to read a file, write this line and stop:\nAction: {name}[{arguments}]"
+        ),
+    }
+}
+
+/// The system prompt of a small model: short, and plain about calling tools.
+const SMALL_PROMPT: &str = "\
+You are toolbelt, a coding agent working on the user's project through tools. You act \
+only by calling tools: describing a change or a command does nothing, so call the tool \
+that does it. Call one tool at a time, read its result, then decide the next call.
+
+- Find files with glob or grep; read a file with read_file before you change it.
+- Change a file with edit_file (copy old_string exactly from the file) or write_file.
+- Run programs and tests with bash, and read their output.
+- When the task is done, answer in one or two sentences: what you did or found.";
 
 /// The built-in system prompt.
 const BASE_PROMPT: &str = "\

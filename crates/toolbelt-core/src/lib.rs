@@ -90,7 +90,10 @@ pub use repair::repair_arguments;
 pub use retry::{RetryPolicy, retry_after, retry_after_ms};
 pub use schema::schema_for;
 pub use secret::Secret;
-pub use spec::{Category, Example, Hints, MAX_DESCRIPTION_CHARS, Subject, ToolSpec};
+pub use spec::{
+    Category, Descriptions, Example, Hints, MAX_DESCRIPTION_CHARS, Subject, ToolSpec,
+    first_sentence, short_description,
+};
 pub use stamps::{FileStamps, Stamp};
 pub use tool::{
     BoxFuture, FnTool, Reply, Tool, ToolError, ToolResult, Typed, TypedTool, Violation,

@@ -258,6 +258,8 @@ pub struct Registry {
     call_log: Option<Arc<dyn CallLog>>,
     /// The canonical name of the tool that reads saved outputs, if one is registered.
     saved_output_reader: Option<Arc<str>>,
+    /// How much of the descriptions [`Registry::definitions`] gives.
+    descriptions: crate::Descriptions,
 }
 
 impl fmt::Debug for Registry {
@@ -293,12 +295,24 @@ impl Registry {
             events: None,
             call_log: None,
             saved_output_reader: None,
+            descriptions: crate::Descriptions::Full,
         }
     }
 
     /// Uses `profile` for exposed names.
     pub fn set_profile(&mut self, profile: Profile) {
         self.profile = profile;
+    }
+
+    /// How much of each description [`Registry::definitions`] gives (short ones
+    /// for small models).
+    pub fn set_descriptions(&mut self, descriptions: crate::Descriptions) {
+        self.descriptions = descriptions;
+    }
+
+    /// How much of each description the definitions give.
+    pub fn descriptions(&self) -> crate::Descriptions {
+        self.descriptions
     }
 
     /// Asks `authorizer` before every call (its rules should already know the
@@ -350,6 +364,7 @@ impl Registry {
             events: None,
             call_log: self.call_log.clone(),
             saved_output_reader: self.saved_output_reader.clone(),
+            descriptions: self.descriptions,
         }
     }
 
@@ -614,12 +629,15 @@ impl Registry {
             spec.name = self.profile.exposed(&spec.name).to_string();
             spec
         });
+        let short = self.descriptions == crate::Descriptions::Short;
         // A source's tools keep their names: profiles rename built-in tools only.
         let sourced = self
             .source_tools()
             .into_iter()
             .map(|t| t.current_spec().unwrap_or_else(|| t.spec().clone()));
-        own.chain(sourced).collect()
+        own.chain(sourced)
+            .map(|spec| if short { spec.shortened() } else { spec })
+            .collect()
     }
 
     /// A number that changes when a tool's [current spec](Tool::current_spec)

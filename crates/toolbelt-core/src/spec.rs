@@ -207,6 +207,90 @@ pub struct Example {
 /// listing before it.
 pub const MAX_DESCRIPTION_CHARS: usize = 2048;
 
+/// How much of each tool's description a model is shown.
+///
+/// Small models (a 1.5B model on a laptop) read every token of the tool
+/// definitions with every request and drown in long ones: [`Descriptions::Short`]
+/// keeps each description's first paragraph and each argument's first sentence,
+/// and no examples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Descriptions {
+    /// The whole descriptions.
+    #[default]
+    Full,
+    /// The first paragraph of each description, the first sentence of each
+    /// argument's.
+    Short,
+}
+
+impl Descriptions {
+    /// `full` or `short`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Descriptions::Full => "full",
+            Descriptions::Short => "short",
+        }
+    }
+
+    /// Parses `full` or `short`.
+    pub fn parse(s: &str) -> Option<Descriptions> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "full" => Some(Descriptions::Full),
+            "short" => Some(Descriptions::Short),
+            _ => None,
+        }
+    }
+}
+
+/// The longest a short description grows, in characters, when its first paragraph
+/// is longer: it is cut at the last sentence end before.
+const SHORT_DESCRIPTION_CHARS: usize = 400;
+
+/// `text`'s first paragraph, cut to whole sentences within
+/// [`SHORT_DESCRIPTION_CHARS`] when it is longer.
+pub fn short_description(text: &str) -> String {
+    let text = text.trim();
+    let first = text.split("\n\n").next().unwrap_or(text).trim();
+    if first.chars().count() <= SHORT_DESCRIPTION_CHARS {
+        return first.to_string();
+    }
+    let mut cut = 0;
+    for (i, c) in first.char_indices() {
+        if i > SHORT_DESCRIPTION_CHARS {
+            break;
+        }
+        let next = first[i + c.len_utf8()..].chars().next();
+        if matches!(c, '.' | ':' | ';') && next.is_none_or(char::is_whitespace) {
+            cut = i + c.len_utf8();
+        }
+    }
+    if cut == 0 {
+        return first.chars().take(SHORT_DESCRIPTION_CHARS).collect();
+    }
+    let kept = first[..cut].trim_end_matches([':', ';']);
+    if kept.ends_with('.') {
+        kept.to_string()
+    } else {
+        format!("{kept}.")
+    }
+}
+
+/// `text`'s first sentence (to the first `. ` or line end).
+pub fn first_sentence(text: &str) -> String {
+    let text = text.trim();
+    let line = text.lines().next().unwrap_or(text);
+    let mut end = line.len();
+    for (i, c) in line.char_indices() {
+        let next = line[i + c.len_utf8()..].chars().next();
+        if c == '.' && next.is_some_and(char::is_whitespace) {
+            end = i + 1;
+            break;
+        }
+    }
+    line[..end].trim().to_string()
+}
+
 /// What the argument that permission rules match names (see
 /// [`ToolSpec::permission_argument`] and [`ToolSpec::key_argument`]): the tool
 /// declares it, and permission rules are read by it (`tool(git status:*)` is a
@@ -267,6 +351,34 @@ pub struct ToolSpec {
     /// names it in the markers of every truncated output.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reads_saved_output: bool,
+}
+
+impl ToolSpec {
+    /// This spec as [`Descriptions::Short`] shows it: the description's first
+    /// paragraph, each argument's first sentence, no examples.
+    pub fn shortened(&self) -> ToolSpec {
+        fn walk(v: &mut Value) {
+            match v {
+                Value::Object(map) => {
+                    for (k, v) in map.iter_mut() {
+                        match v {
+                            Value::String(text) if k == "description" => {
+                                *text = first_sentence(text);
+                            }
+                            _ => walk(v),
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter_mut().for_each(walk),
+                _ => {}
+            }
+        }
+        let mut spec = self.clone();
+        spec.description = short_description(&self.description);
+        walk(&mut spec.input_schema);
+        spec.examples.clear();
+        spec
+    }
 }
 
 impl ToolSpec {
@@ -403,6 +515,40 @@ pub(crate) fn default_title(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_descriptions_keep_the_first_paragraph_and_sentences() {
+        assert_eq!(
+            short_description("Reads a file. Returns lines.\n\nMore detail here."),
+            "Reads a file. Returns lines."
+        );
+        let long = format!(
+            "{}.{}",
+            "word ".repeat(60).trim_end(),
+            " Another sentence goes on.".repeat(10)
+        );
+        let short = short_description(&long);
+        assert!(short.ends_with("goes on."), "{short}");
+        assert!(short.chars().count() <= SHORT_DESCRIPTION_CHARS);
+        assert!(short.chars().count() > 300, "{short}");
+        assert_eq!(
+            first_sentence("The path. Relative to the root."),
+            "The path."
+        );
+        assert_eq!(
+            first_sentence("Version 1.2 of it\nmore"),
+            "Version 1.2 of it"
+        );
+        let mut spec = ToolSpec::describe("t", "Does t.\n\nDetails.");
+        spec.input_schema = serde_json::json!({"type": "object", "properties": {
+            "a": {"type": "string", "description": "First. Second."}}});
+        let short = spec.shortened();
+        assert_eq!(short.description, "Does t.");
+        assert_eq!(
+            short.input_schema["properties"]["a"]["description"],
+            "First."
+        );
+    }
 
     #[test]
     fn title_from_name() {

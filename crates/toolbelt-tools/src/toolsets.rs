@@ -96,6 +96,19 @@ pub const TOOLSETS: &[Toolset] = &[
         &[],
     ),
     Toolset::new(
+        "minimal",
+        "The least a coding agent works with, for small models: read, write and edit files, the shell, grep and glob.",
+        &[
+            "read_file",
+            "write_file",
+            "edit_file",
+            "bash",
+            "grep",
+            "glob",
+        ],
+        &[],
+    ),
+    Toolset::new(
         "coding",
         "What a coding agent needs: files, search, shell, todos, think, read_output and ask_user.",
         &["think", "read_output", "ask_user"],

@@ -70,9 +70,11 @@ pub struct Global {
     #[arg(long, global = true, env = "TOOLBELT_CALL_LOG", value_parser = parse_on_off)]
     pub call_log: Option<bool>,
     /// The tools to serve, by toolset (files, search, shell, web, todos, planner,
-    /// agent, schedule, message; coding = files, search, shell, todos, think and
-    /// read_output) or by name, comma-separated; `-NAME` leaves a set or tool out
-    /// (`coding,web,-bash`). Default: the config file's [tools], else every tool.
+    /// agent, schedule, message; coding = files, search, shell, todos, think,
+    /// read_output and ask_user; minimal = read_file, write_file, edit_file, bash,
+    /// grep and glob, for small models) or by name, comma-separated; `-NAME` leaves
+    /// a set or tool out (`coding,web,-bash`). Default: the config file's [tools],
+    /// else every tool.
     #[arg(
         long = "tools",
         global = true,
@@ -81,6 +83,16 @@ pub struct Global {
         allow_hyphen_values = true
     )]
     pub tool_selection: Option<String>,
+    /// How much of each tool's description models see: full, or short (the first
+    /// paragraph, each argument's first sentence: a fraction of the tokens, for
+    /// small models). Default: [tools] descriptions, else full.
+    #[arg(
+        long,
+        global = true,
+        env = "TOOLBELT_DESCRIPTIONS",
+        value_name = "LEVEL"
+    )]
+    pub descriptions: Option<String>,
 }
 
 /// `on`/`off` (also `true`/`false`, `yes`/`no`, `1`/`0`).
@@ -378,14 +390,34 @@ pub struct AgentArgs {
     /// The model. Default: [agent] model.
     #[arg(long, env = "TOOLBELT_AGENT_MODEL")]
     pub model: Option<String>,
-    /// The API's base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, then
-    /// [agent] base_url, then the provider's own).
+    /// The API's base URL, with the API's path: OpenAI's includes `/v1`
+    /// (`http://127.0.0.1:8080/v1` for llama.cpp's llama-server,
+    /// `http://127.0.0.1:11434/v1` for Ollama). Default: OPENAI_BASE_URL /
+    /// ANTHROPIC_BASE_URL, then [agent] base_url, then the provider's own.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
-    /// How the model calls tools: native (function calling) or text (`Action:
-    /// tool[{...}]` lines, for models without function calling).
-    #[arg(long)]
+    /// How the model calls tools: native (function calling), text (`Action:
+    /// tool[{...}]` lines, for models without function calling), or auto (native
+    /// when a local server says its chat template takes tools — llama.cpp's /props,
+    /// Ollama's /api/show — else text). Default: [agent] protocol, else native.
+    #[arg(long, value_name = "PROTOCOL")]
     pub protocol: Option<String>,
+    /// The model's size: small (a few billion parameters, often on a CPU) gets the
+    /// minimal toolset (unless --tools or [tools] says otherwise), short
+    /// descriptions, a short prompt with an example call, and a reminder to use
+    /// the tools. Default: [agent] model_size, else large.
+    #[arg(long, value_name = "SIZE")]
+    pub model_size: Option<String>,
+    /// The most tokens one answer may have. Default: [agent] max_tokens, else 2048
+    /// for a server on this machine or the local network, 8192 otherwise.
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens: Option<u32>,
+    /// Seconds to wait for the first bytes of each answer, while the server reads
+    /// the prompt. Default: [agent] first_byte_timeout, else 1800 for a server on
+    /// this machine or the local network (a CPU reads a long prompt in minutes),
+    /// 300 otherwise.
+    #[arg(long, value_name = "SECONDS")]
+    pub first_byte_timeout: Option<u64>,
     /// Model calls one prompt may take (default 100).
     #[arg(long, value_name = "N")]
     pub max_steps: Option<usize>,
@@ -393,8 +425,9 @@ pub struct AgentArgs {
     /// run (default 8; the model is reminded before).
     #[arg(long, value_name = "N")]
     pub max_repeats: Option<usize>,
-    /// The model's context window in tokens (default 128000); older history is
-    /// compacted to fit.
+    /// The model's context window in tokens; older history is compacted to fit.
+    /// Default: [agent] context_window, else what a local server says (llama.cpp's
+    /// /props, Ollama's num_ctx, /v1/models), else 128000.
     #[arg(long, value_name = "TOKENS")]
     pub context_window: Option<u64>,
     /// Print the run's events on standard output, one JSON object a line (with

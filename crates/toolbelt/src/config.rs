@@ -50,9 +50,11 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 /// api_key_env = "OPENROUTER_API_KEY"       # default: OPENAI_API_KEY / ANTHROPIC_API_KEY
 /// max_steps = 100               # model calls one prompt may take
 /// max_repeats = 8               # the same call this many times in a row ends the run
-/// protocol = "native"           # native function calling or text (Action: tool[{...}])
-/// context_window = 128000       # tokens
-/// max_tokens = 8192             # tokens of one answer
+/// protocol = "native"           # native, text (Action: tool[{...}]) or auto (asks a local server)
+/// model_size = "large"          # small: minimal tools, short descriptions, a short prompt
+/// context_window = 128000       # tokens (default: what a local server says, else 128000)
+/// max_tokens = 8192             # tokens of one answer (default 2048 for a local server)
+/// first_byte_timeout = 300      # seconds to wait for an answer to start (1800 for a local server)
 ///
 /// [mcp]                         # toolbelt mcp and /mcp of toolbelt serve
 /// structured_content = "auto"   # auto, always or never (see `toolbelt mcp --help`)
@@ -66,6 +68,7 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 /// [tools]                       # default: every tool
 /// enable = ["coding", "web"]    # toolsets or tool names
 /// disable = ["bash"]
+/// descriptions = "full"         # or short: first paragraphs only, for small models
 ///
 /// [channels.team]               # where `message` and `cron` jobs send (see toolbelt_sched)
 /// kind = "slack"                # webhook, telegram, slack, discord, email, file
@@ -134,12 +137,16 @@ pub struct AgentConfig {
     pub max_steps: Option<usize>,
     /// The same call this many times in a row ends the run.
     pub max_repeats: Option<usize>,
-    /// `native` or `text`.
+    /// `native`, `text` or `auto`.
     pub protocol: Option<String>,
+    /// `large` or `small`.
+    pub model_size: Option<String>,
     /// The model's context window, in tokens.
     pub context_window: Option<u64>,
     /// Tokens of one answer.
     pub max_tokens: Option<u32>,
+    /// Seconds to wait for the first bytes of an answer.
+    pub first_byte_timeout: Option<u64>,
     /// `[agent.subagents]`: the limits of subagents (`task`, `spawn`).
     #[serde(default)]
     pub subagents: SubagentsConfig,
@@ -174,6 +181,8 @@ pub struct ToolsConfig {
     /// Sets and tools left out.
     #[serde(default)]
     pub disable: Vec<String>,
+    /// `full` or `short`: how much of each description models see.
+    pub descriptions: Option<String>,
 }
 
 impl ToolsConfig {

@@ -33,7 +33,7 @@ use clap::Parser;
 
 use crate::cli::{Cli, Command};
 use crate::commands::ClosedStdout;
-use crate::settings::Settings;
+use crate::settings::{AgentSettings, Settings};
 use crate::workspace::Workspace;
 
 fn main() -> ExitCode {
@@ -72,7 +72,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Doctor(args) = command {
         return commands::doctor::run(settings, args.json);
     }
-    let settings = settings?;
+    let mut settings = settings?;
+    if let Command::Agent(args) = &command
+        && AgentSettings::small_model(args, &settings.file.agent)?
+    {
+        settings.for_small_model();
+    }
     let for_agent = matches!(command, Command::Agent(_));
     let inline_files = matches!(command, Command::Mcp(_));
     let ws = Workspace::build(&settings, for_agent, inline_files)?;

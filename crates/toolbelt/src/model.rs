@@ -65,6 +65,7 @@ pub fn options(settings: &AgentSettings, registry: &Registry, runs_dir: PathBuf)
         .unwrap_or_else(|| registry.session().cwd().to_path_buf());
     AgentOptions {
         protocol: settings.protocol,
+        model_size: settings.model_size,
         max_steps: settings.max_steps,
         repeat_warn: AgentOptions::default()
             .repeat_warn
@@ -183,6 +184,11 @@ pub async fn run_unattended(
     cancel: &CancellationToken,
     run_id: &OnceLock<String>,
 ) -> (Outcome, String, String) {
+    let mut settings = settings.clone();
+    if let Some(learnt) = settings.ask_server().await {
+        tracing::info!("{learnt}");
+    }
+    let settings = &settings;
     let options = options(settings, &registry, runs_dir(&registry));
     let provider = match build_provider(settings.provider.clone()) {
         Ok(p) => p,

@@ -8,9 +8,12 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use toolbelt_agent::{AgentOptions, Protocol, ProviderConfig, ProviderKind, Secret};
-use toolbelt_core::Session;
+use toolbelt_agent::{
+    AgentOptions, ModelSize, Protocol, ProviderConfig, ProviderKind, Secret, ServerInfo,
+    default_first_byte_timeout, is_local_url, probe_server,
+};
 use toolbelt_core::state::{self, StateLocation, StateSource};
+use toolbelt_core::{Descriptions, Session};
 use toolbelt_sandbox::SandboxMode;
 use toolbelt_store::Location;
 
@@ -50,6 +53,9 @@ pub struct Settings {
     pub allow_private_network: bool,
     /// `--tools` / `TOOLBELT_TOOLS`, checked when the registry is built.
     pub tool_selection: Option<String>,
+    /// `--descriptions` / `TOOLBELT_DESCRIPTIONS`, else `[tools] descriptions`; none
+    /// when neither says.
+    pub descriptions: Option<Descriptions>,
     /// The other MCP servers whose tools are offered too.
     pub mcp_servers: crate::upstream::Servers,
 }
@@ -113,7 +119,16 @@ impl Settings {
         };
         let call_log = g.call_log.or(file.store.call_log).unwrap_or(true);
         let mcp_servers = crate::upstream::servers(&file, &first)?;
+        let descriptions = match g.descriptions.as_ref().or(file.tools.descriptions.as_ref()) {
+            None => None,
+            Some(level) => Some(Descriptions::parse(level).with_context(|| {
+                format!(
+                    "unknown description level {level:?} (--descriptions, TOOLBELT_DESCRIPTIONS or [tools] descriptions); choose full or short"
+                )
+            })?),
+        };
         Ok(Settings {
+            descriptions,
             mcp_servers,
             roots,
             profile: g.profile.clone().or(file.profile.clone()),
@@ -127,6 +142,18 @@ impl Settings {
             allow_private_network: g.allow_private_network,
             tool_selection: g.tool_selection.clone(),
         })
+    }
+
+    /// What a small model works with, where nothing else is said: the minimal
+    /// toolset (unless `--tools` or `[tools] enable` chose) and short descriptions
+    /// (unless `--descriptions` or `[tools] descriptions` did).
+    pub fn for_small_model(&mut self) {
+        if self.tool_selection.is_none() && self.file.tools.enable.is_empty() {
+            self.tool_selection = Some("minimal".to_string());
+        }
+        if self.descriptions.is_none() {
+            self.descriptions = Some(Descriptions::Short);
+        }
     }
 
     /// The state directory and why it is there.
@@ -189,12 +216,19 @@ pub struct AgentSettings {
     pub key_env: String,
     /// How the model calls tools.
     pub protocol: Protocol,
+    /// `auto`: the protocol is chosen by what the server says
+    /// ([`AgentSettings::ask_server`]); `protocol` holds the choice until then.
+    pub protocol_auto: bool,
+    /// How big the model is.
+    pub model_size: ModelSize,
     /// Model calls one prompt may take.
     pub max_steps: usize,
     /// The same call this many times in a row ends the run.
     pub max_repeats: usize,
     /// The model's context window, in tokens.
     pub context_window: u64,
+    /// The context window was given (a flag or `[agent]`), not assumed.
+    pub context_window_set: bool,
 }
 
 impl AgentSettings {
@@ -204,6 +238,20 @@ impl AgentSettings {
     /// No model is set, or a setting is invalid; the message says how to fix it.
     pub fn for_command(args: &AgentArgs, file: &AgentConfig) -> Result<AgentSettings> {
         AgentSettings::resolve(args, file, &non_empty_env)
+    }
+
+    /// True when `args` or `[agent]` say the model is small (checked before the
+    /// workspace's tools are chosen).
+    ///
+    /// # Errors
+    /// An unknown size.
+    pub fn small_model(args: &AgentArgs, file: &AgentConfig) -> Result<bool> {
+        match args.model_size.as_deref().or(file.model_size.as_deref()) {
+            None => Ok(false),
+            Some(size) => Ok(ModelSize::parse(size).with_context(|| {
+                format!("unknown model size {size:?}; choose one of: large, small")
+            })? == ModelSize::Small),
+        }
     }
 
     /// The settings of runs nobody started from the command line (scheduled jobs):
@@ -263,16 +311,36 @@ impl AgentSettings {
         let mut provider = ProviderConfig::new(kind, model);
         provider.base_url = parsed.as_str().trim_end_matches('/').to_string();
         provider.api_key = env(&key_env).map(Secret::new);
-        if let Some(max) = file.max_tokens {
-            if max == 0 {
-                bail!("[agent] max_tokens must be at least 1");
-            }
-            provider.max_tokens = max;
+        let local = is_local_url(&provider.base_url);
+        match args.max_tokens.or(file.max_tokens) {
+            Some(0) => bail!("--max-tokens ([agent] max_tokens) must be at least 1"),
+            Some(max) => provider.max_tokens = max,
+            None if local => provider.max_tokens = toolbelt_agent::LOCAL_MAX_TOKENS,
+            None => {}
         }
-        let protocol = match args.protocol.as_deref().or(file.protocol.as_deref()) {
-            None => Protocol::Native,
-            Some(p) => Protocol::parse(p)
-                .with_context(|| format!("unknown protocol {p:?}; choose one of: native, text"))?,
+        provider.first_byte_timeout = match args.first_byte_timeout.or(file.first_byte_timeout) {
+            Some(0) => {
+                bail!("--first-byte-timeout ([agent] first_byte_timeout) must be at least 1 second")
+            }
+            Some(secs) => std::time::Duration::from_secs(secs),
+            None => default_first_byte_timeout(&provider.base_url),
+        };
+        let (protocol, protocol_auto) = match args.protocol.as_deref().or(file.protocol.as_deref())
+        {
+            None => (Protocol::Native, false),
+            Some(p) if p.trim().eq_ignore_ascii_case("auto") => (Protocol::Native, true),
+            Some(p) => (
+                Protocol::parse(p).with_context(|| {
+                    format!("unknown protocol {p:?}; choose one of: native, text, auto")
+                })?,
+                false,
+            ),
+        };
+        let model_size = match args.model_size.as_deref().or(file.model_size.as_deref()) {
+            None => ModelSize::Large,
+            Some(size) => ModelSize::parse(size).with_context(|| {
+                format!("unknown model size {size:?}; choose one of: large, small")
+            })?,
         };
         let defaults = AgentOptions::default();
         let max_steps = args
@@ -289,6 +357,7 @@ impl AgentSettings {
         if max_repeats < 2 {
             bail!("--max-repeats must be at least 2 (the second identical call in a row)");
         }
+        let context_window_set = args.context_window.or(file.context_window).is_some();
         let context_window = args
             .context_window
             .or(file.context_window)
@@ -300,10 +369,69 @@ impl AgentSettings {
             provider,
             key_env,
             protocol,
+            protocol_auto,
+            model_size,
             max_steps,
             max_repeats,
             context_window,
+            context_window_set,
         })
+    }
+
+    /// Asks a server on this machine or the local network what it runs
+    /// ([`probe_server`]) when something is left to it: the protocol (`auto`) or
+    /// the context window (not given). Returns what it learnt, in a line for the
+    /// person; none when nothing was asked.
+    pub async fn ask_server(&mut self) -> Option<String> {
+        let local = is_local_url(&self.provider.base_url);
+        if !local || (!self.protocol_auto && self.context_window_set) {
+            if self.protocol_auto {
+                self.protocol_auto = false;
+                return Some(format!(
+                    "--protocol auto: {} is not on this machine or the local network; using native function calling",
+                    self.provider.base_url
+                ));
+            }
+            return None;
+        }
+        let info = probe_server(&self.provider).await;
+        self.learn(&info)
+    }
+
+    /// Takes what the server said; the line for the person, when it changed
+    /// something.
+    fn learn(&mut self, info: &ServerInfo) -> Option<String> {
+        let mut said = Vec::new();
+        if !self.context_window_set
+            && let Some(window) = info.context_window
+        {
+            self.context_window = window.max(MIN_CONTEXT_WINDOW);
+            said.push(format!("a context window of {window} tokens"));
+        }
+        if self.protocol_auto {
+            self.protocol_auto = false;
+            self.protocol = match info.tools {
+                Some(false) => Protocol::Text,
+                _ => Protocol::Native,
+            };
+            said.push(
+                match info.tools {
+                    Some(true) => "a chat template that takes tools: native function calling",
+                    Some(false) => "a chat template without tools: the text protocol",
+                    None => "nothing about tools: native function calling",
+                }
+                .to_string(),
+            );
+        }
+        if said.is_empty() {
+            return None;
+        }
+        let server = info.server.unwrap_or("the server");
+        Some(format!(
+            "{server} at {} says {}",
+            self.provider.base_url,
+            said.join("; ")
+        ))
     }
 }
 

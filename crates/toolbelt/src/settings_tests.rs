@@ -39,6 +39,8 @@ fn flags_then_environment_then_file() {
         protocol: Some("text".into()),
         context_window: Some(50_000),
         max_tokens: Some(1_000),
+        model_size: None,
+        first_byte_timeout: None,
         subagents: SubagentsConfig::default(),
     };
     let s = AgentSettings::resolve(&args(&[]), &file, &env(&[("MY_KEY", "sk-1")])).unwrap();
@@ -94,10 +96,77 @@ fn defaults_and_usage_errors() {
         &["--model", "m", "--max-steps", "0"],
         &["--model", "m", "--max-repeats", "1"],
         &["--model", "m", "--base-url", "ftp://x"],
+        &["--model", "m", "--model-size", "tiny"],
+        &["--model", "m", "--max-tokens", "0"],
+        &["--model", "m", "--first-byte-timeout", "0"],
     ] {
         assert!(
             AgentSettings::resolve(&args(bad), &AgentConfig::default(), &none).is_err(),
             "{bad:?}"
         );
     }
+}
+
+/// A server on this machine or the local network gets a lower output limit and a
+/// long first-byte timeout by default; flags and `[agent]` still win.
+#[test]
+fn local_servers_get_their_own_defaults() {
+    let none = env(&[]);
+    let remote =
+        AgentSettings::resolve(&args(&["--model", "m"]), &AgentConfig::default(), &none).unwrap();
+    assert_eq!(remote.provider.max_tokens, 8_192);
+    assert_eq!(remote.provider.first_byte_timeout.as_secs(), 300);
+    let local_args = ["--model", "m", "--base-url", "http://127.0.0.1:8081/v1"];
+    let local = AgentSettings::resolve(&args(&local_args), &AgentConfig::default(), &none).unwrap();
+    assert_eq!(local.provider.max_tokens, 2_048);
+    assert_eq!(local.provider.first_byte_timeout.as_secs(), 1_800);
+    assert!(!local.context_window_set);
+    let mut given = local_args.to_vec();
+    given.extend([
+        "--max-tokens",
+        "512",
+        "--first-byte-timeout",
+        "60",
+        "--protocol",
+        "auto",
+    ]);
+    given.extend(["--model-size", "small", "--context-window", "4096"]);
+    let s = AgentSettings::resolve(&args(&given), &AgentConfig::default(), &none).unwrap();
+    assert_eq!(s.provider.max_tokens, 512);
+    assert_eq!(s.provider.first_byte_timeout.as_secs(), 60);
+    assert!(s.protocol_auto);
+    assert_eq!(s.model_size, ModelSize::Small);
+    assert_eq!((s.context_window, s.context_window_set), (4_096, true));
+}
+
+/// What a server says fills in what was left to it, and nothing else.
+#[test]
+fn what_the_server_says_fills_in_what_was_left_open() {
+    let none = env(&[]);
+    let base = ["--model", "m", "--base-url", "http://127.0.0.1:8081/v1"];
+    let mut auto = base.to_vec();
+    auto.extend(["--protocol", "auto"]);
+    let mut s = AgentSettings::resolve(&args(&auto), &AgentConfig::default(), &none).unwrap();
+    let said = s
+        .learn(&ServerInfo {
+            server: Some("llama.cpp"),
+            tools: Some(false),
+            context_window: Some(16_384),
+        })
+        .unwrap();
+    assert_eq!((s.protocol, s.context_window), (Protocol::Text, 16_384));
+    assert!(
+        said.contains("llama.cpp") && said.contains("16384"),
+        "{said}"
+    );
+    let mut fixed = base.to_vec();
+    fixed.extend(["--context-window", "8000"]);
+    let mut s = AgentSettings::resolve(&args(&fixed), &AgentConfig::default(), &none).unwrap();
+    let said = s.learn(&ServerInfo {
+        server: Some("ollama"),
+        tools: Some(true),
+        context_window: Some(2_048),
+    });
+    assert_eq!(said, None);
+    assert_eq!((s.protocol, s.context_window), (Protocol::Native, 8_000));
 }

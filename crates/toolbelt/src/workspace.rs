@@ -68,6 +68,7 @@ impl Workspace {
             profile,
             allow_private_network,
             tool_selection,
+            descriptions,
             mcp_servers,
             ..
         } = settings;
@@ -90,6 +91,7 @@ impl Workspace {
         }
         let session = leftovers::sweep_at_start(session);
         let mut registry = Registry::new(session);
+        registry.set_descriptions(descriptions.unwrap_or_default());
         if let Some(name) = profile {
             let profile = toolbelt_tools::profiles::by_name(name).with_context(|| {
                 format!(

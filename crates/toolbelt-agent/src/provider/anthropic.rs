@@ -97,6 +97,9 @@ impl AnthropicProvider {
         }
         body.insert("messages".into(), wire_messages(&request.messages).into());
         body.insert("stream".into(), true.into());
+        if !request.stop.is_empty() {
+            body.insert("stop_sequences".into(), request.stop.clone().into());
+        }
         RequestBody {
             fields: Value::Object(body),
             tools,

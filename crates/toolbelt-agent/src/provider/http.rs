@@ -66,6 +66,8 @@ pub(crate) enum Failure {
     Connection(String),
     /// The answer broke off before its end event: what streamed is void.
     Incomplete(String),
+    /// Nothing came within the first-byte timeout, on a connection still open.
+    NoFirstByte(String),
     /// The answer cannot be read (not the format it should be): not retried.
     Malformed(String),
 }
@@ -88,7 +90,7 @@ impl Failure {
                 should_retry,
                 ..
             } => should_retry.unwrap_or_else(|| retryable_status(*status)),
-            Failure::Connection(_) | Failure::Incomplete(_) => true,
+            Failure::Connection(_) | Failure::Incomplete(_) | Failure::NoFirstByte(_) => true,
             Failure::Malformed(_) => false,
         }
     }
@@ -103,6 +105,7 @@ impl Failure {
             Failure::Incomplete(m) => {
                 format!("the stream ended early ({m}); what streamed so far is void")
             }
+            Failure::NoFirstByte(m) => m.clone(),
             Failure::Malformed(m) => m.clone(),
         }
     }
@@ -269,6 +272,11 @@ pub(crate) struct Http {
     secret: Option<Secret>,
     retry: RetryPolicy,
     idle_timeout: Duration,
+    first_byte_timeout: Duration,
+    /// The server is on this machine or the local network: a first byte that does
+    /// not come is not a reason to send the prompt again (the server is most likely
+    /// still reading it, and a new request would start over).
+    local: bool,
     /// The tools of the last request and their JSON: a run sends the same tools
     /// with every call, so they are serialized once.
     tools: std::sync::Mutex<Option<(Arc<Value>, Arc<RawValue>)>>,
@@ -303,6 +311,8 @@ impl Http {
             secret: config.api_key.clone(),
             retry: config.retry.clone(),
             idle_timeout: config.idle_timeout,
+            first_byte_timeout: config.first_byte_timeout,
+            local: config.is_local(),
             tools: std::sync::Mutex::new(None),
         })
     }
@@ -366,7 +376,11 @@ impl Http {
                 Ok(response) => return Ok(response),
                 Err(failure) => self.redact_failure(failure),
             };
-            if !failure.retryable() || attempt >= max_attempts {
+            let retryable = match failure {
+                Failure::NoFirstByte(_) => !self.local,
+                _ => failure.retryable(),
+            };
+            if !retryable || attempt >= max_attempts {
                 return Err(self.error(failure, attempt));
             }
             let wait = match &failure {
@@ -429,15 +443,11 @@ impl Http {
             .headers(self.headers.clone())
             .body(body.to_vec())
             .send();
-        let response = match tokio::time::timeout(self.idle_timeout, send).await {
-            Err(_) => {
-                return Err(Failure::Connection(format!(
-                    "no answer within {}",
-                    human(self.idle_timeout)
-                )));
-            }
-            Ok(Err(e)) => return Err(Failure::Connection(describe(e))),
-            Ok(Ok(response)) => response,
+        let first_byte = FirstByte::new(self.first_byte_timeout);
+        let response = match first_byte.wait(send, sink).await {
+            None => return Err(first_byte.failure()),
+            Some(Err(e)) => return Err(Failure::Connection(describe(e))),
+            Some(Ok(response)) => response,
         };
         let status = response.status().as_u16();
         if !response.status().is_success() {
@@ -468,24 +478,39 @@ impl Http {
         if content_type.contains("json") && !content_type.contains("event-stream") {
             return self.read_json(wire, response, sink).await;
         }
-        self.read_events(wire, response, sink).await
+        self.read_events(wire, response, sink, &first_byte).await
     }
 
-    /// Reads a server-sent event stream, each chunk within the idle timeout.
+    /// Reads a server-sent event stream: the first event within the first-byte
+    /// timeout (a server may send its headers at once and the answer only once it
+    /// has read the prompt), each later one within the idle timeout.
     async fn read_events<W: Wire>(
         &self,
         wire: &W,
         response: reqwest::Response,
         sink: StreamSink<'_>,
+        first_byte: &FirstByte,
     ) -> Result<ModelResponse, Failure> {
         let mut decoder = wire.decoder();
         let mut events = response.bytes_stream().eventsource();
+        let mut first = true;
         loop {
-            let next = tokio::time::timeout(self.idle_timeout, events.next())
-                .await
-                .map_err(|_| {
-                    Failure::Incomplete(format!("nothing arrived for {}", human(self.idle_timeout)))
-                })?;
+            let next = if first {
+                first = false;
+                first_byte
+                    .wait(events.next(), sink)
+                    .await
+                    .ok_or_else(|| first_byte.failure())?
+            } else {
+                tokio::time::timeout(self.idle_timeout, events.next())
+                    .await
+                    .map_err(|_| {
+                        Failure::Incomplete(format!(
+                            "nothing arrived for {}",
+                            human(self.idle_timeout)
+                        ))
+                    })?
+            };
             match next {
                 None => return decoder.finish(),
                 Some(Err(EventStreamError::Transport(e))) => {
@@ -587,6 +612,7 @@ impl Http {
             },
             Failure::Connection(m) => Failure::Connection(redact(m)),
             Failure::Incomplete(m) => Failure::Incomplete(redact(m)),
+            Failure::NoFirstByte(m) => Failure::NoFirstByte(redact(m)),
             Failure::Malformed(m) => Failure::Malformed(redact(m)),
         }
     }
@@ -614,12 +640,66 @@ impl Http {
                 message: format!("the stream ended before the answer did: {message}"),
                 attempts,
             },
+            Failure::NoFirstByte(message) => ProviderError::Connection {
+                provider,
+                url: self.shown_url.clone(),
+                message,
+                attempts,
+            },
             Failure::Malformed(message) => ProviderError::Stream {
                 provider,
                 message,
                 attempts,
             },
         }
+    }
+}
+
+/// How often [`StreamEvent::Waiting`] is sent while the first byte is awaited.
+const WAITING_EVERY: Duration = Duration::from_secs(5);
+
+/// The wait for an answer's first bytes: one deadline for the response's headers
+/// and its first event, with [`StreamEvent::Waiting`] every [`WAITING_EVERY`].
+struct FirstByte {
+    sent: tokio::time::Instant,
+    limit: Duration,
+}
+
+impl FirstByte {
+    fn new(limit: Duration) -> FirstByte {
+        FirstByte {
+            sent: tokio::time::Instant::now(),
+            limit,
+        }
+    }
+
+    /// `future`'s output, or `None` when the deadline passed first.
+    async fn wait<F: std::future::Future>(
+        &self,
+        future: F,
+        sink: StreamSink<'_>,
+    ) -> Option<F::Output> {
+        let deadline = self.sent + self.limit;
+        let mut ticks = tokio::time::interval_at(self.sent + WAITING_EVERY, WAITING_EVERY);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        tokio::pin!(future);
+        loop {
+            tokio::select! {
+                biased;
+                output = &mut future => return Some(output),
+                () = tokio::time::sleep_until(deadline) => return None,
+                _ = ticks.tick() => sink(StreamEvent::Waiting {
+                    elapsed_ms: u64::try_from(self.sent.elapsed().as_millis()).unwrap_or(u64::MAX),
+                }),
+            }
+        }
+    }
+
+    fn failure(&self) -> Failure {
+        Failure::NoFirstByte(format!(
+            "no answer within {} (the first-byte timeout; a local server reading a long prompt may need more: raise it with --first-byte-timeout)",
+            human(self.limit)
+        ))
     }
 }
 

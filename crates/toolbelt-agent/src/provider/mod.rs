@@ -24,6 +24,9 @@ use crate::message::{Message, ModelCall, Usage};
 pub mod anthropic;
 mod http;
 pub mod openai;
+mod probe;
+
+pub use probe::{ServerInfo, probe_server};
 
 /// The wire formats toolbelt speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -117,8 +120,12 @@ pub struct ProviderConfig {
     pub max_tokens: u32,
     /// Retries.
     pub retry: RetryPolicy,
-    /// The longest silence while waiting for the answer's next bytes.
+    /// The longest silence between two parts of the answer, once it has started.
     pub idle_timeout: Duration,
+    /// The longest wait for the answer's first bytes: a server reads the whole
+    /// prompt first, which on a laptop CPU takes minutes for a long one (see
+    /// [`default_first_byte_timeout`]).
+    pub first_byte_timeout: Duration,
     /// The longest wait for a connection.
     pub connect_timeout: Duration,
 }
@@ -127,6 +134,16 @@ pub struct ProviderConfig {
 pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
 /// The default of [`ProviderConfig::idle_timeout`].
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default of [`ProviderConfig::first_byte_timeout`] for a server on the
+/// network: as long as the idle timeout.
+pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = DEFAULT_IDLE_TIMEOUT;
+/// The default of [`ProviderConfig::first_byte_timeout`] for a server on this
+/// machine or the local network, which may be reading a long prompt on a CPU.
+pub const LOCAL_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// The default of [`ProviderConfig::max_tokens`] for a server on this machine or
+/// the local network: a small model that runs away costs minutes per thousand
+/// tokens there.
+pub const LOCAL_MAX_TOKENS: u32 = 2_048;
 /// The default of [`ProviderConfig::connect_timeout`].
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -141,8 +158,46 @@ impl ProviderConfig {
             max_tokens: DEFAULT_MAX_TOKENS,
             retry: RetryPolicy::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         }
+    }
+
+    /// True when the base URL names this machine or the local network (a model
+    /// served by llama.cpp, Ollama or vLLM next door).
+    pub fn is_local(&self) -> bool {
+        is_local_url(&self.base_url)
+    }
+}
+
+/// The first-byte timeout for `base_url`: [`LOCAL_FIRST_BYTE_TIMEOUT`] for a
+/// server on this machine or the local network, else
+/// [`DEFAULT_FIRST_BYTE_TIMEOUT`].
+pub fn default_first_byte_timeout(base_url: &str) -> Duration {
+    if is_local_url(base_url) {
+        LOCAL_FIRST_BYTE_TIMEOUT
+    } else {
+        DEFAULT_FIRST_BYTE_TIMEOUT
+    }
+}
+
+/// True when `base_url` names this machine (`localhost`, a loopback address) or
+/// the local network (a private or link-local address, `*.local`).
+pub fn is_local_url(base_url: &str) -> bool {
+    let Ok(url) = url::Url::parse(base_url) else {
+        return false;
+    };
+    match url.host() {
+        Some(url::Host::Domain(d)) => {
+            d.eq_ignore_ascii_case("localhost")
+                || d.ends_with(".localhost")
+                || d.ends_with(".local")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback() || ip.is_unique_local() || ip.is_unicast_link_local()
+        }
+        None => false,
     }
 }
 
@@ -159,6 +214,9 @@ pub struct ModelRequest {
     pub tools: Option<Arc<Value>>,
     /// Overrides the configured `max_tokens` for this call.
     pub max_tokens: Option<u32>,
+    /// Where the model must stop (`\nObservation:` for the text protocol, so that
+    /// it does not write the results of its own actions).
+    pub stop: Vec<String>,
 }
 
 /// Why the model stopped.
@@ -211,6 +269,12 @@ pub enum StreamEvent {
         index: usize,
         /// The tool name.
         name: String,
+    },
+    /// Nothing has arrived yet: the server is still reading the prompt. Sent every
+    /// few seconds while the wait lasts.
+    Waiting {
+        /// Since the request was sent, in milliseconds.
+        elapsed_ms: u64,
     },
     /// The request failed and will be sent again; what streamed so far is void.
     Retrying {

@@ -55,16 +55,17 @@ impl OpenAiProvider {
 
     /// The request body for `request`.
     fn body<'a>(&self, request: &'a ModelRequest, tools: Option<&'a RawValue>) -> RequestBody<'a> {
-        RequestBody {
-            fields: json!({
-                "model": self.config.model,
-                "messages": wire_messages(&request.system, &request.messages),
-                "stream": true,
-                "stream_options": {"include_usage": true},
-                "max_tokens": request.max_tokens.unwrap_or(self.config.max_tokens),
-            }),
-            tools,
+        let mut fields = json!({
+            "model": self.config.model,
+            "messages": wire_messages(&request.system, &request.messages),
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "max_tokens": request.max_tokens.unwrap_or(self.config.max_tokens),
+        });
+        if !request.stop.is_empty() {
+            fields["stop"] = json!(request.stop);
         }
+        RequestBody { fields, tools }
     }
 }
 

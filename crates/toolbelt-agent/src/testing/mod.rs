@@ -16,7 +16,7 @@
 //!
 //! A reply can also misbehave the way networks do: arrive in small writes that split
 //! events anywhere ([`Reply::chunk_bytes`]), break off mid-answer
-//! ([`Reply::cut_after_bytes`]), or come late ([`Reply::delay_ms`]). Every model
+//! ([`Reply::cut_after_bytes`]), or come late ([`Reply::delay_ms`], [`Reply::body_delay_ms`]). Every model
 //! request is recorded ([`ScriptedServer::requests`]) with its headers and JSON body;
 //! `GET /_scripted/requests` returns the same as JSON for programs in other languages.
 //!
@@ -76,6 +76,11 @@ pub struct Script {
     /// script this way.
     #[serde(default)]
     pub routes: Vec<ScriptRoute>,
+    /// What the server says about itself, as the local servers do: served as
+    /// llama.cpp's `GET /props` and Ollama's `POST /api/show` (the same object;
+    /// each reader takes its own keys). None: both are not found.
+    #[serde(default)]
+    pub server_info: Option<serde_json::Value>,
 }
 
 /// Replies for the conversations whose first user message contains `when`.
@@ -98,7 +103,14 @@ impl Script {
             consume: Consume::Always,
             side_reply: None,
             routes: Vec::new(),
+            server_info: None,
         }
+    }
+
+    /// Serves `info` as `GET /props` and `POST /api/show` ([`Script::server_info`]).
+    pub fn with_server_info(mut self, info: serde_json::Value) -> Script {
+        self.server_info = Some(info);
+        self
     }
 
     /// Answers the conversations whose first user message contains `when` with
@@ -174,6 +186,10 @@ pub struct Reply {
     /// Wait this long before answering, in milliseconds.
     #[serde(default)]
     pub delay_ms: u64,
+    /// Send the headers at once, then wait this long before the body's first
+    /// byte, in milliseconds: a local server (llama.cpp) reading a long prompt.
+    #[serde(default)]
+    pub body_delay_ms: u64,
 }
 
 impl Reply {
@@ -264,6 +280,13 @@ impl Reply {
     /// Waits `ms` milliseconds before answering.
     pub fn delayed(mut self, ms: u64) -> Reply {
         self.delay_ms = ms;
+        self
+    }
+
+    /// Sends the headers at once and the body after `ms` milliseconds
+    /// ([`Reply::body_delay_ms`]).
+    pub fn body_delayed(mut self, ms: u64) -> Reply {
+        self.body_delay_ms = ms;
         self
     }
 }

@@ -179,6 +179,7 @@ async fn serve(
 enum Route {
     Model,
     Models,
+    ServerInfo,
     Requests,
     NotFound,
     MethodNotAllowed,
@@ -195,6 +196,7 @@ fn route(kind: ProviderKind, method: &str, path: &str) -> Route {
         (_, _) if model => Route::MethodNotAllowed,
         ("GET", "/v1/models" | "/models") => Route::Models,
         ("GET", "/_scripted/requests") => Route::Requests,
+        ("GET", "/props") | ("POST", "/api/show") => Route::ServerInfo,
         _ => Route::NotFound,
     }
 }
@@ -209,6 +211,13 @@ async fn handle(
     match route(kind, &method, &path) {
         Route::Model => {}
         Route::Models => return Ok(simple(200, wire::models(kind, MODEL))),
+        Route::ServerInfo => {
+            let info = shared.state().script.server_info.clone();
+            return Ok(match info {
+                Some(info) => simple(200, Bytes::from(info.to_string())),
+                None => error_response(&shared, 0, 404, &format!("no route for {method} {path}")),
+            });
+        }
         Route::Requests => {
             let state = shared.state();
             let listing = json!({
@@ -454,17 +463,18 @@ fn respond(
     reply: &Reply,
 ) -> Response<Body> {
     let length: usize = frames.iter().map(Bytes::len).sum();
-    let plain = reply.chunk_bytes.is_none() && reply.cut_after_bytes.is_none();
+    let plain =
+        reply.chunk_bytes.is_none() && reply.cut_after_bytes.is_none() && reply.body_delay_ms == 0;
     let body = if plain && !streamed {
         Body::Full(Some(frames.concat().into()))
     } else {
         let (tx, rx) = mpsc::channel(16);
-        tokio::spawn(write_body(
-            frames,
-            reply.chunk_bytes,
-            reply.cut_after_bytes,
-            tx,
-        ));
+        let body_delay = Duration::from_millis(reply.body_delay_ms);
+        let (chunk_bytes, cut_after) = (reply.chunk_bytes, reply.cut_after_bytes);
+        tokio::spawn(async move {
+            tokio::time::sleep(body_delay).await;
+            write_body(frames, chunk_bytes, cut_after, tx).await;
+        });
         Body::Channel(rx)
     };
     let mut response = Response::new(body);

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod agent;
+mod local;
 mod providers;
 mod scripted;
 mod subagents;

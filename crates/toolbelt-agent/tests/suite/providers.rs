@@ -417,6 +417,7 @@ fn hello() -> ModelRequest {
         messages: vec![Message::user("Say hello.")],
         tools: None,
         max_tokens: None,
+        stop: Vec::new(),
     }
 }
 
@@ -736,6 +737,7 @@ fn conversation() -> ModelRequest {
             "input_schema": {"type": "object"}}]),
         )),
         max_tokens: Some(100),
+        stop: Vec::new(),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolbelt_core::human::plural;
+use toolbelt_core::human::{human_bytes, plural};
 use toolbelt_core::{
     Category, ErrorCode, Reply, Subject, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
     Violation,
@@ -76,6 +76,9 @@ pub struct WriteFileParams {
     /// Show the diff without writing. Default false.
     #[serde(default)]
     pub dry_run: Option<bool>,
+    /// Confirms replacing an existing file with much less: under a tenth of its size, or one line for several. Without it such a write is refused as a likely mistake.
+    #[serde(default)]
+    pub overwrite: Option<bool>,
 }
 
 /// Result of `write_file`.
@@ -222,6 +225,13 @@ fn write(ws: &Workspace, p: WriteFileParams) -> Result<Reply<WriteFileOutput>, T
         _ => true,
     };
 
+    if let Some(b) = &before
+        && mode == WriteMode::Overwrite
+        && !dry_run
+        && p.overwrite != Some(true)
+    {
+        check_not_shrunk(&shown, &b.text, &p.content)?;
+    }
     let (new_text, encoding, note) = match &before {
         Some(b) => (
             merged(b, &p, mode, &shown)?,
@@ -312,6 +322,45 @@ fn write(ws: &Workspace, p: WriteFileParams) -> Result<Reply<WriteFileOutput>, T
     Ok(Reply::new(out, text)
         .stat("bytes", new_bytes.len())
         .stat("lines", lines))
+}
+
+/// The lines of the old content an error about a shrinking write shows.
+const LOST_LINES_SHOWN: usize = 12;
+
+/// Refuses to replace `old` with `new` when `new` is under a tenth of its size, or
+/// one line for several: most often a model that wrote a summary of its change
+/// ("edited client.py") as the file's content. The error shows what would be
+/// lost; `overwrite: true` says it is meant.
+fn check_not_shrunk(shown: &str, old: &str, new: &str) -> Result<(), ToolError> {
+    let old_lines = old.lines().filter(|l| !l.trim().is_empty()).count();
+    let new_lines = new.lines().filter(|l| !l.trim().is_empty()).count();
+    let tenth = !old.trim().is_empty() && new.trim().len() * 10 < old.trim().len();
+    let one_for_many = old_lines >= 2 && new_lines <= 1;
+    if !tenth && !one_for_many {
+        return Ok(());
+    }
+    let total = old.lines().count();
+    let mut shown_old = String::new();
+    for (i, line) in old.lines().take(LOST_LINES_SHOWN).enumerate() {
+        shown_old.push_str(&format!("{:>6}\t{}\n", i + 1, line));
+    }
+    if total > LOST_LINES_SHOWN {
+        shown_old.push_str(&format!("[... {} more lines]\n", total - LOST_LINES_SHOWN));
+    }
+    Err(ToolError::new(
+        ErrorCode::Conflict,
+        format!(
+            "not written: this would replace {shown} ({total} {}, {}) with {} {} ({}), and its content would be lost:\n{shown_old}",
+            plural(total as u64, "line"),
+            human_bytes(old.len() as u64),
+            new.lines().count(),
+            plural(new.lines().count() as u64, "line"),
+            human_bytes(new.len() as u64),
+        ),
+    )
+    .hint(
+        "to change part of the file, use edit_file (or write the whole new content); to replace it with this short content, call write_file again with overwrite: true",
+    ))
 }
 
 /// Reads the existing file and checks it may be changed by `mode`.

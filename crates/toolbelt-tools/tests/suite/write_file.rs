@@ -520,3 +520,72 @@ async fn the_example_is_what_the_tool_returns() {
         assert_eq!(success_data(&env), &example.output);
     }
 }
+
+/// A small model that writes a summary of its change ("edited client.py") over a
+/// file it read is stopped: the error shows what would be lost, and the file is
+/// unchanged; `overwrite: true` says it is meant.
+#[tokio::test]
+async fn replacing_a_file_with_much_less_needs_overwrite_true() {
+    let dir = TempDir::new().unwrap();
+    let original = "import os\n\n\ndef client():\n    return os.getcwd()\n\n\nprint(client())\n";
+    fs::write(dir.path().join("client.py"), original).unwrap();
+    let big = "x = 1\n".repeat(200);
+    fs::write(dir.path().join("big.py"), &big).unwrap();
+    let registry = builtins(dir.path());
+    read(&registry, "client.py").await;
+    read(&registry, "big.py").await;
+
+    // One line for several.
+    let env = write(
+        &registry,
+        json!({"path": "client.py", "content": "edited client.py"}),
+    )
+    .await;
+    let message = error_message(&env, ErrorCode::Conflict);
+    assert!(
+        message.starts_with("not written: this would replace client.py (8 lines"),
+        "{message}"
+    );
+    assert!(message.contains("def client():"), "{message}");
+    assert!(
+        env.error
+            .as_ref()
+            .unwrap()
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("overwrite: true")
+    );
+    assert_eq!(bytes(dir.path(), "client.py"), original.as_bytes());
+
+    // Under a tenth of the size, over several lines.
+    let env = write(
+        &registry,
+        json!({"path": "big.py", "content": "x = 2\ny = 3\n"}),
+    )
+    .await;
+    let message = error_message(&env, ErrorCode::Conflict);
+    assert!(message.contains("[... 188 more lines]"), "{message}");
+    assert_eq!(bytes(dir.path(), "big.py"), big.as_bytes());
+
+    // Stated: written. A dry run and a same-size rewrite need nothing.
+    let env = write(
+        &registry,
+        json!({"path": "client.py", "content": "print('hi')\n", "dry_run": true}),
+    )
+    .await;
+    success_data(&env);
+    let env = write(
+        &registry,
+        json!({"path": "client.py", "content": "print('hi')\n", "overwrite": true}),
+    )
+    .await;
+    success_data(&env);
+    assert_eq!(bytes(dir.path(), "client.py"), b"print('hi')\n");
+    let env = write(
+        &registry,
+        json!({"path": "big.py", "content": "y = 1\n".repeat(150)}),
+    )
+    .await;
+    success_data(&env);
+}

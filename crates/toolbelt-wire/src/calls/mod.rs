@@ -8,7 +8,9 @@
 //! - Anthropic Messages `tool_use` blocks: [`parse_anthropic_tool_uses`];
 //! - MCP `tools/call` requests: [`parse_mcp_tool_call`];
 //! - the text protocol `Action: tool_name[{...json...}]` with `Thought:`, `Finish[...]`
-//!   and `Final Answer:`: [`parse_text_reply`].
+//!   and `Final Answer:`: [`parse_text_reply`];
+//! - calls a model wrote in its text when it should have used function calling
+//!   (`<tool_call>` tags, a JSON block, an `Action:` line): [`calls_in_text`].
 //!
 //! Arguments that arrive as text go through [`parse_loose_json`], which repairs the
 //! breakage models commonly produce (code fences, prose, trailing commas, truncation)
@@ -48,6 +50,7 @@ mod format;
 
 mod openai;
 mod text;
+mod written;
 
 pub use anthropic::parse_anthropic_tool_uses;
 pub use format::{
@@ -57,6 +60,7 @@ pub use format::{
 pub use openai::parse_openai_tool_calls;
 pub use text::{TextParseError, TextReply, parse_text_reply};
 pub use toolbelt_core::json::parse_loose_json;
+pub use written::{WrittenCalls, calls_in_text};
 
 /// One tool call as a producer sent it, after parsing its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize)]

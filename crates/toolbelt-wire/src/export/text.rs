@@ -1,5 +1,5 @@
 //! The tool prompt of the text protocol: how to write `Action: tool[{...}]` and
-//! `Finish[...]`, then every tool with a compact parameter list a model reads
+//! `Final Answer: ...`, then every tool with a compact parameter list a model reads
 //! more easily than a JSON Schema.
 
 use std::fmt::Write as _;
@@ -15,15 +15,16 @@ use toolbelt_core::ToolSpec;
 const HEADER: &str = "\
 # Tools
 
-You can use the tools below. To call one, write a line of this form and stop:
+You can use the tools below. To call one, write one line of this form and stop:
 
 Action: tool_name[{\"argument\": \"value\"}]
 
-The brackets hold one JSON object with the tool's arguments. The result comes back \
-in the next message as \"Observation: ...\". You may reason first on a line \
-starting with \"Thought:\". When you have the final answer, write it as:
+The brackets hold one JSON object with the tool's arguments. Write one action per \
+reply: its result comes back in the next message as \"Observation: ...\"; never \
+write an observation yourself. You may reason first on a line starting with \
+\"Thought:\". When the task is done, write your final answer as:
 
-Finish[your final answer]
+Final Answer: your answer
 ";
 
 /// How deep nested objects are listed; deeper ones are only named.
@@ -427,7 +428,7 @@ mod tests {
         let prompt = text_prompt(&[ToolSpec::describe("ping", "Answers pong.")]);
         assert!(prompt.starts_with(HEADER), "{prompt}");
         assert!(prompt.contains("\nAction: tool_name[{\"argument\": \"value\"}]\n"));
-        assert!(prompt.contains("\nFinish[your final answer]\n"));
+        assert!(prompt.contains("\nFinal Answer: your answer\n"));
         assert!(
             prompt.ends_with("## ping\nAnswers pong.\n\nParameters: none.\n"),
             "{prompt}"

@@ -968,3 +968,146 @@ fn without_a_person_ask_user_tells_the_model_to_ask_in_its_reply() {
     assert!(child[0].1.contains("UNAVAILABLE"), "{child:?}");
     assert!(!child[0].1.contains("unattended"), "{child:?}");
 }
+
+/// The tokens (o200k_base) of what a request sends the model: its messages (the
+/// system prompt and the conversation) and its tool definitions.
+fn request_tokens(request: &Recorded) -> usize {
+    let bpe = tiktoken_rs::o200k_base().unwrap();
+    let mut text = request.body["messages"].to_string();
+    if let Some(tools) = request.body.get("tools") {
+        text.push_str(&tools.to_string());
+    }
+    bpe.encode_ordinary(&text).len()
+}
+
+/// `--model-size small`: the minimal toolset with short descriptions and a short
+/// prompt that shows one call; the first request of a coding task stays within
+/// 3,000 tokens (printed beside the full coding set's).
+#[test]
+fn a_small_model_gets_a_first_request_within_3000_tokens() {
+    const TASK: &str = "The test in test_calc.py fails. Fix calc.py so that it passes.";
+    let dir = tempfile::tempdir().unwrap();
+    let small = scripted(
+        ProviderKind::OpenAi,
+        vec![Reply::text("Nothing to do."), Reply::text("Nothing to do.")],
+    );
+    let run = agent(
+        dir.path(),
+        &small,
+        ProviderKind::OpenAi,
+        &["--model-size", "small", "-p", TASK],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let requests = small.requests();
+    let first = &requests[0];
+    let mut names: Vec<&str> = first.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "bash",
+            "edit_file",
+            "glob",
+            "grep",
+            "read_file",
+            "write_file"
+        ]
+    );
+    let system = first.body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("You act only by calling tools"), "{system}");
+    assert!(system.contains("call the tool read_file with the arguments"));
+    // Prose before any tool call gets one reminder (the second request).
+    assert_eq!(requests.len(), 2);
+    assert!(last_user_text(&requests[1]).contains("without calling any tool"));
+    let lean = request_tokens(first);
+
+    let full = scripted(ProviderKind::OpenAi, vec![Reply::text("Nothing to do.")]);
+    let run = agent(
+        dir.path(),
+        &full,
+        ProviderKind::OpenAi,
+        &["--tools", "coding", "-p", TASK],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let coding = request_tokens(&full.requests()[0]);
+    println!("first request, o200k tokens: small model {lean}; --tools coding {coding}");
+    assert!(
+        lean <= 3_000,
+        "the small model's first request takes {lean} tokens"
+    );
+    assert!(lean * 3 < coding, "small {lean} vs coding {coding}");
+}
+
+/// `--protocol auto` asks the local server: llama.cpp's /props and Ollama's
+/// /api/show say whether the chat template takes tools; native calls when it
+/// does, the text protocol (with its stop sequence) when it does not. The context
+/// window the server runs with is taken too.
+#[test]
+fn protocol_auto_follows_what_the_server_says() {
+    let llama = |tools: bool| {
+        serde_json::json!({
+            "default_generation_settings": {"n_ctx": 4096, "params": {}},
+            "chat_template_caps": {"supports_tools": tools, "supports_tool_calls": tools},
+        })
+    };
+    let ollama = |caps: &[&str]| serde_json::json!({"capabilities": caps, "model_info": {}});
+    let cases = [
+        (llama(true), true, "llama.cpp"),
+        (llama(false), false, "llama.cpp"),
+        (ollama(&["completion", "tools"]), true, "ollama"),
+        (ollama(&["completion"]), false, "ollama"),
+    ];
+    for (info, native, server_name) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let server = ScriptedServer::start(
+            Script::new(
+                ProviderKind::OpenAi,
+                vec![Reply::text("Final Answer: done")],
+            )
+            .with_server_info(info.clone()),
+        )
+        .unwrap();
+        let run = agent(
+            dir.path(),
+            &server,
+            ProviderKind::OpenAi,
+            &["--protocol", "auto", "-p", "hi"],
+        );
+        assert_eq!(run.code, 0, "{info}\nstderr:\n{}", run.stderr);
+        assert!(run.stderr.contains(server_name), "{}", run.stderr);
+        let body = &server.requests()[0].body;
+        let system = body["messages"][0]["content"].as_str().unwrap();
+        if native {
+            assert!(
+                body["tools"].as_array().is_some_and(|t| !t.is_empty()),
+                "{info}"
+            );
+            assert!(body.get("stop").is_none());
+            assert!(
+                run.stderr.contains("native function calling"),
+                "{}",
+                run.stderr
+            );
+        } else {
+            assert!(body.get("tools").is_none(), "{info}");
+            assert_eq!(body["stop"], serde_json::json!(["\nObservation:"]));
+            assert!(system.contains("Action: tool_name["), "{system}");
+            assert!(run.stderr.contains("the text protocol"), "{}", run.stderr);
+        }
+        if server_name == "llama.cpp" {
+            assert!(
+                run.stderr.contains("a context window of 4096 tokens"),
+                "{}",
+                run.stderr
+            );
+        }
+        // Native: the text is the answer; text protocol: what follows the marker.
+        let answer = if native { "Final Answer: done" } else { "done" };
+        assert_eq!(run.stdout.trim(), answer);
+    }
+}

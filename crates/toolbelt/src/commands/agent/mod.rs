@@ -30,7 +30,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 use toolbelt_agent::{
     Agent, AgentEvent, Outcome, Protocol, RunOutcome, ToolEventForwarder, build_provider,
-    transcript,
+    is_local_url, transcript,
 };
 use toolbelt_store::CallLogWriter;
 
@@ -69,7 +69,7 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
     if args.list {
         return list(&runs_dir, args.json);
     }
-    let settings = AgentSettings::for_command(&args, config)?;
+    let mut settings = AgentSettings::for_command(&args, config)?;
     let resume = match (&args.resume, args.continue_latest) {
         // The message of `find` is whole: no run, or which runs the prefix fits.
         (Some(id), _) => Some(transcript::find(&runs_dir, id).map_err(anyhow::Error::msg)?),
@@ -86,11 +86,15 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
         (None, false) => None,
     };
     let prompt = prompt(&args)?;
+    let rt = runtime::start(Threads::Many)?;
+    if let Some(learnt) = rt.block_on(settings.ask_server()) {
+        eprintln!("toolbelt: {learnt}");
+    }
     let mut options = model::options(&settings, &registry, runs_dir);
     // Nobody is there to start another turn: the reports of background subagents
     // are waited for.
     options.wait_for_background = prompt.is_some();
-    if settings.provider.api_key.is_none() && !is_local(&settings.provider.base_url) {
+    if settings.provider.api_key.is_none() && !is_local_url(&settings.provider.base_url) {
         eprintln!(
             "toolbelt: warning: {} is not set; {} will probably refuse the requests",
             settings.key_env, settings.provider.base_url
@@ -125,7 +129,6 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
         registry.set_asker(Some(Arc::new(ask::Unattended)));
     }
 
-    let rt = runtime::start(Threads::Many)?;
     rt.block_on(upstreams.start());
     // The store is opened first: one that cannot be opened costs the log, not the run.
     runtime::open_store_for_log(&rt, &store, call_log);
@@ -202,23 +205,6 @@ fn print_outcome(outcome: &RunOutcome, json: bool) -> Result<ExitCode> {
             ExitCode::from(1)
         }
     })
-}
-
-/// True for a server on this machine or the local network (no key needed).
-fn is_local(base_url: &str) -> bool {
-    let Ok(url) = url::Url::parse(base_url) else {
-        return false;
-    };
-    match url.host() {
-        Some(url::Host::Domain(d)) => {
-            d.eq_ignore_ascii_case("localhost")
-                || d.ends_with(".localhost")
-                || d.ends_with(".local")
-        }
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    }
 }
 
 /// The prompt of a non-interactive run, or `None` for the interactive screen.
@@ -378,11 +364,11 @@ mod tests {
 
     #[test]
     fn local_servers_need_no_key() {
-        assert!(is_local("http://127.0.0.1:8080/v1"));
-        assert!(is_local("http://localhost:11434/v1"));
-        assert!(is_local("http://192.168.1.20:8000/v1"));
-        assert!(is_local("http://[::1]:9000"));
-        assert!(!is_local("https://api.openai.com/v1"));
-        assert!(!is_local("not a url"));
+        assert!(is_local_url("http://127.0.0.1:8080/v1"));
+        assert!(is_local_url("http://localhost:11434/v1"));
+        assert!(is_local_url("http://192.168.1.20:8000/v1"));
+        assert!(is_local_url("http://[::1]:9000"));
+        assert!(!is_local_url("https://api.openai.com/v1"));
+        assert!(!is_local_url("not a url"));
     }
 }

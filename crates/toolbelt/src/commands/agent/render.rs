@@ -352,6 +352,22 @@ impl EventLines {
                 group(*tokens_after)
             ))],
             AgentEvent::Notice { message } => vec![p.yellow(&format!("! {message}"))],
+            // The server is still reading the prompt: a line after 10 s, then every 30 s.
+            AgentEvent::Waiting {
+                elapsed_ms,
+                prompt_tokens,
+            } => {
+                let secs = elapsed_ms / 1000;
+                let tick = (10..15).contains(&secs) || (secs >= 30 && secs % 30 < 5);
+                if tick {
+                    vec![p.dim(&format!(
+                        "⋯ waiting for the model: {secs} s so far (it reads a prompt of about {} tokens first)",
+                        group(*prompt_tokens)
+                    ))]
+                } else {
+                    Vec::new()
+                }
+            }
             // A background subagent that ended: one line, as a finished call.
             AgentEvent::Subagent {
                 task_id,
