@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use toolbelt_agent::testing::{Reply, Script, ScriptedServer};
 use toolbelt_agent::{
     Agent, AgentEvent, AgentOptions, ModelRequest, ModelSize, Outcome, Protocol, ProviderConfig,
-    ProviderError, ProviderKind, RetryPolicy, RunOutcome, StreamEvent, build_provider,
+    ProviderError, ProviderKind, RetryPolicy, RunOutcome, build_provider,
 };
 use toolbelt_core::{Registry, Session};
 
@@ -68,12 +68,13 @@ fn notices(events: &[AgentEvent]) -> Vec<String> {
         .collect()
 }
 
-/// A server that sends its headers at once and its answer only after the old idle
+/// A server that sends its headers at once and its answer only after the idle
 /// timeout has passed (it is reading the prompt), and one that sends nothing at
-/// all for as long: both answers are read, from one request each, with
-/// `Waiting` events meanwhile and no retry.
+/// all for as long: the run completes, from one request each, with `waiting`
+/// events meanwhile and no retry.
 #[tokio::test]
 async fn a_slow_first_byte_is_waited_for_without_a_retry() {
+    let root = TempDir::new().unwrap();
     for reply in [
         Reply::text("read it all").body_delayed(5_600),
         Reply::text("read it all").delayed(5_600),
@@ -82,30 +83,29 @@ async fn a_slow_first_byte_is_waited_for_without_a_retry() {
         let mut config = config(&server);
         config.idle_timeout = Duration::from_secs(1);
         config.first_byte_timeout = Duration::from_secs(60);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut registry = Registry::new(Session::new(root.path()));
+        toolbelt_tools::register_builtins(&mut registry).unwrap();
         let provider = build_provider(config).unwrap();
-        let events = std::sync::Mutex::new(Vec::new());
-        let sink = |e: StreamEvent| events.lock().unwrap().push(e);
-        let request = ModelRequest {
-            messages: vec![toolbelt_agent::Message::user("a long prompt")],
-            ..ModelRequest::default()
-        };
-        let answer = provider
-            .complete(&request, &sink, &CancellationToken::new())
-            .await
-            .unwrap();
-        assert_eq!(answer.content, "read it all");
+        let mut agent = Agent::new(Arc::new(registry), provider, AgentOptions::default(), tx);
+        let ended = run(&mut agent, "a long prompt").await;
+        assert_eq!(
+            (ended.outcome, ended.message.as_str()),
+            (Outcome::FinalAnswer, "read it all")
+        );
         assert_eq!(server.requests().len(), 1, "one request, no retry");
-        let events = events.into_inner().unwrap();
+        let events = drain(&mut rx);
         assert!(
             !events
                 .iter()
-                .any(|e| matches!(e, StreamEvent::Retrying { .. })),
+                .any(|e| matches!(e, AgentEvent::Retrying { .. })),
             "{events:?}"
         );
         assert!(
-            events
-                .iter()
-                .any(|e| matches!(e, StreamEvent::Waiting { elapsed_ms } if *elapsed_ms >= 5_000)),
+            events.iter().any(|e| matches!(
+                e,
+                AgentEvent::Waiting { elapsed_ms, prompt_tokens } if *elapsed_ms >= 5_000 && *prompt_tokens > 0
+            )),
             "{events:?}"
         );
     }
