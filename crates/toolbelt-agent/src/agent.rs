@@ -72,6 +72,11 @@ const TEXT_FORMAT_REMINDER: &str = "Observation (error): your reply had neither 
      arguments as a JSON object in square brackets, and stop there. When the task is done, write a line that \
      starts with Final Answer and a colon, then your answer.";
 
+/// The reminder for a native reply that is empty or only repeats a tool's result.
+const NOT_AN_ANSWER: &str = "Your reply held no call and no answer (it was empty, or it \
+     repeated a tool result: results come from the tools, not from you). Call the next tool \
+     you need, or answer the task in your own words.";
+
 /// The reminder a small model gets when it answers in prose before it has called
 /// any tool.
 const USE_THE_TOOLS: &str = "You answered without calling any tool. Describing steps or \
@@ -406,6 +411,19 @@ impl Agent {
                     "the answer was cut off by the output limit; asking the model to go on".into(),
                 );
                 self.push(Message::user(CONTINUE_AFTER_CUT));
+                return None;
+            }
+            let empty = content.trim().is_empty();
+            if (empty || is_observation_echo(&content)) && state.nudges < MAX_TEXT_NUDGES {
+                // Nothing, or template debris (`<tool_response>...`: a tool's result
+                // written by the model): never its answer.
+                state.nudges += 1;
+                self.notice(if empty {
+                    "the reply was empty; reminding the model".into()
+                } else {
+                    "the reply repeated a tool result instead of a call or an answer; reminding the model".into()
+                });
+                self.push(Message::user(NOT_AN_ANSWER));
                 return None;
             }
             if self.options.model_size == ModelSize::Small
@@ -953,6 +971,7 @@ impl Repeats {
 fn is_observation_echo(text: &str) -> bool {
     let t = text.trim_start().trim_start_matches(['*', '`', '#', ' ']);
     t.starts_with("Observation")
+        || t.starts_with("<tool_response>")
         || t.starts_with("ERROR [")
         || t.starts_with("ERROR:")
         || t.starts_with("Error: line ")

@@ -198,6 +198,7 @@ async fn a_call_written_as_text_is_run() {
             Reply::text(
                 "```json\n{\"name\": \"grep\", \"arguments\": {\"pattern\": \"key\"}}\n```",
             ),
+            Reply::text("<tool_response>\nthe key is 42\n</tool_response>"),
             Reply::text("The key is 42."),
         ],
     ))
@@ -227,6 +228,12 @@ async fn a_call_written_as_text_is_run() {
             .any(|n| n.contains("read_file") && n.contains("<tool_call>")),
         "{said:?}"
     );
+    // Template debris (a tool's result written by the model) is not the answer.
+    assert!(
+        said.iter().any(|n| n.contains("repeated a tool result")),
+        "{said:?}"
+    );
+    assert_eq!(requests.len(), 4);
 }
 
 /// The text protocol: a stop sequence at `Observation:`, one action per reply,
