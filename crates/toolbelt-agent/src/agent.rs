@@ -568,6 +568,7 @@ impl Agent {
             Same(usize, String),
             Answer(CallResult),
         }
+        state.repeats.next_step();
         let mut step_keys: BTreeMap<String, usize> = BTreeMap::new();
         let mut plans = Vec::with_capacity(calls.len());
         let mut to_run: Vec<ToolCall> = Vec::new();
@@ -946,23 +947,31 @@ struct TurnState {
     repeats: Repeats,
 }
 
-/// Counts the same call made again and again.
+/// Counts the same call made again and again: in consecutive steps, alone or
+/// among others (a model that sends the same two calls step after step repeats
+/// both).
 #[derive(Debug, Default)]
 struct Repeats {
-    last: Option<String>,
-    streak: usize,
+    /// The calls of the last step that made calls, with their streaks.
+    previous: BTreeMap<String, usize>,
+    /// The calls of this step so far.
+    current: BTreeMap<String, usize>,
 }
 
 impl Repeats {
-    /// Records a call; returns how many times in a row it has now been made.
+    /// A new step with calls begins.
+    fn next_step(&mut self) {
+        self.previous = std::mem::take(&mut self.current);
+    }
+
+    /// Records a call; returns how many steps in a row it has now been made in.
     fn see(&mut self, key: String) -> usize {
-        if self.last.as_ref() == Some(&key) {
-            self.streak += 1;
-        } else {
-            self.last = Some(key);
-            self.streak = 1;
+        if let Some(&streak) = self.current.get(&key) {
+            return streak;
         }
-        self.streak
+        let streak = self.previous.get(&key).map_or(1, |s| s + 1);
+        self.current.insert(key, streak);
+        streak
     }
 }
 

@@ -20,6 +20,9 @@ use toolbelt_store::Location;
 use crate::cli::{AgentArgs, Global};
 use crate::config::{AgentConfig, FileConfig};
 
+/// The default of `--max-repeats` for a small model.
+const SMALL_MODEL_REPEAT_STOP: usize = 4;
+
 /// The smallest context window accepted, in tokens.
 const MIN_CONTEXT_WINDOW: u64 = 2_000;
 
@@ -350,10 +353,15 @@ impl AgentSettings {
         if max_steps == 0 {
             bail!("--max-steps must be at least 1");
         }
+        // A small model that repeats itself seldom stops on its own: end sooner.
+        let default_repeats = match model_size {
+            ModelSize::Small => SMALL_MODEL_REPEAT_STOP,
+            ModelSize::Large => defaults.repeat_stop,
+        };
         let max_repeats = args
             .max_repeats
             .or(file.max_repeats)
-            .unwrap_or(defaults.repeat_stop);
+            .unwrap_or(default_repeats);
         if max_repeats < 2 {
             bail!("--max-repeats must be at least 2 (the second identical call in a row)");
         }

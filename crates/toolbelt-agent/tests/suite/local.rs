@@ -369,3 +369,38 @@ async fn prose_gets_one_reminder_and_a_loop_is_cut() {
             .any(|n| n.contains("repeating itself"))
     );
 }
+
+/// Two calls sent again and again, step after step, are a repeat as much as one
+/// call is: reminded, then stopped.
+#[tokio::test]
+async fn the_same_calls_step_after_step_are_stopped() {
+    let root = TempDir::new().unwrap();
+    std::fs::write(root.path().join("a.txt"), "alpha\n").unwrap();
+    let pair = || {
+        Reply::calls(vec![
+            ("grep", r#"{"pattern": "6.0 != 4"}"#),
+            ("grep", r#"{"pattern": "6.0 != 4", "path": "a.txt"}"#),
+        ])
+    };
+    let server = ScriptedServer::start(Script::new(
+        ProviderKind::OpenAi,
+        vec![pair(), pair(), pair(), pair(), Reply::text("done")],
+    ))
+    .unwrap();
+    let options = AgentOptions {
+        repeat_warn: 2,
+        repeat_stop: 3,
+        ..AgentOptions::default()
+    };
+    let (mut agent, _rx) = agent_for(&root, &server, options);
+    let ended = run(&mut agent, "find it").await;
+    assert_eq!(ended.outcome, Outcome::RepeatedCall, "{}", ended.message);
+    assert_eq!(ended.steps, 3);
+    let requests = server.requests();
+    let messages = requests[2].body["messages"].as_array().unwrap();
+    let last = messages.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        last.contains("[Reminder: you have made this exact call 2 times"),
+        "{last}"
+    );
+}
