@@ -381,6 +381,16 @@ fn finish(o: ExecOutcome, timeout_secs: u64) -> ToolResult<BashOutput> {
             "the command was cancelled and stopped".to_string(),
             "",
         )
+    } else if o.stdout.captured.total_bytes == 0 && o.stderr.captured.total_bytes == 0 {
+        // Nothing to read: say what an exit code without output usually means.
+        (
+            ErrorCode::NonzeroExit,
+            format!(
+                "the command exited with code {} and printed nothing",
+                o.exit_code
+            ),
+            "grep exits 1 when no line matches and test and [ when the condition is false; otherwise run it again with more output (-v, or without -q)",
+        )
     } else {
         (
             ErrorCode::NonzeroExit,

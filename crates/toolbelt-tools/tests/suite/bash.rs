@@ -51,6 +51,22 @@ async fn a_nonzero_exit_is_an_error_that_shows_the_output() {
     );
     assert_eq!(env.data["exit_code"], 2);
     assert_eq!(env.data["stderr"], "error: missing ;\n");
+
+    // No output to read: the error says what such an exit usually means.
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let env = call(&registry, "bash", json!({"command": "grep beta a.txt"})).await;
+    assert_eq!(env.error_code(), Some(ErrorCode::NonzeroExit));
+    assert!(
+        env.text
+            .contains("the command exited with code 1 and printed nothing"),
+        "{}",
+        env.text
+    );
+    assert!(
+        env.text.contains("grep exits 1 when no line matches"),
+        "{}",
+        env.text
+    );
 }
 
 #[tokio::test]
