@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# A reference solution (for bench.py --self-test; never shown to the agents).
+sed -i 's/(len(values) - 1)/len(values)/' stats.py

@@ -1,0 +1,8 @@
+"""Greetings in several languages."""
+
+GREETINGS = {"en": "Hello", "fr": "Bonjour", "de": "Hallo", "es": "Hola"}
+LANGUAGE = "en"
+
+
+def greet(name):
+    return f"{GREETINGS[LANGUAGE]}, {name}!"

@@ -1,0 +1,3 @@
+from data import ITEMS
+
+print("Items:", len(ITEMS))
