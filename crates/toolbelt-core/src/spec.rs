@@ -248,7 +248,7 @@ impl Descriptions {
 const SHORT_DESCRIPTION_CHARS: usize = 400;
 
 /// `text`'s first paragraph, cut to whole sentences within
-/// [`SHORT_DESCRIPTION_CHARS`] when it is longer.
+/// 400 characters when it is longer.
 pub fn short_description(text: &str) -> String {
     let text = text.trim();
     let first = text.split("\n\n").next().unwrap_or(text).trim();
