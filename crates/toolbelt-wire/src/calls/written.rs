@@ -49,53 +49,44 @@ pub fn calls_in_text(text: &str, known: &dyn Fn(&str) -> bool) -> Option<Written
 /// `<tool_call>...</tool_call>` blocks.
 fn tagged(text: &str, known: &dyn Fn(&str) -> bool) -> Option<WrittenCalls> {
     const OPEN: &str = "<tool_call>";
-    const CLOSE: &str = "</tool_call>";
-    let mut calls = Vec::new();
-    let mut rest = String::new();
-    let mut pos = 0;
-    while let Some(at) = text[pos..].find(OPEN) {
-        let start = pos + at;
-        let body_start = start + OPEN.len();
-        let (body_end, end) = match text[body_start..].find(CLOSE) {
-            Some(i) => (body_start + i, body_start + i + CLOSE.len()),
-            None => (text.len(), text.len()),
-        };
-        let found = objects(strip_fence(&text[body_start..body_end]), known);
-        if found.is_empty() {
-            rest.push_str(&text[pos..end]);
-        } else {
-            rest.push_str(&text[pos..start]);
-            calls.extend(found);
-        }
-        pos = end;
-    }
-    rest.push_str(&text[pos..]);
+    let body_start = |start: usize| start + OPEN.len();
+    let (calls, rest) = blocks(text, OPEN, body_start, "</tool_call>", known);
     done(calls, "<tool_call> tags", &rest)
 }
 
-/// Fenced code blocks holding call objects.
+/// Fenced code blocks holding call objects (the body starts after the fence's
+/// info line).
 fn fenced(text: &str, known: &dyn Fn(&str) -> bool) -> Option<WrittenCalls> {
+    let body_start = |start: usize| {
+        text[start..]
+            .find('\n')
+            .map_or(text.len(), |i| start + i + 1)
+    };
+    let (calls, rest) = blocks(text, "```", body_start, "```", known);
+    done(calls, "a JSON block", &rest)
+}
+
+/// The calls of known tools in the blocks of `text` that start at `open` (their
+/// body at `body_start(start)`) and end at `close` or, unclosed (the model stopped
+/// inside), at the end; and the text without the blocks that held calls.
+fn blocks(
+    text: &str,
+    open: &str,
+    body_start: impl Fn(usize) -> usize,
+    close: &str,
+    known: &dyn Fn(&str) -> bool,
+) -> (Vec<ParsedCall>, String) {
     let mut calls = Vec::new();
     let mut rest = String::new();
     let mut pos = 0;
-    while let Some(at) = text[pos..].find("```") {
+    while let Some(at) = text[pos..].find(open) {
         let start = pos + at;
-        let info_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
-        let body_start = (info_end + 1).min(text.len());
-        let Some(close) = text[body_start..].find("```") else {
-            // An unclosed fence: the model stopped inside it.
-            let found = objects(&text[body_start..], known);
-            if found.is_empty() {
-                break;
-            }
-            rest.push_str(&text[pos..start]);
-            calls.extend(found);
-            pos = text.len();
-            break;
+        let body = body_start(start).min(text.len());
+        let (body_end, end) = match text[body..].find(close) {
+            Some(i) => (body + i, body + i + close.len()),
+            None => (text.len(), text.len()),
         };
-        let body_end = body_start + close;
-        let end = body_end + 3;
-        let found = objects(&text[body_start..body_end], known);
+        let found = objects(strip_fence(&text[body..body_end]), known);
         if found.is_empty() {
             rest.push_str(&text[pos..end]);
         } else {
@@ -105,7 +96,7 @@ fn fenced(text: &str, known: &dyn Fn(&str) -> bool) -> Option<WrittenCalls> {
         pos = end;
     }
     rest.push_str(&text[pos..]);
-    done(calls, "a JSON block", &rest)
+    (calls, rest)
 }
 
 /// The whole reply is one call object (or a list of them).
