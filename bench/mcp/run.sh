@@ -7,7 +7,8 @@
 #   REFERENCE_ONLY=1 bench/mcp/run.sh   # measure the reference server alone
 # Then gateway.py: the reference's tools through `toolbelt mcp` against direct calls.
 # Environment: TOOLBELT_BENCH_CACHE (default ~/.cache/toolbelt-bench), CALLS, SLOW_CALLS, WARMUP,
-# STARTS, ROUNDS, CARGO_TARGET_DIR (default ./target).
+# STARTS, ROUNDS, CARGO_TARGET_DIR (default ./target), ALLOW_STALE_ORDER=1 (measure even when
+# crates/toolbelt/symbol-order.txt no longer matches the build).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -33,6 +34,10 @@ if [ -z "${REFERENCE_ONLY:-}" ]; then
     (cd "$repo" && cargo build --release --locked -p toolbelt >&2)
     target="${CARGO_TARGET_DIR:-$repo/target}"
     toolbelt_args=(--toolbelt "$target/release/toolbelt")
+    # A stale function order costs megabytes of peak memory: say so before measuring.
+    python3 "$here/symbol_order.py" --check "$target/release/toolbelt" >&2 \
+        || [ -n "${ALLOW_STALE_ORDER:-}" ] \
+        || { echo "run.sh: (ALLOW_STALE_ORDER=1 measures anyway)" >&2; exit 1; }
 fi
 
 # Node runs the reference directly (no npx or shell in between), so the measured

@@ -7,6 +7,8 @@ places those functions side by side at the start of the code: the pages a server
 touches are then few and dense instead of spread over the whole binary.
 
     bench/mcp/symbol_order.py target/release/toolbelt
+    bench/mcp/symbol_order.py --check target/release/toolbelt   # how much of the file still names code
+
 
 Needs valgrind (and perf, when it is there, for what only the machine's own CPU runs). Run it again after large changes or dependency upgrades: names that
 no longer exist are skipped by the linker, so a stale file costs memory, not
@@ -72,7 +74,29 @@ def session(prefix: list[str], binary: str, root: Path) -> None:
     p.wait()
 
 
+def code_symbols(binary: str) -> set[str]:
+    nm = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
+    return {parts[2] for parts in (l.split() for l in nm.splitlines()) if len(parts) == 3 and parts[1] in "tTwW"}
+
+
+def check(binary: str, least: float) -> None:
+    """Exits 1 when less than `least` of the names in the file are functions of
+    `binary`: the order is stale (renamed or moved functions, a dependency's new
+    hash), and the functions it missed lie scattered through the code, each
+    pulling its neighbours into memory (a stale file cost 5-9 MiB of peak RSS)."""
+    names = [line for line in OUT.read_text().splitlines() if line]
+    code = code_symbols(binary)
+    found = sum(name in code for name in names)
+    share = found / max(len(names), 1)
+    print(f"{OUT.name}: {found:,} of {len(names):,} functions found in {binary} ({share:.0%})")
+    if share < least:
+        sys.exit(f"symbol-order.txt is stale: run bench/mcp/symbol_order.py {binary}, then build again")
+
+
 def main() -> None:
+    if sys.argv[1] == "--check":
+        check(sys.argv[2], 0.9)
+        return
     binary = sys.argv[1]
     if not shutil.which("valgrind"):
         sys.exit("symbol_order.py: valgrind is required")
@@ -111,8 +135,7 @@ def main() -> None:
                 parts = line.split()
                 if len(parts) == 4 and parts[0] == parts[2]:
                     add(parts[3])
-    nm = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
-    code = {parts[2] for parts in (l.split() for l in nm.splitlines()) if len(parts) == 3 and parts[1] in "tTwW"}
+    code = code_symbols(binary)
     order = [name for name in seen if name in code]
     OUT.write_text("".join(f"{name}\n" for name in order))
     print(f"{OUT}: {len(order)} functions")

@@ -41,6 +41,12 @@ pub const KEEP_ALIVE_IDLE_SECS: u64 = 60;
 /// Seconds a request's body has to arrive, whole.
 pub const BODY_READ_SECS: u64 = 30;
 
+/// Milliseconds a read of the socket tables answers for the connections it holds.
+/// A burst of connections is in the tables before the first of it is accepted: one
+/// read serves them all, where a read per connection (the kernel walks its whole
+/// table each time) made the accept loop the bottleneck under a flood.
+const SOCKET_OWNERS_FRESH_MS: u64 = 1_000;
+
 /// The deadlines of [`Connections`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Deadlines {
@@ -110,6 +116,11 @@ impl SocketOwners {
         SocketOwners(owners)
     }
 
+    /// Whether the tables hold the connection from `peer` to `local`.
+    fn knows(&self, peer: SocketAddr, local: SocketAddr) -> bool {
+        self.0.contains_key(&(endpoint(peer), endpoint(local)))
+    }
+
     /// The client of a connection from `peer` to `local`: its user over
     /// loopback, when the tables say, else its address.
     fn client(&self, peer: SocketAddr, local: SocketAddr) -> Client {
@@ -156,6 +167,8 @@ pub(crate) struct Connections {
     /// Told when a connection closes.
     closed: Notify,
     epoch: Instant,
+    /// The last read of the socket tables, and when it was made.
+    owners: Mutex<Option<(Instant, Arc<SocketOwners>)>>,
 }
 
 /// One open connection.
@@ -192,6 +205,7 @@ impl Connections {
             next_id: AtomicU64::new(0),
             closed: Notify::new(),
             epoch: Instant::now(),
+            owners: Mutex::new(None),
         })
     }
 
@@ -203,23 +217,40 @@ impl Connections {
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The socket tables as they know the connection from `peer` to `local`: the
+    /// last read while it is fresh and holds that connection (or `peer` is not
+    /// local, so that no table would), else a new read.
+    fn owners(&self, peer: SocketAddr, local: SocketAddr) -> Arc<SocketOwners> {
+        let mut last = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((at, owners)) = last.as_ref()
+            && at.elapsed() < Duration::from_millis(SOCKET_OWNERS_FRESH_MS)
+            && (owners.knows(peer, local) || !peer.ip().is_loopback())
+        {
+            return Arc::clone(owners);
+        }
+        let owners = Arc::new(SocketOwners::read(local));
+        *last = Some((Instant::now(), Arc::clone(&owners)));
+        owners
+    }
+
     /// Waits until a connection of `client` just accepted may be served: at once
     /// under the cap and the client's share of it; else after closing the
     /// connection idle the longest (or only held back), of the client's own when
     /// it holds its share, or when one closes.
     ///
-    /// Who the clients are is looked up (one read of the socket tables) only when
-    /// so many connections are open that one client could hold its share.
+    /// Who the clients are is looked up (in the socket tables, read again only when
+    /// they do not know this connection or are over a second old) only when so
+    /// many connections are open that one client could hold its share.
     /// Returns the new connection's client when it was looked up.
     pub(crate) async fn room(&self, peer: SocketAddr, local: SocketAddr) -> Option<Client> {
-        // Read once: while this waits, no other connection is accepted.
-        let mut owners: Option<SocketOwners> = None;
+        // Looked up once: while this waits, no other connection is accepted.
+        let mut owners: Option<Arc<SocketOwners>> = None;
         loop {
             let closed = self.closed.notified();
             if self.open().len() < self.max.min(self.per_client) {
                 return None;
             }
-            let owners = owners.get_or_insert_with(|| SocketOwners::read(local));
+            let owners = owners.get_or_insert_with(|| self.owners(peer, local));
             let client = owners.client(peer, local);
             {
                 let open = self.open();
