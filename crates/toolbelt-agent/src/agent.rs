@@ -1,17 +1,18 @@
 //! The agent loop: ask the model, run the calls it asks for, give back the
 //! results, until a final answer. What it leans on lives beside it: the history's
 //! compaction in `compact`, its events and transcript in `journal`, the system
-//! prompt in `prompt`; subagents reach it only through [`Spawner`].
+//! prompt in `prompt`, the guards against a small model's habits (repeated
+//! calls, runaway replies, echoed results) and their nudge texts in `guard`;
+//! subagents reach it only through [`Spawner`] (in `spawner`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::{BatchMode, CallOptions, Registry, Status, ToolCall};
+use toolbelt_core::{BatchMode, CallOptions, Registry, Status, ToolCall, error_chain};
 use toolbelt_wire::calls::{
     ParsedCall, TextParseError, calls_in_text, parse_text_reply, to_observation,
 };
@@ -20,6 +21,11 @@ use toolbelt_wire::export::{export, text_prompt};
 use crate::compact::{Compaction, Window};
 use crate::error::AgentError;
 use crate::events::{AgentEvent, EventTx};
+use crate::guard::{
+    CONTINUE_AFTER_CUT, FINAL_ANSWER_NOT_TAKEN, MAX_TEXT_NUDGES, NOT_AN_ANSWER,
+    OBSERVATION_IGNORED, RUNAWAY_NOTICE, Repeats, Runaway, TEXT_FORMAT_REMINDER, USE_THE_TOOLS,
+    actions_dropped, call_key, is_observation_echo, repeat_reminder, repeated_call_error,
+};
 use crate::journal::Journal;
 use crate::message::{Message, ModelCall, ToolOutput, Usage};
 use crate::options::{AgentOptions, ModelSize, Outcome, Protocol, RunOutcome};
@@ -27,61 +33,13 @@ use crate::prompt::system_prompt;
 use crate::provider::{
     ModelRequest, ModelResponse, Provider, ProviderError, StopReason, StreamEvent,
 };
+use crate::spawner::Spawner;
 use crate::summary::{call_summary, result_summary};
-use crate::transcript::{self, Transcript};
-
-/// The subagents an agent started, as its loop sees them: their progress goes into
-/// the agent's events, and the reports of those in the background into its
-/// conversation. [`Subagents`](crate::Subagents) is the one the crate provides; the
-/// loop knows no more of it than this.
-pub trait Spawner: Send + Sync + std::fmt::Debug {
-    /// Sends the subagents' events to `events`, and records `run_id` as the parent
-    /// run of the background subagents started from now on.
-    fn bind(&self, events: EventTx, run_id: &str);
-
-    /// The reports of background subagents that ended and were not yet delivered,
-    /// as messages for the model; they count as delivered from now on.
-    fn take_reports(&self) -> BoxFuture<'_, Vec<String>>;
-
-    /// True when reports wait for delivery.
-    fn has_reports(&self) -> bool;
-
-    /// Background subagents this agent started that are still running.
-    fn running(&self) -> usize;
-
-    /// Waits until a background subagent of this agent ends (or `cancel` fires).
-    fn wait_any<'a>(&'a self, cancel: &'a CancellationToken) -> BoxFuture<'a, ()>;
-}
-
-/// Asks the model to go on after an answer cut by the output limit.
-const CONTINUE_AFTER_CUT: &str =
-    "(Your last answer was cut off by the output limit. Continue exactly where it stopped.)";
-
-/// Replies without an action and without a final answer that the text protocol
-/// sends back before it takes such a reply as the final answer.
-const MAX_TEXT_NUDGES: usize = 2;
+use crate::transcript::{self, Transcript, new_run_id};
 
 /// Where a text-protocol reply must stop: the model would go on to write the
 /// result of its own action.
 const TEXT_STOP: &str = "\nObservation:";
-
-/// The reminder of the text protocol's format. It holds nothing that reads as an
-/// action: a model that copies it runs nothing.
-const TEXT_FORMAT_REMINDER: &str = "Observation (error): your reply had neither an action nor a final answer. \
-     To use a tool, write a line that starts with the word Action and a colon, then the tool's name and its \
-     arguments as a JSON object in square brackets, and stop there. When the task is done, write a line that \
-     starts with Final Answer and a colon, then your answer.";
-
-/// The reminder for a native reply that is empty or only repeats a tool's result.
-const NOT_AN_ANSWER: &str = "Your reply held no call and no answer (it was empty, or it \
-     repeated a tool result: results come from the tools, not from you). Call the next tool \
-     you need, or answer the task in your own words.";
-
-/// The reminder a small model gets when it answers in prose before it has called
-/// any tool.
-const USE_THE_TOOLS: &str = "You answered without calling any tool. Describing steps or \
-     code does nothing: if the task needs files read or changed or commands run, call the tools \
-     now, one at a time. If it needs no tool, give your answer again.";
 
 /// A conversation with a model that can use the registry's tools.
 ///
@@ -323,12 +281,13 @@ impl Agent {
                     overflow_retried = true;
                     state.steps -= 1;
                     self.notice(format!(
-                        "the provider says the conversation is too long for the model ({e}); compacting it"
+                        "the provider says the conversation is too long for the model ({}); compacting it",
+                        error_chain(&e)
                     ));
                     self.compaction().after_overflow(turn_start, cancel).await;
                     continue;
                 }
-                Err(e) => return (Outcome::Error, e.to_string()),
+                Err(e) => return (Outcome::Error, error_chain(&e)),
             };
             overflow_retried = false;
             self.account(&response, started.elapsed());
@@ -531,19 +490,13 @@ impl Agent {
             .collect::<Vec<_>>()
             .join("\n\n");
         if ignored_final {
-            observation.push_str(
-                "\n\n(Your reply also gave a final answer before seeing these observations; it was not taken. Give it again if it still holds.)",
-            );
+            observation.push_str(FINAL_ANSWER_NOT_TAKEN);
         }
         if dropped_actions > 0 {
-            observation.push_str(&format!(
-                "\n\n(Only your first action was run; the other {dropped_actions} were not. Write one action per reply and wait for its observation.)"
-            ));
+            observation.push_str(&actions_dropped(dropped_actions));
         }
         if reply.ignored_after_observation.is_some() {
-            observation.push_str(
-                "\n\n(The text you wrote after your action, from `Observation:` on, was ignored: observations come from the tools.)",
-            );
+            observation.push_str(OBSERVATION_IGNORED);
         }
         self.push(Message::user(observation));
         if cancel.is_cancelled() {
@@ -600,10 +553,9 @@ impl Agent {
                 .filter(|id| !id.is_empty())
                 .unwrap_or_else(|| format!("call_{}", self.call_seq));
             let tool = call.name.clone();
-            let key = format!(
-                "{}\u{0}{}",
+            let key = call_key(
                 self.registry.resolve(&tool).unwrap_or(&tool),
-                canonical_json(&call.arguments)
+                &call.arguments,
             );
             let streak = state.repeats.see(key.clone());
             state.tool_calls += 1;
@@ -617,9 +569,7 @@ impl Agent {
                 let message = format!(
                     "the model made the same call ({tool} with the same arguments) {streak} times in a row; the run was stopped"
                 );
-                let text = format!(
-                    "ERROR [REPEATED_CALL]: this exact call was made {streak} times in a row and was not run again; the run stops here."
-                );
+                let text = repeated_call_error(streak);
                 self.emit(AgentEvent::ToolResult {
                     call_id: id.clone(),
                     tool: tool.clone(),
@@ -674,10 +624,7 @@ impl Agent {
             let mut text = env.text.clone();
             let mut observation = to_observation(&env);
             if streak >= self.options.repeat_warn {
-                let reminder = format!(
-                    "\n\n[Reminder: you have made this exact call {streak} times in a row. Its result will not change; do something different or give your final answer. At {} repeats the run stops.]",
-                    self.options.repeat_stop
-                );
+                let reminder = repeat_reminder(streak, self.options.repeat_stop);
                 text.push_str(&reminder);
                 observation.push_str(&reminder);
                 self.notice(format!(
@@ -777,10 +724,7 @@ impl Agent {
                 // The model went round in circles: what it wrote up to the repetition
                 // is its reply.
                 let content = runaway.kept();
-                self.journal.notice(
-                    "the model was repeating itself; its reply was cut where the repetition began"
-                        .into(),
-                );
+                self.journal.notice(RUNAWAY_NOTICE.into());
                 Ok(ModelResponse {
                     content,
                     reasoning: String::new(),
@@ -791,10 +735,7 @@ impl Agent {
             }
             Ok(mut response) if runaway.repeating() => {
                 response.content = runaway.kept();
-                self.journal.notice(
-                    "the model was repeating itself; its reply was cut where the repetition began"
-                        .into(),
-                );
+                self.journal.notice(RUNAWAY_NOTICE.into());
                 Ok(response)
             }
             other => other,
@@ -884,7 +825,7 @@ impl Agent {
         {
             match Transcript::create(dir, &self.run_id) {
                 Ok(t) => self.journal.set_transcript(Some(t)),
-                Err(e) => tracing::warn!("no transcript for this run: {e}"),
+                Err(e) => tracing::warn!("no transcript for this run: {}", error_chain(&e)),
             }
             self.record(&json!({
                 "type": "run",
@@ -945,155 +886,4 @@ struct TurnState {
     /// A small model was reminded to use the tools.
     prose_reminded: bool,
     repeats: Repeats,
-}
-
-/// Counts the same call made again and again: in consecutive steps, alone or
-/// among others (a model that sends the same two calls step after step repeats
-/// both).
-#[derive(Debug, Default)]
-struct Repeats {
-    /// The calls of the last step that made calls, with their streaks.
-    previous: BTreeMap<String, usize>,
-    /// The calls of this step so far.
-    current: BTreeMap<String, usize>,
-}
-
-impl Repeats {
-    /// A new step with calls begins.
-    fn next_step(&mut self) {
-        self.previous = std::mem::take(&mut self.current);
-    }
-
-    /// Records a call; returns how many steps in a row it has now been made in.
-    fn see(&mut self, key: String) -> usize {
-        if let Some(&streak) = self.current.get(&key) {
-            return streak;
-        }
-        let streak = self.previous.get(&key).map_or(1, |s| s + 1);
-        self.current.insert(key, streak);
-        streak
-    }
-}
-
-/// True when `text` is an observation the model wrote itself (most often one of
-/// its errors, repeated): never a final answer.
-fn is_observation_echo(text: &str) -> bool {
-    let t = text.trim_start().trim_start_matches(['*', '`', '#', ' ']);
-    t.starts_with("Observation")
-        || t.starts_with("<tool_response>")
-        || t.starts_with("ERROR [")
-        || t.starts_with("ERROR:")
-        || t.starts_with("Error: line ")
-}
-
-/// How much of a reply is looked at for repetition, from its end.
-const RUNAWAY_WINDOW: usize = 4_096;
-/// A repeating tail at least this long (and at least four copies of its unit) is
-/// a model going round in circles.
-const RUNAWAY_MIN_CHARS: usize = 400;
-/// The longest repeating unit looked for, in bytes.
-const RUNAWAY_MAX_PERIOD: usize = 300;
-
-/// Watches a reply as it streams in for a model that repeats itself (the same
-/// line or block again and again until the output limit).
-#[derive(Debug, Default)]
-struct Runaway {
-    text: std::sync::Mutex<RunawayText>,
-}
-
-#[derive(Debug, Default)]
-struct RunawayText {
-    text: String,
-    checked_at: usize,
-    /// Where the repetition began (after its first copy), once seen.
-    cut: Option<usize>,
-}
-
-impl Runaway {
-    /// Adds streamed text; true when the reply has started repeating itself.
-    fn push(&self, delta: &str) -> bool {
-        let mut t = self
-            .text
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if t.cut.is_some() {
-            return true;
-        }
-        t.text.push_str(delta);
-        if t.text.len() < t.checked_at + 64 {
-            return false;
-        }
-        t.checked_at = t.text.len();
-        t.cut = repeating_tail(&t.text);
-        t.cut.is_some()
-    }
-
-    /// True when the reply has started repeating itself.
-    fn repeating(&self) -> bool {
-        self.text
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .cut
-            .is_some()
-    }
-
-    /// The reply up to where the repetition began.
-    fn kept(&self) -> String {
-        let t = self
-            .text
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let end = t.cut.unwrap_or(t.text.len());
-        t.text[..end].to_string()
-    }
-}
-
-/// Where `text` starts repeating itself: the end of the first copy of a unit that
-/// repeats to the end, when the repeating part is long and has four copies or
-/// more.
-fn repeating_tail(text: &str) -> Option<usize> {
-    let bytes = text.as_bytes();
-    let from = bytes.len().saturating_sub(RUNAWAY_WINDOW);
-    let tail = &bytes[from..];
-    for period in 1..=RUNAWAY_MAX_PERIOD.min(tail.len() / 4) {
-        // How far back from the end every byte equals the one a period before.
-        let mut run = 0;
-        while run + period < tail.len()
-            && tail[tail.len() - 1 - run] == tail[tail.len() - 1 - run - period]
-        {
-            run += 1;
-        }
-        if run >= RUNAWAY_MIN_CHARS.max(3 * period) {
-            let mut cut = from + tail.len() - run;
-            while !text.is_char_boundary(cut) {
-                cut += 1;
-            }
-            return Some(cut);
-        }
-    }
-    None
-}
-
-/// JSON with object keys sorted, so that equal arguments compare equal.
-fn canonical_json(v: &Value) -> String {
-    fn sort(v: &Value) -> Value {
-        match v {
-            Value::Object(map) => {
-                let sorted: BTreeMap<&String, Value> =
-                    map.iter().map(|(k, v)| (k, sort(v))).collect();
-                Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sort).collect()),
-            other => other.clone(),
-        }
-    }
-    sort(v).to_string()
-}
-
-/// A new run id: the time and four random hex digits (`20261124-221503-3f9a`), so
-/// that ids sort by time.
-fn new_run_id() -> String {
-    let now = chrono::Local::now().format("%Y%m%d-%H%M%S");
-    let random = uuid::Uuid::new_v4().simple().to_string();
-    format!("{now}-{}", &random[..4])
 }

@@ -15,14 +15,14 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::Registry;
 use toolbelt_core::output::{OutputBudget, apply_budget, truncate_in_memory};
+use toolbelt_core::{Registry, error_chain};
 
 use crate::events::AgentEvent;
 use crate::journal::Journal;
 use crate::message::{Message, Usage};
 use crate::provider::{DEFAULT_MAX_TOKENS, ModelRequest, Provider, StreamEvent};
-use crate::tool_names::TODO_TOOLS;
+use crate::tool_names::{READ_OUTPUT, TODO_TOOLS};
 
 /// The history is compacted when a call would fill this share of the budget...
 const COMPACT_AT: f64 = 0.85;
@@ -117,7 +117,7 @@ fn shorten(text: &str, budget: &OutputBudget, spill_dir: &Path) -> (String, Opti
     };
     let note = match &captured.output_id {
         Some(id) => format!(
-            "\n[This older result was shortened to save context; read it whole with read_output {{\"output_id\": \"{id}\"}}.]"
+            "\n[This older result was shortened to save context; read it whole with {READ_OUTPUT} {{\"output_id\": \"{id}\"}}.]"
         ),
         None => "\n[This older result was shortened to save context.]".to_string(),
     };
@@ -505,8 +505,10 @@ impl Compaction<'_> {
             }
             Ok(_) => None,
             Err(e) => {
-                self.journal
-                    .notice(format!("the history could not be summarised: {e}"));
+                self.journal.notice(format!(
+                    "the history could not be summarised: {}",
+                    error_chain(&e)
+                ));
                 None
             }
         }

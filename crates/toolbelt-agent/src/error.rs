@@ -1,6 +1,10 @@
 //! The agent's errors: [`AgentError`] for what callers see (transcripts, runs), and
 //! the crate's own for a subagent that cannot start and an agent type file that
 //! cannot be read. Model calls fail with [`ProviderError`].
+//!
+//! A message says only what failed here; the cause is its `source`, and the
+//! chain is joined where it is shown (`toolbelt_core::error_chain` for the
+//! model's text and the logs, `{:#}` in the terminal).
 
 use std::io;
 use std::path::PathBuf;
@@ -15,7 +19,7 @@ use crate::provider::ProviderError;
 #[non_exhaustive]
 pub enum AgentError {
     /// A transcript could not be read or written.
-    #[error("transcript {path}: {source}")]
+    #[error("transcript {path}")]
     Transcript {
         /// The file.
         path: PathBuf,
@@ -29,7 +33,7 @@ pub enum AgentError {
         path: PathBuf,
     },
     /// The folder of transcripts cannot be read.
-    #[error("cannot read {dir}: {source}")]
+    #[error("cannot read {dir}")]
     RunsUnreadable {
         /// The folder.
         dir: PathBuf,
@@ -54,7 +58,8 @@ pub enum AgentError {
     },
 }
 
-/// A subagent could not be run. Its message is the result its parent reads.
+/// A subagent could not be run. Its message, with its causes, is the result its
+/// parent reads.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SubagentError {
     /// The subagent tools were registered but never given tools to hand on.
@@ -66,10 +71,10 @@ pub(crate) enum SubagentError {
     )]
     NoModel,
     /// The subagent's own subagent tools could not be registered.
-    #[error("the subagent's tools cannot be set up: {0}")]
+    #[error("the subagent's tools cannot be set up")]
     Tools(#[from] RegistryError),
     /// The model its agent type names cannot be used.
-    #[error("the model {name:?} of agent type {agent_type:?} cannot be used: {source}")]
+    #[error("the model {name:?} of agent type {agent_type:?} cannot be used")]
     Model {
         /// The model.
         name: String,
@@ -87,7 +92,7 @@ pub(crate) enum SubagentError {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum TypeFileError {
     /// The file cannot be read.
-    #[error("cannot be read: {0}")]
+    #[error("cannot be read")]
     Read(#[from] io::Error),
     /// Its front matter is missing or malformed.
     #[error(transparent)]

@@ -2,6 +2,7 @@
 //! one. The loop and compaction both write here.
 
 use serde_json::{Value, json};
+use toolbelt_core::error_chain;
 
 use crate::events::{AgentEvent, EventTx};
 use crate::transcript::Transcript;
@@ -43,7 +44,7 @@ impl Journal {
         if let Some(t) = &mut self.transcript
             && let Err(e) = t.write(line)
         {
-            tracing::warn!("the transcript cannot be written: {e}");
+            tracing::warn!("the transcript cannot be written: {}", error_chain(&e));
         }
     }
 

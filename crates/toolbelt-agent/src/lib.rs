@@ -23,11 +23,13 @@ mod agent;
 mod compact;
 mod error;
 mod events;
+mod guard;
 mod journal;
 mod message;
 mod options;
 mod prompt;
 pub mod provider;
+mod spawner;
 pub mod subagent;
 mod summary;
 #[cfg(feature = "testing")]
@@ -35,7 +37,7 @@ pub mod testing;
 pub mod tool_names;
 pub mod transcript;
 
-pub use agent::{Agent, Spawner};
+pub use agent::Agent;
 pub use error::AgentError;
 pub use events::{AgentEvent, EventTx, ToolEventForwarder};
 pub use message::{Message, ModelCall, ToolOutput, Usage};
@@ -45,6 +47,7 @@ pub use provider::{
     ProviderKind, RetryPolicy, Secret, ServerInfo, StopReason, StreamEvent, build_provider,
     default_first_byte_timeout, is_local_url, probe_server,
 };
+pub use spawner::Spawner;
 pub use subagent::{
     AgentType, AgentTypes, SubagentLimits, SubagentModel, SubagentSettings, Subagents, TypeProblem,
 };

@@ -4,6 +4,7 @@
 use toolbelt_core::{Registry, Session};
 
 use crate::options::{AgentOptions, ModelSize, Protocol};
+use crate::tool_names::{BASH, EDIT_FILE, GLOB, GREP, READ_FILE, READ_OUTPUT, WRITE_FILE};
 
 /// The system prompt: who the agent is and where it works, the project's
 /// instructions, and (text protocol) the tools.
@@ -15,9 +16,10 @@ pub(crate) fn system_prompt(
     let session = registry.session();
     let mut out = match (&options.system_prompt, options.model_size) {
         (Some(custom), _) => custom.trim_end().to_string(),
-        (None, ModelSize::Large) => format!("{BASE_PROMPT}\n\n{}", environment(session)),
+        (None, ModelSize::Large) => format!("{}\n\n{}", base_prompt(), environment(session)),
         (None, ModelSize::Small) => format!(
-            "{SMALL_PROMPT}\n\n{}\n\n{}",
+            "{}\n\n{}\n\n{}",
+            small_prompt(),
             example_call(registry, options.protocol),
             environment(session)
         ),
@@ -61,7 +63,7 @@ fn example_call(registry: &Registry, protocol: Protocol) -> String {
     let specs = registry.definitions();
     let (name, arguments) = match specs
         .iter()
-        .find(|s| registry.resolve(&s.name) == Some("read_file"))
+        .find(|s| registry.resolve(&s.name) == Some(READ_FILE))
     {
         Some(spec) => (spec.name.clone(), r#"{"path": "README.md"}"#.to_string()),
         None => match specs
@@ -84,18 +86,24 @@ fn example_call(registry: &Registry, protocol: Protocol) -> String {
 }
 
 /// The system prompt of a small model: short, and plain about calling tools.
-const SMALL_PROMPT: &str = "\
+fn small_prompt() -> String {
+    format!(
+        "\
 You are toolbelt, a coding agent working on the user's project through tools. You act \
 only by calling tools: describing a change or a command does nothing, so call the tool \
 that does it. Call one tool at a time, read its result, then decide the next call.
 
-- Find files with glob or grep; read a file with read_file before you change it.
-- Change a file with edit_file (copy old_string exactly from the file) or write_file.
-- Run programs and tests with bash, and read their output.
-- When the task is done, answer in one or two sentences: what you did or found.";
+- Find files with {GLOB} or {GREP}; read a file with {READ_FILE} before you change it.
+- Change a file with {EDIT_FILE} (copy old_string exactly from the file) or {WRITE_FILE}.
+- Run programs and tests with {BASH}, and read their output.
+- When the task is done, answer in one or two sentences: what you did or found."
+    )
+}
 
 /// The built-in system prompt.
-const BASE_PROMPT: &str = "\
+fn base_prompt() -> String {
+    format!(
+        "\
 You are toolbelt, an agent that works on the user's machine through tools: files, search, \
 the shell, the web, a todo list. Do the task the user gives you, then answer briefly with \
 what you did and what you found.
@@ -107,5 +115,33 @@ the result.
 - For a task of several steps, keep a todo list and update it as you go.
 - When a tool answers with an error, read its message and hint and fix the call; do not \
 repeat a call that failed unchanged.
-- Large outputs are cut to their head, tail and error lines; read the rest with read_output \
-when you need it.";
+- Large outputs are cut to their head, tail and error lines; read the rest with {READ_OUTPUT} \
+when you need it."
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The prompts name the tools through `tool_names`; their text is what the
+    /// model reads, word for word.
+    #[test]
+    fn prompts_read_as_written() {
+        assert_eq!(
+            small_prompt(),
+            "You are toolbelt, a coding agent working on the user's project through tools. You act \
+             only by calling tools: describing a change or a command does nothing, so call the tool \
+             that does it. Call one tool at a time, read its result, then decide the next call.\n\
+             \n\
+             - Find files with glob or grep; read a file with read_file before you change it.\n\
+             - Change a file with edit_file (copy old_string exactly from the file) or write_file.\n\
+             - Run programs and tests with bash, and read their output.\n\
+             - When the task is done, answer in one or two sentences: what you did or found."
+        );
+        assert!(base_prompt().ends_with(
+            "- Large outputs are cut to their head, tail and error lines; read the rest with read_output \
+             when you need it."
+        ));
+    }
+}

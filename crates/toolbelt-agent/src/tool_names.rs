@@ -6,7 +6,10 @@
 //! - the tools of the built-in `explore` agent type, which reads and searches;
 //! - the todo-list tools, whose latest result is kept when the history is
 //!   compacted;
-//! - the tools whose calls the one-line summaries show their own way.
+//! - the tools whose calls the one-line summaries show their own way;
+//! - the tools the system prompt and the model's notes name: the example call
+//!   and the advice of a small model's prompt, and the tool that reads a result
+//!   shortened to save context.
 //!
 //! A name here is a tool's canonical name; the registry resolves the aliases a
 //! profile gives before one is compared with these.
@@ -25,16 +28,37 @@ pub const TASK_LIST: &str = "task_list";
 /// The subagent tools, which subagents get only below the depth limit.
 pub const SUBAGENT_TOOLS: &[&str] = &[TASK, SPAWN, TASK_OUTPUT, TASK_STOP, TASK_LIST];
 
+/// Reads a file: the example call of a small model's prompt.
+pub(crate) const READ_FILE: &str = "read_file";
+/// Writes a whole file.
+pub(crate) const WRITE_FILE: &str = "write_file";
+/// Replaces a string in a file.
+pub(crate) const EDIT_FILE: &str = "edit_file";
+/// Lists a folder.
+pub(crate) const LIST_DIR: &str = "list_dir";
+/// Finds files by pattern.
+pub(crate) const GLOB: &str = "glob";
+/// Searches the contents of files.
+pub(crate) const GREP: &str = "grep";
+/// Runs a shell command.
+pub(crate) const BASH: &str = "bash";
+/// Fetches a web page.
+pub(crate) const WEB_FETCH: &str = "web_fetch";
+/// Searches the web.
+pub(crate) const WEB_SEARCH: &str = "web_search";
+/// Reads an output that was cut or shortened, whole.
+pub(crate) const READ_OUTPUT: &str = "read_output";
+
 /// The tools of the built-in `explore` type: reading and searching only.
 pub const EXPLORE_TOOLS: &[&str] = &[
-    "read_file",
-    "list_dir",
-    "glob",
-    "grep",
-    "web_fetch",
-    "web_search",
-    "read_output",
-    "think",
+    READ_FILE,
+    LIST_DIR,
+    GLOB,
+    GREP,
+    WEB_FETCH,
+    WEB_SEARCH,
+    READ_OUTPUT,
+    THINK,
 ];
 
 /// The tools whose result is the whole todo list: the latest one is carried over

@@ -504,3 +504,11 @@ pub fn find(dir: &Path, id: &str) -> Result<PathBuf, AgentError> {
         }),
     }
 }
+
+/// A new run id: the time and four random hex digits (`20261124-221503-3f9a`), so
+/// that ids sort by time.
+pub(crate) fn new_run_id() -> String {
+    let now = chrono::Local::now().format("%Y%m%d-%H%M%S");
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    format!("{now}-{}", &random[..4])
+}

@@ -1,10 +1,11 @@
-//! Numbers as people read them in tool results: byte counts and plurals. One home
-//! for every crate, so that a size reads the same in a truncation marker, a file
-//! listing and an error.
+//! Numbers as people read them in tool results: byte counts, grouped counts and
+//! plurals. One home for every crate, so that a size reads the same in a truncation
+//! marker, a file listing and an error.
 //!
 //! ```
-//! use toolbelt_core::human::{human_bytes, plural};
+//! use toolbelt_core::human::{group, human_bytes, plural};
 //!
+//! assert_eq!(group(1_234_567), "1,234,567");
 //! assert_eq!(human_bytes(50_000), "50 KB");
 //! assert_eq!(human_bytes(12_345), "12.3 KB");
 //! assert_eq!(plural(1, "line"), "line");
@@ -31,6 +32,19 @@ pub fn human_bytes(n: u64) -> String {
     };
     let number = number.strip_suffix(".0").unwrap_or(&number);
     format!("{number} {}", UNITS[unit])
+}
+
+/// `1234567` as `1,234,567`: how counts are shown to models and people.
+pub fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// `word`, with an `s` unless `n` is 1.

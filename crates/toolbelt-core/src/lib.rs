@@ -16,6 +16,9 @@
 //! - [`toolset`]: named groups of tools and the selection a session serves.
 //! - [`Authorizer`]: what the registry asks before every call (the rules are
 //!   `toolbelt-policy`'s); [`profile`]: the names a model sees.
+//! - [`error_chain`]: an error and its causes as the one line a model reads;
+//!   [`closest`]: did-you-mean for names; [`sync`]: locks that outlive a panic;
+//!   [`human`]: sizes and counts as people read them.
 //! - [`Secret`]: a value never shown (API keys, tokens); [`retry_after`]: the
 //!   wait a server asks for, read from a header's text.
 //!
@@ -53,8 +56,10 @@
 mod ask;
 mod authorize;
 mod calllog;
+pub mod closest;
 mod context;
 mod envelope;
+mod error;
 pub mod front_matter;
 pub mod human;
 pub mod json;
@@ -68,6 +73,7 @@ mod secret;
 mod spec;
 pub mod stamps;
 pub mod state;
+pub mod sync;
 mod tool;
 pub mod toolset;
 mod validate;
@@ -82,6 +88,7 @@ pub use context::{
     DEFAULT_TIMEOUT_MS, EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolContext,
 };
 pub use envelope::{CallContext, Envelope, ErrorCode, ErrorInfo, Repair, Stats, Status};
+pub use error::error_chain;
 pub use registry::{
     Approval, ApprovalRequest, Approver, BatchMode, CallOptions, DEFAULT_MAX_CONCURRENCY,
     MAX_TOOL_NAME_LEN, Registry, RegistryError, ToolCall, ToolSource,

@@ -1,36 +1,31 @@
-//! The [`Registry`]: the one place tools are registered, looked up and executed.
+//! The [`Registry`]: the one place tools are registered and looked up, with the
+//! tool sources whose tools come and go. How it runs a call, stage by stage, is
+//! `dispatch`: [`Registry::execute_call`] lists the stages.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
-use futures::FutureExt;
-use futures::stream::{self, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::calllog::{CallLog, CallRecord, args_digest};
-use crate::context::{EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolContext};
-
-/// Time a tool that enforces its own timeout gets beyond the maximum, to clean up.
-const OWN_TIMEOUT_SLACK: Duration = Duration::from_secs(30);
 use crate::ask::Asker;
-use crate::authorize::{AllowAll, Authorizer, Decision, Request};
+use crate::authorize::{AllowAll, Authorizer};
+use crate::calllog::CallLog;
+use crate::closest::{STRONG_MATCH, closest};
+use crate::context::{EventSink, ProgressSink, Session, ToolContext};
 use crate::envelope::{Envelope, ErrorCode};
 use crate::output::OutputBudget;
 use crate::profile::{
-    ParamCase, Profile, camel_case, camel_message, camel_schema, camel_violation, property_names,
-    rename_args,
+    ParamCase, Profile, camel_case, camel_message, camel_schema, property_names, rename_args,
 };
-use crate::repair::repair_arguments;
-
-/// The repair recorded when truncated arguments end inside a string.
-const TRUNCATED_STRING_REPAIR: &str = "closed unterminated string";
 use crate::spec::{Category, ToolSpec};
+use crate::sync::lock;
 use crate::tool::{FnTool, Tool, ToolResult, Typed, TypedTool};
-use crate::validate::{InvalidSchema, SchemaValidator, violations_message};
+use crate::validate::{InvalidSchema, SchemaValidator};
+
+mod dispatch;
 
 /// Longest tool name accepted (the OpenAI limit).
 pub const MAX_TOOL_NAME_LEN: usize = 64;
@@ -48,16 +43,18 @@ pub enum RegistryError {
     #[error("invalid tool name {0:?}: use 1-64 characters of A-Z, a-z, 0-9, _ and -")]
     InvalidName(String),
     /// The input schema does not compile or is not an object schema.
-    #[error("invalid input schema for {name:?}: {reason}")]
+    #[error("invalid input schema for {name:?}")]
     InvalidSchema {
         /// The tool.
         name: String,
         /// What is wrong.
-        reason: String,
+        #[source]
+        source: InvalidSchema,
     },
-    /// The permission rules given to the registry do not fit its tools.
-    #[error("{0}")]
-    Rules(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The permission rules given to the registry do not fit its tools (the
+    /// rules' own error, which says which rule and why).
+    #[error(transparent)]
+    Rules(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// One call to execute.
@@ -93,7 +90,7 @@ impl ToolCall {
 pub struct CallOptions {
     /// Cancels the call when triggered.
     pub cancel: Option<CancellationToken>,
-    /// Overrides the session's default timeout (capped at [`MAX_TIMEOUT_MS`]).
+    /// Overrides the session's default timeout (capped at [`MAX_TIMEOUT_MS`](crate::MAX_TIMEOUT_MS)).
     pub timeout: Option<Duration>,
     /// Receives progress.
     pub progress: Option<Arc<dyn ProgressSink>>,
@@ -249,7 +246,7 @@ pub struct Registry {
     sources: Vec<Arc<dyn ToolSource>>,
     /// The entries of the sources' tools, kept while the same tool is offered (its
     /// compiled schema is reused).
-    source_entries: std::sync::Mutex<BTreeMap<String, Arc<Entry>>>,
+    source_entries: Mutex<BTreeMap<String, Arc<Entry>>>,
     profile: Profile,
     authorizer: Arc<dyn Authorizer>,
     approver: Option<Arc<dyn Approver>>,
@@ -287,7 +284,7 @@ impl Registry {
             session: Arc::new(session),
             tools: BTreeMap::new(),
             sources: Vec::new(),
-            source_entries: std::sync::Mutex::default(),
+            source_entries: Mutex::default(),
             profile: Profile::default_profile(),
             authorizer: Arc::new(AllowAll),
             approver: None,
@@ -356,7 +353,7 @@ impl Registry {
             session: Arc::clone(&self.session),
             tools,
             sources: self.sources.clone(),
-            source_entries: std::sync::Mutex::default(),
+            source_entries: Mutex::default(),
             profile: self.profile.clone(),
             authorizer: Arc::clone(&self.authorizer),
             approver: None,
@@ -458,7 +455,7 @@ impl Registry {
         if spec.input_schema.get("type").and_then(Value::as_str) != Some("object") {
             return Err(RegistryError::InvalidSchema {
                 name,
-                reason: "the input schema must have \"type\": \"object\"".into(),
+                source: InvalidSchema::NotAnObject,
             });
         }
         if spec.reads_saved_output {
@@ -466,10 +463,10 @@ impl Registry {
         }
         let validator = OnceLock::new();
         if check == SchemaCheck::Now {
-            let compiled = SchemaValidator::new(&spec.input_schema).map_err(|reason| {
+            let compiled = SchemaValidator::new(&spec.input_schema).map_err(|source| {
                 RegistryError::InvalidSchema {
                     name: name.clone(),
-                    reason: reason.0,
+                    source,
                 }
             })?;
             let _ = validator.set(Ok(compiled));
@@ -518,10 +515,7 @@ impl Registry {
             return Some(Arc::clone(e));
         }
         let tool = self.source_tool(name)?;
-        let mut cache = self
-            .source_entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cache = lock(&self.source_entries);
         if let Some(e) = cache.get(name)
             && Arc::ptr_eq(&e.tool, &tool)
         {
@@ -652,316 +646,31 @@ impl Registry {
         })
     }
 
-    /// Executes one call with default options.
-    pub async fn execute(&self, name: &str, arguments: Value) -> Envelope {
-        self.execute_call(ToolCall::new(name, arguments), CallOptions::default())
-            .await
-    }
-
-    /// Executes one call. Never panics and never fails: every outcome is an envelope.
-    pub async fn execute_call(&self, call: ToolCall, opts: CallOptions) -> Envelope {
-        let started = Instant::now();
-        let started_at_ms = unix_ms_now();
-        let call_id = call.call_id.clone().unwrap_or_else(new_call_id);
-        let params_input = call.arguments.clone();
-        let put_off = opts.put_off.clone();
-        let (mut env, canonical, repairs) = self
-            .run(call.name.as_str(), call.arguments, &call_id, opts)
-            .await;
-
-        env.stats.time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        env.context.tool = canonical.clone().unwrap_or_else(|| call.name.clone());
-        env.context.call_id = call_id;
-        env.context.cwd = self.session.cwd().display().to_string();
-        env.context.params_input = params_input;
-        env.context.repairs = repairs;
-        if canonical.as_deref().is_some_and(|c| c != call.name) {
-            env.context.exposed_name = Some(call.name.clone());
-        }
-        tracing::info!(
-            target: "toolbelt::call",
-            tool = %env.context.tool,
-            call_id = %env.context.call_id,
-            status = env.status.as_str(),
-            code = env.error_code().map(|c| c.as_str()),
-            time_ms = env.stats.time_ms,
-        );
-        let deferred = put_off.is_some_and(|p| p.load(std::sync::atomic::Ordering::Relaxed));
-        if let Some(log) = self.call_log.as_ref().filter(|_| !deferred) {
-            log.record(call_record(&env, started_at_ms));
-        }
-        env
-    }
-
-    async fn run(
-        &self,
-        name: &str,
-        arguments: Value,
-        call_id: &str,
-        opts: CallOptions,
-    ) -> (Envelope, Option<String>, Vec<crate::Repair>) {
-        let Some(canonical) = self.resolve(name) else {
-            return (self.unknown_tool(name), None, Vec::new());
-        };
-        let Some(entry) = self.entry(canonical) else {
-            return (self.unknown_tool(name), None, Vec::new());
-        };
-        let tool = &entry.tool;
-        let spec = tool.spec();
-        let exposed = self.profile.exposed(canonical);
-        // A profile that shows camelCase parameters: read them back as the tool's.
-        let camel =
-            (self.profile.param_case(canonical) == ParamCase::Camel).then(|| entry.param_names());
-        let arguments = match &camel {
-            Some(names) => rename_args(arguments, names, true),
-            None => arguments,
-        };
-
-        // 1. Safe repair.
-        let repaired = repair_arguments(&spec.input_schema, arguments);
-        let repairs = repaired.repairs;
-        let canonical_owned = Some(canonical.to_string());
-        if let Some(e) = repaired.parse_error {
-            let env = Envelope::error(
-                ErrorCode::InvalidParams,
-                format!("the arguments for {exposed} are not valid JSON: {e}"),
-                Some(
-                    "send the arguments as one JSON object matching the tool's input schema".into(),
-                ),
-            );
-            return (env, canonical_owned, repairs);
-        }
-        let args = match &camel {
-            // Arguments sent as a JSON string are objects only after the repair.
-            Some(names) => rename_args(repaired.value, names, true),
-            None => repaired.value,
-        };
-        // Arguments cut off by the model's output limit are repaired by closing the
-        // open string; a tool that writes would then save the truncated text.
-        let writes =
-            spec.hints.destructive || spec.permissions.iter().any(|p| p.ends_with(":write"));
-        if writes
-            && repairs
-                .iter()
-                .any(|r| r.action.contains(TRUNCATED_STRING_REPAIR))
-        {
-            let env = Envelope::error(
-                ErrorCode::InvalidParams,
-                format!(
-                    "the arguments for {exposed} were cut off in the middle of a string; running it would write truncated content"
-                ),
-                Some("send the complete arguments again; for long content, write it in parts (a write tool's append mode, say)".into()),
-            );
-            return (env, canonical_owned, repairs);
-        }
-
-        // 2. Schema validation, then the tool's own rules.
-        let validator = match entry.validator() {
-            Ok(v) => v,
-            Err(reason) => {
-                let env = Envelope::error(
-                    ErrorCode::Internal,
-                    format!("the input schema of {exposed} cannot be compiled: {reason}"),
-                    None,
-                );
-                return (env, canonical_owned, repairs);
-            }
-        };
-        let mut violations = validator.violations(&args);
-        if violations.is_empty() {
-            violations = tool.validate(&args);
-        } else {
-            violations = name_unknown_parameters(exposed, &spec.input_schema, &args, violations);
-        }
-        if let Some(names) = &camel {
-            violations = violations
-                .iter()
-                .map(|v| camel_violation(v, names))
-                .collect();
-        }
-        if !violations.is_empty() {
-            let env = Envelope::error(
-                ErrorCode::InvalidParams,
-                violations_message(exposed, &violations),
-                Some("fix the listed fields and call again; the input schema gives each field's type and allowed values".into()),
-            )
-            .with_stat("violations", violations.len());
-            let mut env = env;
-            env.data = serde_json::json!({
-                "violations": violations.iter().map(|v| serde_json::json!({"path": v.path, "message": v.message})).collect::<Vec<_>>()
-            });
-            return (env, canonical_owned, repairs);
-        }
-
-        // 3. Permission policy.
-        let subject = tool.permission_subject(&args);
-        let eval = self.authorizer.evaluate(&Request {
-            tool: canonical,
-            alias: (exposed != canonical).then_some(exposed),
-            subject: subject.as_deref(),
-            permissions: &spec.permissions,
-        });
-        let rule = eval.rule.as_deref().map_or_else(
-            || "the default policy".to_string(),
-            |r| format!("the rule `{r}`"),
-        );
-        match eval.decision {
-            Decision::Allow => {}
-            Decision::Deny => {
-                let what = subject
-                    .as_deref()
-                    .map(|s| format!(" on {s:?}"))
-                    .unwrap_or_default();
-                let env = Envelope::error(
-                    ErrorCode::AccessDenied,
-                    format!("{exposed}{what} is denied by {rule}"),
-                    Some("do not retry this call; choose another way or ask the user to change the permission rules".into()),
-                );
-                return (env, canonical_owned, repairs);
-            }
-            Decision::Ask => {
-                let approver = opts.approver.as_ref().or(self.approver.as_ref());
-                let answer = match approver {
-                    Some(a) => {
-                        a.approve(ApprovalRequest {
-                            tool: exposed,
-                            subject: subject.as_deref(),
-                            arguments: &args,
-                            rule: eval.rule.as_deref(),
-                        })
-                        .await
-                    }
-                    None => Approval::Decline { reason: None },
-                };
-                if let Approval::Decline { reason } = answer {
-                    let what = subject
-                        .as_deref()
-                        .map(|s| format!(" on {s:?}"))
-                        .unwrap_or_default();
-                    let hint = match (approver, reason) {
-                        (Some(_), Some(reason)) => format!(
-                            "the user declined this call, saying: {reason}; do not retry it unchanged"
-                        ),
-                        (Some(_), None) => {
-                            "the user declined this call; do not retry it unchanged".to_string()
-                        }
-                        (None, _) => "this call needs approval, which is not available here; ask the user to add an allow rule".to_string(),
-                    };
-                    let env = Envelope::error(
-                        ErrorCode::AccessDenied,
-                        format!("{exposed}{what} needs approval under {rule} and was not approved"),
-                        Some(hint),
-                    );
-                    return (env, canonical_owned, repairs);
-                }
-            }
-        }
-
-        // 4. The call: timeout, cancellation, panics contained.
-        let cancel = opts.cancel.unwrap_or_default();
-        let budget = opts
-            .budget
-            .unwrap_or_else(|| self.session.budget().clone())
-            .with_reader(self.saved_output_reader());
-        let ctx = ToolContext::new(Arc::clone(&self.session), canonical, call_id)
-            .with_budget(Some(budget))
-            .with_cancel(cancel.child_token())
-            .with_progress(opts.progress)
-            .with_events(self.events.clone())
-            .with_asker(opts.asker.or_else(|| self.asker.clone()))
-            .with_authorizer(Some(Arc::clone(&self.authorizer)));
-        let timeout = match opts.timeout {
-            Some(t) => t.min(Duration::from_millis(MAX_TIMEOUT_MS)),
-            // The tool stops itself; the slack covers its clean-up.
-            None if spec.own_timeout => Duration::from_millis(MAX_TIMEOUT_MS) + OWN_TIMEOUT_SLACK,
-            None => self
-                .session
-                .timeout()
-                .min(Duration::from_millis(MAX_TIMEOUT_MS)),
-        };
-        let fut = AssertUnwindSafe(tool.call(&ctx, args)).catch_unwind();
-        let outcome = tokio::select! {
-            biased;
-            () = cancel.cancelled() => Err(Envelope::error(
-                ErrorCode::Cancelled,
-                format!("{exposed} was cancelled"),
-                None,
-            )),
-            r = tokio::time::timeout(timeout, fut) => match r {
-                Ok(Ok(env)) => Ok(env),
-                Ok(Err(panic)) => {
-                    let what = panic_message(panic.as_ref());
-                    tracing::error!(tool = canonical, call_id, "tool panicked: {what}");
-                    Err(Envelope::error(
-                        ErrorCode::Internal,
-                        format!("{exposed} failed inside toolbelt (panic: {what}); this is a bug, not a problem with the arguments"),
-                        Some("try another way to reach the goal; the call had no reliable result".into()),
-                    ))
-                }
-                Err(_) => Err(Envelope::error(
-                    ErrorCode::Timeout,
-                    format!("{exposed} did not finish within {} ms and was stopped", timeout.as_millis()),
-                    Some("narrow the request (smaller range, fewer files) or split it into smaller calls".into()),
-                )),
-            },
-        };
-        ctx.cancel_token().cancel();
-        let mut env = match outcome {
-            Ok(env) | Err(env) => env,
-        };
-        if let Some(names) = camel
-            && let Some(error) = env.error.as_mut()
-            && error.code == ErrorCode::InvalidParams
-        {
-            // The tool names its parameters as it defines them (`due_date: ...`).
-            let message = camel_message(&error.message, names);
-            env.text = env.text.replace(&error.message, &message);
-            error.message = message;
-        }
-
-        // 5. Output budget.
-        if env.text.len() > ctx.budget().max_bytes {
-            self.enforce_budget(&mut env, ctx.budget());
-        }
-        (env, canonical_owned, repairs)
-    }
-
-    fn enforce_budget(&self, env: &mut Envelope, budget: &OutputBudget) {
-        match crate::output::apply_budget(&env.text, budget, &self.session.spill_dir()) {
-            Ok(captured) => captured.apply_to(env),
-            Err(e) => {
-                tracing::error!("could not spill output: {e}");
-                crate::output::truncate_in_memory(&env.text, budget).apply_to(env);
-            }
-        }
-    }
-
-    fn unknown_tool(&self, name: &str) -> Envelope {
+    /// The `n` names closest to `name` among the names the model knows (exposed
+    /// names, the sources' tools included), best first: what a "did you mean"
+    /// offers for a tool name that is not registered.
+    pub fn closest_names(&self, name: &str, n: usize) -> Vec<String> {
         let names = self.names();
-        let ranked = closest_names(name, &names, 3);
-        let strong: Vec<String> = ranked
-            .iter()
-            .filter(|(score, _)| *score >= STRONG_MATCH)
-            .map(|(_, n)| n.clone())
-            .collect();
-        let suggestions: Vec<String> = if strong.is_empty() {
-            ranked.into_iter().map(|(_, n)| n).collect()
-        } else {
-            strong.clone()
-        };
-        let message = if !strong.is_empty() {
-            format!(
-                "there is no tool named {name:?}; did you mean {}?",
-                quote_list(&strong)
-            )
-        } else if !suggestions.is_empty() {
-            format!(
-                "there is no tool named {name:?}; the closest tools are {}",
-                quote_list(&suggestions)
-            )
-        } else {
-            format!("there is no tool named {name:?}, and no tools are registered")
-        };
+        closest(name, names.iter().map(String::as_str), n)
+            .into_iter()
+            .map(|m| m.name.to_string())
+            .collect()
+    }
+
+    /// The message for a call to `name`, a tool that is not registered: the
+    /// closest names when some are close (`there is no tool named "gerp"; did you
+    /// mean "grep"?`), else the three closest. The message of
+    /// [`Registry::unknown_tool`]'s envelope.
+    pub fn unknown_tool_message(&self, name: &str) -> String {
+        self.did_you_mean(name, &self.names()).0
+    }
+
+    /// The envelope a call to `name`, a tool that is not registered, ends with:
+    /// `UNKNOWN_TOOL`, [`Registry::unknown_tool_message`] as its message, the
+    /// available tools in its hint, and `suggestions` and `available` in its data.
+    pub fn unknown_tool(&self, name: &str) -> Envelope {
+        let names = self.names();
+        let (message, suggestions) = self.did_you_mean(name, &names);
         let mut shown: Vec<&str> = names
             .iter()
             .map(String::as_str)
@@ -982,53 +691,33 @@ impl Registry {
         env
     }
 
-    /// Executes several calls; results come back in call order. See [`BatchMode`].
-    pub async fn execute_batch(&self, calls: Vec<ToolCall>, mode: BatchMode) -> Vec<Envelope> {
-        self.execute_batch_with(calls, mode, &CallOptions::default())
-            .await
-    }
-
-    /// [`Registry::execute_batch`] with options for every call: each gets the
-    /// timeout and the progress sink, and a child of the cancellation token (so
-    /// cancelling it stops the batch).
-    pub async fn execute_batch_with(
-        &self,
-        calls: Vec<ToolCall>,
-        mode: BatchMode,
-        opts: &CallOptions,
-    ) -> Vec<Envelope> {
-        let max = match mode {
-            BatchMode::Sequential => 1,
-            BatchMode::Concurrent { max } => max.max(1),
+    /// The unknown-tool message for `name` among `names`, and the names it offers.
+    fn did_you_mean(&self, name: &str, names: &[String]) -> (String, Vec<String>) {
+        let ranked = closest(name, names.iter().map(String::as_str), 3);
+        let strong: Vec<String> = ranked
+            .iter()
+            .filter(|m| m.score >= STRONG_MATCH)
+            .map(|m| m.name.to_string())
+            .collect();
+        let suggestions: Vec<String> = if strong.is_empty() {
+            ranked.into_iter().map(|m| m.name.to_string()).collect()
+        } else {
+            strong.clone()
         };
-        let mut results = Vec::with_capacity(calls.len());
-        let mut run: Vec<ToolCall> = Vec::new();
-        for call in calls {
-            let safe = self
-                .get(&call.name)
-                .is_none_or(|t| t.spec().hints.concurrency_safe);
-            if safe && max > 1 {
-                run.push(call);
-                continue;
-            }
-            results.extend(self.run_group(std::mem::take(&mut run), max, opts).await);
-            results.push(self.execute_call(call, opts.for_one_call()).await);
-        }
-        results.extend(self.run_group(run, max, opts).await);
-        results
-    }
-
-    async fn run_group(
-        &self,
-        calls: Vec<ToolCall>,
-        max: usize,
-        opts: &CallOptions,
-    ) -> Vec<Envelope> {
-        stream::iter(calls)
-            .map(|c| self.execute_call(c, opts.for_one_call()))
-            .buffered(max)
-            .collect()
-            .await
+        let message = if !strong.is_empty() {
+            format!(
+                "there is no tool named {name:?}; did you mean {}?",
+                quote_list(&strong)
+            )
+        } else if !suggestions.is_empty() {
+            format!(
+                "there is no tool named {name:?}; the closest tools are {}",
+                quote_list(&suggestions)
+            )
+        } else {
+            format!("there is no tool named {name:?}, and no tools are registered")
+        };
+        (message, suggestions)
     }
 }
 
@@ -1040,147 +729,8 @@ fn quote_list(items: &[String]) -> String {
         .join(", ")
 }
 
-/// A similarity at which a name is offered as "did you mean".
-const STRONG_MATCH: f64 = 0.8;
-/// The same for a parameter name.
-const PARAMETER_MATCH: f64 = 0.75;
 /// How many tool names an unknown-tool hint lists.
 const MAX_NAMES_IN_HINT: usize = 40;
-
-/// The `n` names closest to `name` with their scores (case-insensitive, by
-/// Jaro-Winkler similarity with a bonus for containment), best first.
-fn closest_names(name: &str, names: &[String], n: usize) -> Vec<(f64, String)> {
-    let want = normalize(name);
-    let mut scored: Vec<(f64, &String)> = names
-        .iter()
-        .map(|cand| {
-            let c = normalize(cand);
-            let mut score = strsim::jaro_winkler(&want, &c);
-            if !want.is_empty() && (c.contains(&want) || want.contains(&c)) {
-                score += 0.2;
-            }
-            (score, cand)
-        })
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-    scored
-        .into_iter()
-        .take(n)
-        .map(|(s, c)| (s, c.clone()))
-        .collect()
-}
-
-/// The validator's "Additional properties are not allowed ('x' was unexpected)" for
-/// the arguments, as one violation per unknown parameter naming the closest real
-/// one: `case_insensitive: not a parameter of grep; did you mean `case_sensitive`
-/// (false)?`.
-fn name_unknown_parameters(
-    tool: &str,
-    schema: &Value,
-    args: &Value,
-    violations: Vec<crate::Violation>,
-) -> Vec<crate::Violation> {
-    let (Some(props), Some(map)) = (
-        schema.get("properties").and_then(Value::as_object),
-        args.as_object(),
-    ) else {
-        return violations;
-    };
-    let unknown: Vec<(&String, &Value)> = map
-        .iter()
-        .filter(|(k, _)| !props.contains_key(*k))
-        .collect();
-    if unknown.is_empty() {
-        return violations;
-    }
-    let names: Vec<String> = props.keys().cloned().collect();
-    let mut out: Vec<crate::Violation> = violations
-        .into_iter()
-        .filter(|v| !(v.path.is_empty() && v.message.contains("unexpected")))
-        .collect();
-    for (key, value) in unknown {
-        let suggestion = if let Some(opposite) = names.iter().find(|n| negates(key, n)) {
-            match value {
-                Value::Bool(b) => format!("did you mean `{opposite}` ({})?", !b),
-                _ => format!("did you mean `{opposite}`, with the opposite meaning?"),
-            }
-        } else {
-            match closest_names(key, &names, 1).first() {
-                Some((score, name)) if *score >= PARAMETER_MATCH => {
-                    format!("did you mean `{name}`?")
-                }
-                _ => format!("its parameters are: {}", names.join(", ")),
-            }
-        };
-        out.push(crate::Violation::new(
-            key.clone(),
-            format!("not a parameter of {tool}; {suggestion}"),
-        ));
-    }
-    out
-}
-
-/// True when `name` is `known` with a negating prefix on one of its words
-/// (`case_insensitive` for `case_sensitive`, `no_follow` for `follow`).
-fn negates(name: &str, known: &str) -> bool {
-    const NEGATIONS: [&str; 5] = ["in", "un", "non", "no_", "not_"];
-    name.char_indices()
-        .filter(|(i, _)| *i == 0 || name[..*i].ends_with('_'))
-        .any(|(i, _)| {
-            NEGATIONS.iter().any(|p| {
-                name[i..].starts_with(p)
-                    && format!("{}{}", &name[..i], &name[i + p.len()..]) == known
-            })
-        })
-}
-
-fn normalize(s: &str) -> String {
-    s.chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
-    }
-}
-
-/// The call log's record of a final envelope.
-fn call_record(env: &Envelope, at_ms: i64) -> CallRecord {
-    let data_len = json_len(&env.data);
-    CallRecord {
-        at_ms,
-        tool: env.context.tool.clone(),
-        call_id: env.context.call_id.clone(),
-        args: args_digest(&env.context.params_input),
-        status: env.status.as_str().to_string(),
-        error_code: env.error_code().map(|c| c.as_str().to_string()),
-        duration_ms: env.stats.time_ms,
-        bytes_out: u64::try_from(env.text.len() + data_len).unwrap_or(u64::MAX),
-    }
-}
-
-/// The length of `value` as compact JSON, counted without building the text.
-fn json_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    serde_json::to_writer(&mut count, value).map_or(0, |()| count.0)
-}
 
 fn unix_ms_now() -> i64 {
     std::time::SystemTime::now()

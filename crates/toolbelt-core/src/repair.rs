@@ -11,6 +11,7 @@
 use serde_json::{Map, Number, Value};
 
 use crate::envelope::Repair;
+use crate::json::NotJson;
 
 /// Keys models wrap real arguments in.
 const WRAPPER_KEYS: [&str; 4] = ["arguments", "args", "parameters", "input"];
@@ -39,7 +40,7 @@ pub struct Repaired {
     /// What was changed.
     pub repairs: Vec<Repair>,
     /// Set when the arguments were a string that is not JSON, even loosely.
-    pub parse_error: Option<String>,
+    pub parse_error: Option<NotJson>,
 }
 
 /// Repairs `args` against `schema`. See the module documentation for what is repaired.
@@ -73,7 +74,7 @@ pub fn repair_arguments(schema: &Value, args: Value) -> Repaired {
                         return Repaired {
                             value,
                             repairs,
-                            parse_error: Some(e.0),
+                            parse_error: Some(e),
                         };
                     }
                 }

@@ -6,8 +6,10 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
+
+use crate::sync::lock;
 
 /// Files up to this size keep a copy of their content in the stamp, so that a
 /// conflict can show what changed.
@@ -64,7 +66,7 @@ impl FileStamps {
 
     /// Records `stamp` as the agent's view of `path`.
     pub fn record(&self, path: &Path, stamp: Stamp) {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut inner = lock(&self.inner);
         inner.clock += 1;
         let now = inner.clock;
         inner.snapshot_bytes += stamp.snapshot.as_ref().map_or(0, |s| s.len());
@@ -95,13 +97,13 @@ impl FileStamps {
 
     /// The agent's last view of `path`, if any.
     pub fn get(&self, path: &Path) -> Option<Stamp> {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let inner = lock(&self.inner);
         inner.stamps.get(path).map(|(_, s)| s.clone())
     }
 
     /// Forgets `path` (e.g. after it was deleted).
     pub fn forget(&self, path: &Path) {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut inner = lock(&self.inner);
         if let Some((_, old)) = inner.stamps.remove(path) {
             inner.snapshot_bytes -= old.snapshot.as_ref().map_or(0, |s| s.len());
         }
@@ -109,7 +111,7 @@ impl FileStamps {
 
     /// Every stamp, by path (sorted), e.g. to save them between processes.
     pub fn entries(&self) -> Vec<(PathBuf, Stamp)> {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let inner = lock(&self.inner);
         let mut out: Vec<(PathBuf, Stamp)> = inner
             .stamps
             .iter()
@@ -121,7 +123,7 @@ impl FileStamps {
 
     /// How many files have a stamp.
     pub fn len(&self) -> usize {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let inner = lock(&self.inner);
         inner.stamps.len()
     }
 

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::context::ToolContext;
 use crate::envelope::{Envelope, ErrorCode};
+use crate::error::error_chain;
 use crate::schema::schema_for;
 use crate::spec::ToolSpec;
 
@@ -231,7 +232,10 @@ impl<T: Serialize> Reply<T> {
             Err(e) => {
                 return Envelope::error(
                     ErrorCode::Internal,
-                    format!("the tool's result could not be serialized: {e}"),
+                    format!(
+                        "the tool's result could not be serialized: {}",
+                        error_chain(&e)
+                    ),
                     None,
                 );
             }
@@ -332,7 +336,7 @@ fn parse_params<P: DeserializeOwned>(args: Value) -> Result<P, Box<Envelope>> {
     serde_json::from_value(args).map_err(|e| {
         Box::new(Envelope::error(
             ErrorCode::InvalidParams,
-            format!("invalid arguments: {e}"),
+            format!("invalid arguments: {}", error_chain(&e)),
             Some("check the tool's input schema".into()),
         ))
     })
@@ -346,7 +350,7 @@ impl<T: TypedTool> Tool for Typed<T> {
     fn validate(&self, args: &Value) -> Vec<Violation> {
         match serde_json::from_value::<T::Params>(args.clone()) {
             Ok(p) => self.inner.validate(&p),
-            Err(e) => vec![Violation::new("", e.to_string())],
+            Err(e) => vec![Violation::new("", error_chain(&e))],
         }
     }
 

@@ -18,14 +18,21 @@ impl fmt::Debug for SchemaValidator {
     }
 }
 
-/// A JSON Schema that does not compile; the message says where.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct InvalidSchema(pub String);
+/// A JSON Schema that cannot be used as a tool's input schema.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidSchema {
+    /// The schema is not an object schema: a tool's arguments are an object.
+    #[error("the input schema must have \"type\": \"object\"")]
+    NotAnObject,
+    /// The schema does not compile; the validator's message says where.
+    #[error(transparent)]
+    Compile(Box<jsonschema::ValidationError<'static>>),
+}
 
 impl From<jsonschema::ValidationError<'_>> for InvalidSchema {
     fn from(e: jsonschema::ValidationError<'_>) -> Self {
-        InvalidSchema(e.to_string())
+        InvalidSchema::Compile(Box::new(e.to_owned()))
     }
 }
 
@@ -174,5 +181,18 @@ mod tests {
             msg.contains("todos[0].status: \"Started\" is not one of"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn a_schema_that_does_not_compile_keeps_the_validator_s_error() {
+        let err = SchemaValidator::new(&json!({"type": 5})).err().unwrap();
+        assert!(matches!(err, InvalidSchema::Compile(_)));
+        // Its message is the validator's, its own layer adding nothing.
+        let InvalidSchema::Compile(inner) = &err else {
+            unreachable!()
+        };
+        assert_eq!(err.to_string(), inner.to_string());
+        fn crosses_threads<E: std::error::Error + Send + Sync + 'static>(_: &E) {}
+        crosses_threads(&err);
     }
 }

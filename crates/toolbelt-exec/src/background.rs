@@ -32,7 +32,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use encoding_rs::Encoding;
@@ -41,9 +41,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::ChildStdin;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use toolbelt_core::sync::lock;
 
 use crate::decode::Transcoder;
-use crate::run::{DEFAULT_DRAIN_TIMEOUT, DEFAULT_KILL_GRACE, Marked, spawn_marked};
+use crate::run::{DEFAULT_DRAIN_TIMEOUT, DEFAULT_KILL_GRACE, Marked, SpawnError, spawn_marked};
 use crate::tree;
 
 /// Sessions running at once, by default.
@@ -171,7 +172,7 @@ pub enum ShellError {
         known: Vec<String>,
     },
     /// The shell could not be started.
-    #[error("cannot start {shell} in {cwd}: {source}", shell = shell.display(), cwd = cwd.display())]
+    #[error("cannot start {shell} in {cwd}", shell = shell.display(), cwd = cwd.display())]
     Spawn {
         /// The shell.
         shell: PathBuf,
@@ -181,14 +182,32 @@ pub enum ShellError {
         #[source]
         source: std::io::Error,
     },
-    /// The session's standard input is closed (it ended, or closed it).
-    #[error("the standard input of background shell {id:?} is closed: {reason}")]
+    /// The session has ended, so its standard input is closed.
+    #[error("the standard input of background shell {id:?} is closed: the shell has ended")]
     StdinClosed {
         /// The session.
         id: String,
-        /// Why.
-        reason: String,
     },
+    /// Writing to the session's standard input failed (it closed it, or ended
+    /// meanwhile); the input is closed from now on.
+    #[error("the standard input of background shell {id:?} is closed")]
+    StdinFailed {
+        /// The session.
+        id: String,
+        /// The write's error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl From<SpawnError> for ShellError {
+    fn from(e: SpawnError) -> Self {
+        ShellError::Spawn {
+            shell: e.program,
+            cwd: e.cwd,
+            source: e.source,
+        }
+    }
 }
 
 fn describe(running: &[ShellInfo]) -> String {
@@ -205,11 +224,6 @@ fn known_list(known: &[String]) -> String {
     } else {
         format!("; there are {}", known.join(", "))
     }
-}
-
-/// Locks a mutex, also after a panic of another holder (the data stays usable).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The unread output of one stream.
@@ -552,16 +566,15 @@ impl Shells {
         if bytes.is_empty() {
             return Ok(());
         }
-        let closed = |reason: &str| ShellError::StdinClosed {
+        let closed = || ShellError::StdinClosed {
             id: session.id.clone(),
-            reason: reason.to_string(),
         };
         if !lock(&session.state).status.is_running() {
-            return Err(closed("the shell has ended"));
+            return Err(closed());
         }
         let mut stdin = session.stdin.lock().await;
         let Some(pipe) = stdin.as_mut() else {
-            return Err(closed("the shell has ended"));
+            return Err(closed());
         };
         let written = async {
             pipe.write_all(bytes).await?;
@@ -569,7 +582,10 @@ impl Shells {
         };
         if let Err(e) = written.await {
             *stdin = None;
-            return Err(closed(&e.to_string()));
+            return Err(ShellError::StdinFailed {
+                id: session.id.clone(),
+                source: e,
+            });
         }
         Ok(())
     }

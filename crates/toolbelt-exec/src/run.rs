@@ -123,7 +123,7 @@ pub struct ExecOutcome {
 #[non_exhaustive]
 pub enum ExecError {
     /// The shell could not be started.
-    #[error("cannot start {shell} in {cwd}: {source}", shell = shell.display(), cwd = cwd.display())]
+    #[error("cannot start {shell} in {cwd}", shell = shell.display(), cwd = cwd.display())]
     Spawn {
         /// The shell.
         shell: PathBuf,
@@ -134,7 +134,7 @@ pub enum ExecError {
         source: std::io::Error,
     },
     /// The output could not be saved.
-    #[error("cannot save the command's output: {0}")]
+    #[error("cannot save the command's output")]
     Output(#[from] std::io::Error),
 }
 
@@ -143,26 +143,16 @@ pub enum ExecError {
 #[derive(Debug)]
 pub(crate) struct SpawnError {
     /// The program started: the shell, or the sandbox helper.
-    program: PathBuf,
+    pub(crate) program: PathBuf,
     /// The working directory.
-    cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// The failure.
-    source: std::io::Error,
+    pub(crate) source: std::io::Error,
 }
 
 impl From<SpawnError> for ExecError {
     fn from(e: SpawnError) -> Self {
         ExecError::Spawn {
-            shell: e.program,
-            cwd: e.cwd,
-            source: e.source,
-        }
-    }
-}
-
-impl From<SpawnError> for crate::background::ShellError {
-    fn from(e: SpawnError) -> Self {
-        crate::background::ShellError::Spawn {
             shell: e.program,
             cwd: e.cwd,
             source: e.source,

@@ -1,7 +1,7 @@
 //! The errors of this crate as the tool layer's [`ToolError`]: code, message and
 //! hint for the model, so that a tool writes `?`.
 
-use toolbelt_core::{ErrorCode, ToolError};
+use toolbelt_core::{ErrorCode, ToolError, error_chain};
 
 use crate::{ExecError, ShellError};
 
@@ -9,7 +9,7 @@ use crate::{ExecError, ShellError};
 /// closed standard input, INTERNAL for a shell that cannot be started.
 impl From<ShellError> for ToolError {
     fn from(e: ShellError) -> ToolError {
-        let message = e.to_string();
+        let message = error_chain(&e);
         match e {
             ShellError::NotFound { known, .. } => {
                 let hint = if known.is_empty() {
@@ -24,8 +24,11 @@ impl From<ShellError> for ToolError {
                 ToolError::new(ErrorCode::NotFound, message).hint(hint)
             }
             ShellError::TooMany { .. } => ToolError::new(ErrorCode::Conflict, message),
-            ShellError::StdinClosed { .. } => ToolError::new(ErrorCode::Conflict, message)
-                .hint("read what it printed with bash_output; start it again to send more input"),
+            ShellError::StdinClosed { .. } | ShellError::StdinFailed { .. } => {
+                ToolError::new(ErrorCode::Conflict, message).hint(
+                    "read what it printed with bash_output; start it again to send more input",
+                )
+            }
             _ => ToolError::new(ErrorCode::Internal, message),
         }
     }
@@ -35,6 +38,6 @@ impl From<ShellError> for ToolError {
 /// INTERNAL, with the reason.
 impl From<ExecError> for ToolError {
     fn from(e: ExecError) -> ToolError {
-        ToolError::new(ErrorCode::Internal, e.to_string())
+        ToolError::new(ErrorCode::Internal, error_chain(&e))
     }
 }

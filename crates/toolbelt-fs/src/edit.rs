@@ -249,7 +249,7 @@ pub enum EditError {
 
 /// A failed edit of [`apply_edits`]; no edit of the sequence is applied.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("edits[{index}] failed, so none of the edits was applied: {source}")]
+#[error("edits[{index}] failed, so none of the edits was applied")]
 pub struct MultiEditError {
     /// 0-based index of the failing edit.
     pub index: usize,

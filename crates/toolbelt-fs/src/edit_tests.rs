@@ -436,7 +436,7 @@ fn multi_edit_failure_names_the_index_and_applies_nothing() {
     assert_eq!(err.index, 2);
     assert!(matches!(err.source, EditError::NotFound { .. }));
     assert!(
-        err.to_string().starts_with(
+        toolbelt_core::error_chain(&err).starts_with(
             "edits[2] failed, so none of the edits was applied: old_string was not found"
         ),
         "{err}"

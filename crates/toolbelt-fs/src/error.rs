@@ -8,7 +8,9 @@ use toolbelt_core::ErrorCode;
 use crate::EntryKind;
 
 /// Why a file operation was refused or failed. The `Display` text is written for
-/// the model: it names the path and says what to do next.
+/// the model: it names the path and says what to do next; an OS error stays the
+/// [`source`](std::error::Error::source), joined on by
+/// [`error_chain`](toolbelt_core::error_chain).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FsError {
@@ -93,7 +95,7 @@ pub enum FsError {
         path: String,
     },
     /// A workspace root cannot be opened.
-    #[error("workspace root {} cannot be opened: {source}", .root.display())]
+    #[error("workspace root {} cannot be opened", .root.display())]
     RootUnavailable {
         /// The root.
         root: PathBuf,
@@ -101,7 +103,7 @@ pub enum FsError {
         source: io::Error,
     },
     /// Any other I/O failure.
-    #[error("cannot {op} {path}: {source}")]
+    #[error("cannot {op} {path}")]
     Io {
         /// What was being done ("read", "write", ...).
         op: &'static str,

@@ -116,9 +116,10 @@ impl TempJournal {
         {
             tracing::warn!(
                 "cannot note {} in {}; temporary files a killed write leaves there will \
-                 not be cleaned up: {err}",
+                 not be cleaned up: {}",
                 dir.display(),
-                self.path.display()
+                self.path.display(),
+                toolbelt_core::error_chain(&err)
             );
         }
     }

@@ -802,11 +802,18 @@ fn paths_leaving_the_workspace_are_refused() {
     let err = plan_with(&wrap("*** Add File: ../x\n+1"), &[]).unwrap_err();
     assert_eq!(
         err,
-        PlanError::Patch(PatchError::BadPath {
+        PlanError::Patch(PatchError::PathRefused {
             path: "../x".into(),
             line: 2,
-            reason: "../x leaves the workspace (/w) through `..`; use a path inside it".into(),
+            source: ScopeError::ClimbsOut {
+                path: "../x".into(),
+                roots: vec![PathBuf::from("/w")],
+            },
         })
+    );
+    assert_eq!(
+        toolbelt_core::error_chain(&err),
+        "patch line 2: ../x leaves the workspace (/w) through `..`; use a path inside it"
     );
 }
 

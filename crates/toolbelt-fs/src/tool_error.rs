@@ -1,7 +1,7 @@
 //! The errors of this crate as the tool layer's [`ToolError`]: code, message and
 //! hint for the model, so that a tool writes `?`.
 
-use toolbelt_core::{ErrorCode, ToolError};
+use toolbelt_core::{ErrorCode, ToolError, error_chain};
 
 use crate::FsError;
 use crate::patch::{PatchError, PlanError};
@@ -19,7 +19,7 @@ impl From<FsError> for ToolError {
             FsError::Busy { .. } => Some("another call is writing this file; retry in a moment"),
             _ => None,
         };
-        let mut out = ToolError::new(err.code(), err.to_string());
+        let mut out = ToolError::new(err.code(), error_chain(&err));
         if let Some(h) = hint {
             out = out.hint(h);
         }
@@ -34,7 +34,11 @@ impl From<PatchError> for ToolError {
     fn from(err: PatchError) -> ToolError {
         let code = match &err {
             PatchError::TooLarge { .. } | PatchError::TooManyFiles { .. } => ErrorCode::TooLarge,
-            PatchError::BadPath { path, .. } if !path.is_empty() => ErrorCode::AccessDenied,
+            PatchError::BadPath { path, .. } | PatchError::PathRefused { path, .. }
+                if !path.is_empty() =>
+            {
+                ErrorCode::AccessDenied
+            }
             PatchError::AlreadyExists { .. } | PatchError::DestinationExists { .. } => {
                 ErrorCode::Conflict
             }
@@ -50,7 +54,7 @@ impl From<PatchError> for ToolError {
             }
             _ => None,
         };
-        let mut out = ToolError::new(code, format!("{err}\nNo file was changed."));
+        let mut out = ToolError::new(code, format!("{}\nNo file was changed.", error_chain(&err)));
         if let Some(hint) = hint {
             out = out.hint(hint);
         }

@@ -44,12 +44,13 @@ impl std::fmt::Display for TimeoutKind {
 #[non_exhaustive]
 pub enum FetchError {
     /// The text is not a URL the guard can read.
-    #[error("invalid URL {url:?}: {reason}")]
+    #[error("invalid URL {url:?}")]
     InvalidUrl {
         /// The text as given.
         url: String,
-        /// What is wrong with it.
-        reason: String,
+        /// What is wrong with it: the URL parser's error, or a sentence.
+        #[source]
+        source: BoxError,
     },
     /// The URL's scheme is not http or https.
     #[error(
@@ -86,7 +87,7 @@ pub enum FetchError {
         class: AddressClass,
     },
     /// The host name could not be resolved.
-    #[error("could not resolve {host}: {source}")]
+    #[error("could not resolve {host}")]
     Resolve {
         /// The host name.
         host: String,
@@ -101,7 +102,7 @@ pub enum FetchError {
         host: String,
     },
     /// No TCP connection could be opened (refused, unreachable, ...).
-    #[error("could not connect to {host} ({addr}): {source}")]
+    #[error("could not connect to {host} ({addr})")]
     Connect {
         /// The host as written in the URL.
         host: String,
@@ -112,7 +113,7 @@ pub enum FetchError {
         source: io::Error,
     },
     /// The TLS handshake failed (bad certificate, not a TLS server, ...).
-    #[error("TLS with {host} failed: {source}")]
+    #[error("TLS with {host} failed")]
     Tls {
         /// The host as written in the URL.
         host: String,
@@ -133,7 +134,7 @@ pub enum FetchError {
         limit: Duration,
     },
     /// The server broke the HTTP protocol or closed the connection early.
-    #[error("HTTP exchange with {host} failed: {source}")]
+    #[error("HTTP exchange with {host} failed")]
     Protocol {
         /// The host as written in the URL.
         host: String,
@@ -142,7 +143,7 @@ pub enum FetchError {
         source: BoxError,
     },
     /// The body could not be read or decompressed.
-    #[error("{url}: reading the body failed: {source}")]
+    #[error("{url}: reading the body failed")]
     Body {
         /// The URL.
         url: String,
@@ -165,36 +166,63 @@ pub enum FetchError {
         url: String,
     },
     /// A redirect's `Location` could not be used.
-    #[error("{url}: bad redirect to {location:?}: {reason}")]
+    #[error("{url}: bad redirect to {location:?}")]
     BadRedirect {
         /// The URL that answered with the redirect.
         url: String,
         /// The `Location` header as sent.
         location: String,
-        /// What is wrong with it.
-        reason: String,
+        /// What is wrong with it: the URL parser's error, or a sentence.
+        #[source]
+        source: BoxError,
     },
     /// The configured proxy could not be used (refused the tunnel, closed the
     /// connection, answered garbage).
-    #[error("proxy {proxy}: {reason}")]
+    #[error("proxy {proxy}")]
     Proxy {
         /// The proxy's `host:port`.
         proxy: String,
         /// What went wrong.
-        reason: String,
+        #[source]
+        source: io::Error,
     },
     /// The fetcher's configuration is unusable.
-    #[error("invalid fetcher configuration: {reason}")]
+    #[error("invalid fetcher configuration")]
     Config {
-        /// What is wrong.
-        reason: String,
+        /// What is wrong: the setting and why, or the TLS setup's error.
+        #[source]
+        source: BoxError,
     },
 }
 
 impl From<crate::tls::TlsError> for FetchError {
     fn from(e: crate::tls::TlsError) -> Self {
         FetchError::Config {
-            reason: e.to_string(),
+            source: Box::new(e),
+        }
+    }
+}
+
+/// A setting of the fetcher that cannot be used: its name (and value), the
+/// cause kept as the source.
+#[derive(Debug, thiserror::Error)]
+#[error("{setting}")]
+pub(crate) struct BadSetting {
+    /// The setting, as the message names it (`user agent "x"`, `proxy`).
+    pub(crate) setting: String,
+    /// Why it cannot be used.
+    #[source]
+    pub(crate) source: BoxError,
+}
+
+impl FetchError {
+    /// [`FetchError::Config`] for `setting`, refused because of `source`.
+    pub(crate) fn bad_setting(setting: String, source: impl Into<BoxError>) -> FetchError {
+        FetchError::Config {
+            source: Box::new(BadSetting {
+                setting,
+                source: source.into(),
+            }),
         }
     }
 }

@@ -49,6 +49,7 @@ use tokio::time::Instant;
 use url::{Host, Url};
 
 use crate::charset::{self, Decoded};
+use crate::error::BoxError;
 pub use crate::error::{FetchError, TimeoutKind};
 use crate::guard::{CheckedTarget, Guard, Policy, Resolver, SystemResolver, check_url, parse_url};
 use crate::proxy::Proxy;
@@ -267,10 +268,8 @@ impl FetcherBuilder {
     /// proxy URL is not an `http://` URL, a root certificate cannot be read, or
     /// TLS cannot be set up.
     pub fn build(self) -> Result<Fetcher, FetchError> {
-        let user_agent =
-            HeaderValue::from_str(&self.user_agent).map_err(|e| FetchError::Config {
-                reason: format!("user agent {:?}: {e}", self.user_agent),
-            })?;
+        let user_agent = HeaderValue::from_str(&self.user_agent)
+            .map_err(|e| FetchError::bad_setting(format!("user agent {:?}", self.user_agent), e))?;
         let tls = tls::client_config(&self.extra_roots, tls::ALPN_HTTP1)?;
         let proxy = self.proxy.as_deref().map(Proxy::parse).transpose()?;
         Ok(Fetcher {
@@ -671,7 +670,7 @@ impl Fetcher {
             .body(Empty::<Bytes>::new())
             .map_err(|e| FetchError::InvalidUrl {
                 url: url.to_string(),
-                reason: e.to_string(),
+                source: Box::new(e),
             })?;
         let (response, connection) = http1(io, request)
             .await
@@ -744,7 +743,7 @@ impl Fetcher {
                 Err(e) => {
                     last_refusal = Some(FetchError::Proxy {
                         proxy: proxy.name(),
-                        reason: e.to_string(),
+                        source: e,
                     });
                 }
             }
@@ -827,21 +826,21 @@ fn redirect_target<B>(
         return None;
     }
     let value = response.headers().get(LOCATION)?;
-    let bad = |location: String, reason: String| FetchError::BadRedirect {
+    let bad = |location: String, source: BoxError| FetchError::BadRedirect {
         url: current.to_string(),
         location,
-        reason,
+        source,
     };
     Some(match value.to_str() {
         Ok(s) => {
             let location = s.trim();
             current
                 .join(location)
-                .map_err(|e| bad(location.to_owned(), e.to_string()))
+                .map_err(|e| bad(location.to_owned(), Box::new(e)))
         }
         Err(_) => Err(bad(
             String::from_utf8_lossy(value.as_bytes()).into_owned(),
-            "the Location header is not valid text".to_owned(),
+            "the Location header is not valid text".into(),
         )),
     })
 }

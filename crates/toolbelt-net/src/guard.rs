@@ -349,7 +349,7 @@ impl Resolver for StaticResolver {
 pub fn parse_url(input: &str) -> Result<Url, FetchError> {
     let url = Url::parse(input.trim()).map_err(|e| FetchError::InvalidUrl {
         url: input.to_owned(),
-        reason: e.to_string(),
+        source: Box::new(e),
     })?;
     check_url(&url)?;
     Ok(url)
@@ -505,7 +505,7 @@ impl Guard {
             .port_or_known_default()
             .ok_or_else(|| FetchError::InvalidUrl {
                 url: url.to_string(),
-                reason: "no port".to_owned(),
+                source: "no port".into(),
             })?;
         let host = match url.host() {
             Some(h) => h.to_owned(),

@@ -52,9 +52,7 @@ enum BadProxy {
 
 impl From<BadProxy> for FetchError {
     fn from(e: BadProxy) -> Self {
-        FetchError::Config {
-            reason: format!("proxy: {e}"),
-        }
+        FetchError::bad_setting("proxy".to_owned(), e)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The errors of this crate as the tool layer's [`ToolError`]: a code, the message
 //! and what to try next, so that a tool writes `?`.
 
-use toolbelt_core::{ErrorCode, ToolError};
+use toolbelt_core::{ErrorCode, ToolError, error_chain};
 
 use crate::error::FetchError;
 use crate::search::SearchError;
@@ -16,7 +16,7 @@ impl From<FetchError> for ToolError {
 
 impl From<&FetchError> for ToolError {
     fn from(e: &FetchError) -> ToolError {
-        let message = e.to_string();
+        let message = error_chain(e);
         match e {
             FetchError::Blocked { .. } => ToolError::new(ErrorCode::AccessDenied, message)
                 .hint("private, loopback and metadata addresses are not fetched; use a public URL"),
@@ -39,7 +39,7 @@ impl From<&FetchError> for ToolError {
 /// As a fetch failed; HTTP_STATUS for a refusing engine (rate limit, key).
 impl From<SearchError> for ToolError {
     fn from(e: SearchError) -> ToolError {
-        let message = e.to_string();
+        let message = error_chain(&e);
         match e {
             SearchError::Fetch { source, .. } => ToolError::from(&source),
             SearchError::RateLimited { .. } => ToolError::new(ErrorCode::HttpStatus, message)

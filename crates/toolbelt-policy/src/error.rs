@@ -42,12 +42,13 @@ pub enum PolicyError {
         rule: String,
     },
     /// A path pattern that is not a valid glob.
-    #[error("permission rule {rule:?} has an invalid path pattern: {reason}")]
+    #[error("permission rule {rule:?} has an invalid path pattern")]
     BadGlob {
         /// The rule as written.
         rule: String,
         /// What is wrong with the glob.
-        reason: String,
+        #[source]
+        source: globset::Error,
     },
     /// A `domain:` specifier that is not a host name or IP address.
     #[error(
@@ -58,7 +59,8 @@ pub enum PolicyError {
         rule: String,
         /// The text after `domain:`.
         domain: String,
-        /// What is wrong with it.
+        /// What is wrong with it. Text, not a source: the message says it inside
+        /// the sentence, in parentheses, and most reasons are this crate's own.
         reason: String,
     },
     /// A URL tool's rule without `domain:`.

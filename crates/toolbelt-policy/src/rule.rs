@@ -264,9 +264,9 @@ impl Specifier {
         let path = |literal: Option<String>| {
             PathPattern::parse(inner)
                 .map(|pattern| Specifier::Path { pattern, literal })
-                .map_err(|e| PolicyError::BadGlob {
+                .map_err(|source| PolicyError::BadGlob {
                     rule: rule.to_string(),
-                    reason: e.to_string(),
+                    source,
                 })
         };
         match kind {

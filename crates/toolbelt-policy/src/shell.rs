@@ -120,6 +120,8 @@ pub fn simple_commands(command: &str) -> Result<Vec<SimpleCommand>, UnparsedComm
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_bash::LANGUAGE.into())
+        // The grammar's error as text: `UnparsedCommand` is a plain value (`Clone`,
+        // `Eq`) and this cannot happen with the grammar compiled in.
         .map_err(|e| UnparsedCommand::new(format!("the shell grammar did not load: {e}")))?;
     let tree = parser
         .parse(ascii_shadow(command).as_ref(), None)

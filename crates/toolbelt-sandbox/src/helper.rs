@@ -485,7 +485,7 @@ fn probe() -> Support {
     };
     match landlock(&plan) {
         Ok(abi) => s.landlock_abi = Some(abi),
-        Err(e) => s.problems.push(e.to_string()),
+        Err(e) => s.problems.push(format!("Landlock: {e}")),
     }
     // The command is started as the first process of the new PID namespace.
     match Command::new("/bin/sh").args(["-c", ":"]).status() {

@@ -99,7 +99,7 @@ pub enum SandboxError {
     )]
     NoHelper,
     /// A root cannot be resolved.
-    #[error("sandbox root {path}: {source}", path = path.display())]
+    #[error("sandbox root {path}", path = path.display())]
     Root {
         /// The root.
         path: PathBuf,
@@ -109,7 +109,7 @@ pub enum SandboxError {
     },
     /// The private temporary directory cannot be made, or the plan naming it
     /// cannot be written for the helper.
-    #[error("cannot make the sandbox's temporary directory: {0}")]
+    #[error("cannot make the sandbox's temporary directory")]
     TempDir(#[from] std::io::Error),
 }
 

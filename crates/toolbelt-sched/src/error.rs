@@ -1,6 +1,6 @@
 //! [`SchedError`]: what the scheduler, the channels and the outbox can refuse or fail with.
 
-use toolbelt_core::{ErrorCode, ToolError};
+use toolbelt_core::{ErrorCode, ToolError, error_chain};
 use toolbelt_store::StoreError;
 
 /// What went wrong.
@@ -28,6 +28,9 @@ pub enum SchedError {
         channel: String,
         /// What is wrong (never a secret).
         message: String,
+        /// The error behind it, when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
     },
     /// A request naming no configured channel, or not fitting the channel.
     #[error("{0}")]
@@ -44,9 +47,9 @@ impl SchedError {
             SchedError::Schedule { message, hint } => {
                 ToolError::new(ErrorCode::InvalidParams, message).hint(hint)
             }
-            e @ SchedError::TimeZone { .. } => ToolError::new(ErrorCode::InvalidParams, e.to_string())
+            e @ SchedError::TimeZone { .. } => ToolError::new(ErrorCode::InvalidParams, error_chain(&e))
                 .hint("use an IANA time zone name such as \"Europe/Berlin\", \"America/New_York\", \"Asia/Shanghai\" or \"UTC\""),
-            e @ SchedError::Config { .. } => ToolError::new(ErrorCode::DependencyMissing, e.to_string())
+            e @ SchedError::Config { .. } => ToolError::new(ErrorCode::DependencyMissing, error_chain(&e))
                 .hint("the channel is not usable as configured; tell the user, who can fix toolbelt.toml or the environment"),
             SchedError::Request(m) => ToolError::new(ErrorCode::InvalidParams, m),
             SchedError::Store(e) => e.into(),

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use toolbelt_core::error_chain;
 use toolbelt_store::{
     NewOutboxMessage, OutboxMessage, OutboxStatus, StoreHandle, claim_message, due_messages,
     enqueue_message, get_message, next_message_due, record_failed, record_parts_sent, record_retry,
@@ -195,7 +196,11 @@ impl Outbox {
                             if let Err(e) =
                                 record_parts_sent(store, id, lease, i64::from(parts), now).await
                             {
-                                tracing::warn!(id, "cannot note the parts delivered: {e}");
+                                tracing::warn!(
+                                    id,
+                                    "cannot note the parts delivered: {}",
+                                    error_chain(&e)
+                                );
                             }
                         })
                     };
@@ -304,7 +309,7 @@ impl Outbox {
                 tasks.spawn(async move {
                     let _permit = permit;
                     if let Err(e) = outbox.attempt(&id).await {
-                        tracing::warn!(id, "outbox attempt failed: {e}");
+                        tracing::warn!(id, "outbox attempt failed: {}", error_chain(&e));
                     }
                 });
                 attempted += 1;
@@ -319,7 +324,7 @@ impl Outbox {
     pub async fn run(&self, cancel: CancellationToken) {
         loop {
             if let Err(e) = self.drain().await {
-                tracing::warn!("outbox: {e}");
+                tracing::warn!("outbox: cannot deliver what is due: {}", error_chain(&e));
             }
             let now = self.clock.now_ms();
             let next = match self.store.store().await {

@@ -16,6 +16,7 @@ use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 use toolbelt_core::{
     Answer, Answers, Approval, ApprovalRequest, Approver, AskError, Asker, BoxFuture, Question,
+    error_chain,
 };
 
 /// The longest excerpt of a call's arguments an approval shows.
@@ -158,10 +159,10 @@ impl Channel {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ElicitError {
     /// The form, or the client's answer from an earlier round, does not parse.
-    #[error("a form or its answer is not valid: {0}")]
+    #[error("a form or its answer is not valid")]
     Json(#[from] serde_json::Error),
     /// The client did not answer the request.
-    #[error("{0}")]
+    #[error(transparent)]
     Client(#[from] rmcp::service::ServiceError),
     /// The form waits for the next round; the call's envelope is then replaced by
     /// the `input_required` answer.
@@ -171,7 +172,9 @@ pub(crate) enum ElicitError {
 
 impl From<ElicitError> for AskError {
     fn from(e: ElicitError) -> AskError {
-        AskError::Failed(e.to_string())
+        // `AskError` carries the text the model reads: the chain is joined here,
+        // where it leaves for the model.
+        AskError::Failed(error_chain(&e))
     }
 }
 
@@ -224,7 +227,10 @@ impl Approver for ElicitApprover {
                 Ok(result) => result,
                 Err(e) => {
                     return Approval::Decline {
-                        reason: Some(format!("the approval could not be asked: {e}")),
+                        reason: Some(format!(
+                            "the approval could not be asked: {}",
+                            error_chain(&e)
+                        )),
                     };
                 }
             };

@@ -1,12 +1,14 @@
 //! Refusals over HTTP, in one place: [`ApiError`] is every answer the server gives
 //! instead of what was asked for, from the security checks, the JSON API and the
 //! web page alike. Each variant knows its status, its code and the headers it
-//! adds; the body is always `{"error": {"code", "message"}}`.
+//! adds; the body is always `{"error": {"code", "message"}}`, whose message is
+//! the error's chain joined once, in [`ApiError::message`].
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use toolbelt_core::error_chain;
 use toolbelt_store::StoreError;
 
 /// Why a request was refused. Handlers return it with `?`; a store's failure
@@ -44,11 +46,16 @@ pub(crate) enum ApiError {
         max_bytes: usize,
     },
     /// A body that stopped coming before its deadline.
+    ///
+    /// The text is the whole message, as the connection's body deadline words it
+    /// (`the request body did not arrive within 30 s`): that deadline is this
+    /// server's own layer, found as an `io::Error` inside the body's error chain,
+    /// which is only borrowed there.
     #[error("{0}")]
     BodyTimedOut(String),
     /// A body that could not be read for another reason.
-    #[error("the request body could not be read: {0}")]
-    UnreadableBody(String),
+    #[error("the request body could not be read")]
+    UnreadableBody(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// A new MCP session beyond the cap.
     #[error(
         "the server holds its maximum of {max} MCP sessions; close one (DELETE /mcp) or retry later"
@@ -64,20 +71,26 @@ pub(crate) enum ApiError {
     #[error("no tool is named {0:?}; see GET /v1/tools")]
     UnknownTool(String),
     /// A batch that cannot be read.
+    ///
+    /// The text of the batch's error, which words its cause itself, mid-sentence,
+    /// with what to do: joining its chain again would repeat the cause.
     #[error("{0}")]
     InvalidBatch(String),
     /// A query parameter (or a value the store refused) is invalid.
     #[error("{0}")]
     InvalidParams(String),
+    /// A body that does not parse as the answer to questions.
+    #[error("the body is not an answer")]
+    NotAnAnswer(#[source] serde_json::Error),
     /// The server was started without a store.
     #[error("this server has no store")]
     NoStore,
     /// The store failed.
-    #[error("the store cannot answer: {0}")]
-    Store(StoreError),
+    #[error("the store cannot answer")]
+    Store(#[source] StoreError),
     /// The agent's transcripts cannot be read.
-    #[error("the agent's runs cannot be read: {0}")]
-    RunsUnreadable(Box<dyn std::error::Error + Send + Sync>),
+    #[error("the agent's runs cannot be read")]
+    RunsUnreadable(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// A fault of the server's own.
     #[error("{0}")]
     Internal(&'static str),
@@ -95,7 +108,8 @@ impl ApiError {
             ApiError::BodyTimedOut(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::UnreadableBody(_)
             | ApiError::InvalidBatch(_)
-            | ApiError::InvalidParams(_) => StatusCode::BAD_REQUEST,
+            | ApiError::InvalidParams(_)
+            | ApiError::NotAnAnswer(_) => StatusCode::BAD_REQUEST,
             ApiError::TooManySessions { .. }
             | ApiError::NoStore
             | ApiError::Store(_)
@@ -120,10 +134,21 @@ impl ApiError {
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::UnknownTool(_) => "UNKNOWN_TOOL",
             ApiError::InvalidBatch(_) => "INVALID_BATCH",
-            ApiError::InvalidParams(_) => "INVALID_PARAMS",
+            ApiError::InvalidParams(_) | ApiError::NotAnAnswer(_) => "INVALID_PARAMS",
             ApiError::NoStore | ApiError::Store(_) => "STORE_UNAVAILABLE",
             ApiError::RunsUnreadable(_) => "RUNS_UNAVAILABLE",
             ApiError::Internal(_) => "INTERNAL",
+        }
+    }
+
+    /// The message of the body: the error's chain, joined here once.
+    ///
+    /// A rejection of axum's (an unreadable body) already words its own cause,
+    /// so only that one cause is added to it.
+    fn message(&self) -> String {
+        match self {
+            ApiError::UnreadableBody(rejection) => format!("{self}: {rejection}"),
+            _ => error_chain(self),
         }
     }
 
@@ -162,16 +187,17 @@ impl From<StoreError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let message = self.message();
         match &self {
-            ApiError::Store(e) => {
-                tracing::warn!(target: "toolbelt::serve", error = %e, "store failure");
+            ApiError::Store(_) => {
+                tracing::warn!(target: "toolbelt::serve", error = %message, "store failure");
             }
-            ApiError::RunsUnreadable(e) => {
-                tracing::warn!(target: "toolbelt::serve", error = %e, "agent runs cannot be read");
+            ApiError::RunsUnreadable(_) => {
+                tracing::warn!(target: "toolbelt::serve", error = %message, "agent runs cannot be read");
             }
             _ => {}
         }
-        let body = error_body(self.code(), &self.to_string());
+        let body = error_body(self.code(), &message);
         let mut response = (self.status(), Json(body)).into_response();
         if let Some((name, value)) = self.header() {
             response.headers_mut().insert(name, value);

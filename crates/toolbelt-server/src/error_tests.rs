@@ -247,3 +247,18 @@ async fn store_errors_answer_by_their_kind() {
         )
     );
 }
+
+#[tokio::test]
+async fn a_cause_is_told_once_after_its_layer() {
+    let not_json = serde_json::from_str::<Value>("{").unwrap_err();
+    let message = format!("the body is not an answer: {not_json}");
+    assert_eq!(
+        answer(ApiError::NotAnAnswer(not_json), None).await,
+        (
+            400,
+            "application/json".into(),
+            None,
+            body("INVALID_PARAMS", &message)
+        )
+    );
+}

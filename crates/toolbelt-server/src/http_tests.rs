@@ -10,8 +10,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use toolbelt_core::{Registry, Session};
 
+use super::security::{constant_time_eq, digest, host_of, token_in_query};
 use super::*;
 use crate::test_support::TEST_TIMEOUT;
+use axum::body::Bytes;
+use axum::http::HeaderValue;
+use std::io;
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 const BIND: &str = "127.0.0.1:8750";
@@ -477,6 +481,23 @@ fn empty_token_file_is_an_error_naming_the_file() {
     let e = load_or_create_token(dir.path()).expect_err("empty");
     assert_eq!(e.kind(), io::ErrorKind::InvalidData);
     assert!(e.to_string().contains(TOKEN_FILE_NAME));
+}
+
+#[tokio::test]
+async fn a_taken_port_names_the_address_and_the_os_error_once() {
+    let taken = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = taken.local_addr().expect("address");
+    let e = bind(addr).await.expect_err("taken");
+    assert_eq!(e.to_string(), format!("cannot bind {addr}"));
+    let os = std::error::Error::source(&e)
+        .expect("the OS error")
+        .to_string();
+    assert_eq!(
+        toolbelt_core::error_chain(&e),
+        format!("cannot bind {addr}: {os}")
+    );
 }
 
 #[test]

@@ -10,7 +10,20 @@ use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, Running
 use serde_json::json;
 use toolbelt_core::{Reply, Session, ToolContext, ToolSpec};
 
+use super::lines::{INVALID_REQUEST_CODE, PARSE_ERROR_CODE, PIPE_BYTES};
+use super::server::call_result;
 use super::*;
+use rmcp::ErrorData as McpError;
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, GetPromptRequestParams, ProgressToken, Prompt, Role, Tool,
+};
+use rmcp::service::RequestContext;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use toolbelt_core::{Envelope, ErrorCode, Registry};
+use toolbelt_tools::Skills;
 
 /// Every test gives up after this long.
 const TEST_TIMEOUT: Duration = Duration::from_secs(20);

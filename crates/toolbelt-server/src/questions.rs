@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
-use toolbelt_core::{Answer, Answers, AskError, Asker, BoxFuture, Question};
+use toolbelt_core::{Answer, Answers, AskError, Asker, BoxFuture, Question, error_chain};
 
 /// How long questions wait for an answer by default (10 minutes).
 pub const DEFAULT_ANSWER_WAIT: Duration = Duration::from_secs(10 * 60);
@@ -463,7 +463,8 @@ fn check_answer(at: &str, a: ReplyAnswer, question: &Question) -> Result<Answer,
 /// A fresh id: `q-` and random hex.
 fn new_id() -> Result<String, AskError> {
     let hex = crate::random_hex(ID_BYTES)
-        .map_err(|e| AskError::Failed(format!("no randomness for an id: {e}")))?;
+        // `AskError` carries the text the model reads: the cause joins it here.
+        .map_err(|e| AskError::Failed(format!("no randomness for an id: {}", error_chain(&e))))?;
     Ok(format!("q-{hex}"))
 }
 

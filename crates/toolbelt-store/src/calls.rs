@@ -127,7 +127,8 @@ async fn write_loop(store: StoreHandle, workspace: String, mut rx: mpsc::Receive
         } {
             tracing::warn!(
                 records = batch.len(),
-                "could not write the call log, records dropped: {e}"
+                "could not write the call log, records dropped: {}",
+                toolbelt_core::error_chain(&e)
             );
         }
         for w in waiters {

@@ -9,12 +9,13 @@
 #[non_exhaustive]
 pub enum StoreError {
     /// The database cannot be reached or opened.
-    #[error("cannot open the store at {location}: {detail}")]
+    #[error("cannot open the store at {location}")]
     Open {
         /// The file or the database URL (without its password).
         location: String,
-        /// What the driver said.
-        detail: String,
+        /// Why: the driver's or the file system's error, or a sentence.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
     /// The file is not a readable SQLite database, or fails its integrity check.
     #[error(
@@ -23,7 +24,8 @@ pub enum StoreError {
     Corrupt {
         /// The file.
         location: String,
-        /// What SQLite reported.
+        /// What SQLite reported. Text, not a source: the message says it inside
+        /// the sentence, in parentheses, before what to do.
         detail: String,
     },
     /// The database belongs to another program.
@@ -61,11 +63,33 @@ pub enum StoreError {
     #[error("{0}")]
     Internal(String),
     /// A query failed.
-    #[error("store query failed: {0}")]
-    Query(#[from] sqlx::Error),
+    #[error("store query failed")]
+    Query(#[source] DbError),
     /// The pattern analysis stopped before its end (it runs on a blocking thread).
-    #[error("the analysis failed: {0}")]
+    #[error("the analysis failed")]
     Analysis(#[from] tokio::task::JoinError),
+}
+
+/// The database driver's error, as the driver words it.
+///
+/// sqlx already writes its error's cause into its message, so this is the last
+/// link of a chain: its [`source`](std::error::Error::source) is `None`, and
+/// the cause is said once.
+#[derive(Debug)]
+pub struct DbError(pub sqlx::Error);
+
+impl std::fmt::Display for DbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for DbError {}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> StoreError {
+        StoreError::Query(DbError(e))
+    }
 }
 
 impl StoreError {

@@ -71,7 +71,7 @@ pub use cron::{
     prune_cron_firings, record_prompt_run, remove_cron_job,
 };
 pub use dates::{BadDate, DateOrTime, DayEdge, parse_date, parse_date_or_time, parse_instant};
-pub use error::{StoreError, StoreResult};
+pub use error::{DbError, StoreError, StoreResult};
 pub use handle::StoreHandle;
 pub use ids::{Kind, RecordId};
 pub use outbox::{

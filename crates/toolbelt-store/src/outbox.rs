@@ -9,7 +9,7 @@
 
 use sqlx::{Any, Row, Transaction};
 
-use crate::error::{StoreError, StoreResult};
+use crate::error::{DbError, StoreError, StoreResult};
 use crate::store::Store;
 
 /// A query on the store's database.
@@ -165,7 +165,7 @@ pub(crate) async fn insert_message(
 pub async fn enqueue_message(store: &Store, m: &NewOutboxMessage, now: i64) -> StoreResult<()> {
     let mut tx = store.begin_write().await?;
     match insert_message(&mut tx, m, now).await {
-        Err(StoreError::Query(sqlx::Error::Database(e))) if e.is_unique_violation() => {
+        Err(StoreError::Query(DbError(sqlx::Error::Database(e)))) if e.is_unique_violation() => {
             return Err(StoreError::conflict(format!(
                 "a message with id {:?} is already in the outbox",
                 m.id

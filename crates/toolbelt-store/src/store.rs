@@ -9,7 +9,7 @@ use std::time::Duration;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyPool, ConnectOptions, Connection, Executor, Row, Transaction};
 
-use crate::error::{StoreError, StoreResult};
+use crate::error::{DbError, StoreError, StoreResult};
 use crate::schema::{LATEST_VERSION, SQLITE_APPLICATION_ID, migrations};
 
 /// How long a SQLite connection waits for another writer before giving up.
@@ -212,10 +212,13 @@ impl Store {
     }
 }
 
-fn open_error(location: &Location, e: impl fmt::Display) -> StoreError {
+fn open_error(
+    location: &Location,
+    e: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+) -> StoreError {
     StoreError::Open {
         location: location.describe(),
-        detail: e.to_string(),
+        source: e.into(),
     }
 }
 
@@ -232,7 +235,7 @@ fn sqlite_error(location: &Location, e: sqlx::Error) -> StoreError {
             detail: text,
         }
     } else {
-        open_error(location, text)
+        open_error(location, DbError(e))
     }
 }
 

@@ -29,7 +29,7 @@ pub struct TestStore {
 /// Why no throwaway PostgreSQL server could be started.
 #[derive(Debug, thiserror::Error)]
 enum ServerError {
-    #[error("cannot run {}: {source}", script.display())]
+    #[error("cannot run {}", script.display())]
     Run {
         script: PathBuf,
         #[source]
@@ -39,7 +39,7 @@ enum ServerError {
     Failed { script: PathBuf, status: ExitStatus },
     #[error("{} start printed {url:?}", script.display())]
     Printed { script: PathBuf, url: String },
-    #[error("cannot start the server's watcher: {0}")]
+    #[error("cannot start the server's watcher")]
     Watcher(#[from] std::io::Error),
 }
 
@@ -60,7 +60,8 @@ pub fn postgres_url() -> String {
     match STARTED.get_or_init(start_server) {
         Ok(url) => url.clone(),
         Err(e) => panic!(
-            "no PostgreSQL server for the store tests: {e}; set {TEST_DATABASE_URL_VAR} to one (`.ci/postgres start DIR` prints a URL)"
+            "no PostgreSQL server for the store tests: {}; set {TEST_DATABASE_URL_VAR} to one (`.ci/postgres start DIR` prints a URL)",
+            toolbelt_core::error_chain(e)
         ),
     }
 }
@@ -115,7 +116,7 @@ fn start_server() -> Result<String, ServerError> {
 pub async fn sqlite() -> StoreResult<TestStore> {
     let dir = tempfile::tempdir().map_err(|e| crate::StoreError::Open {
         location: "a temporary directory".into(),
-        detail: e.to_string(),
+        source: Box::new(e),
     })?;
     let location = Location::in_state_dir(dir.path());
     let store = Store::open(&location).await?;

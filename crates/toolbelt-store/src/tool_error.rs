@@ -1,7 +1,7 @@
 //! [`StoreError`] as the tool layer's [`ToolError`]: code, message and hint for the
 //! model, so that a tool writes `?`.
 
-use toolbelt_core::{ErrorCode, ToolError};
+use toolbelt_core::{ErrorCode, ToolError, error_chain};
 
 use crate::StoreError;
 
@@ -19,13 +19,14 @@ impl From<StoreError> for ToolError {
             | StoreError::Corrupt { .. }
             | StoreError::Foreign { .. }
             | StoreError::Newer { .. }) => {
-                ToolError::new(ErrorCode::DependencyMissing, e.to_string()).hint(
+                ToolError::new(ErrorCode::DependencyMissing, error_chain(&e)).hint(
                     "the store is unavailable; tell the user, who can fix the database or its URL",
                 )
             }
             e => {
-                tracing::error!("store failure: {e}");
-                ToolError::new(ErrorCode::Internal, e.to_string())
+                let message = error_chain(&e);
+                tracing::error!("store failure: {message}");
+                ToolError::new(ErrorCode::Internal, message)
                     .hint("the store failed; try again, and tell the user if it keeps failing")
             }
         }

@@ -7,15 +7,46 @@ use std::sync::Arc;
 use toolbelt_core::{Registry, RegistryError};
 use toolbelt_exec::Shells;
 use toolbelt_sandbox::Sandbox;
+use toolbelt_store::StoreHandle;
 
-use crate::{
-    AnalyzePatterns, ApplyPatch, Bash, BashOutputTool, CompleteTask, CreateGoal, CreateProject,
-    CreateTask, Cron, DeleteProject, EditFile, GetProject, Glob, Grep, KillShell,
-    LinkGoalToProject, ListDir, ListGoals, ListProjects, ListReviews, ListShells, ListTasks,
-    Message, MultiEdit, ReadFile, ReadOutput, SetTodoList, SkillTool, Skills, StoreHandle, Think,
-    UpdateProject, UpdateTodos, WebFetch, WebOptions, WebSearch, WriteFile, WriteReview,
-    WriteStdin,
-};
+use crate::coding::ask_user::AskUser;
+use crate::coding::read_output::ReadOutput;
+use crate::coding::think::Think;
+use crate::files::apply_patch::ApplyPatch;
+use crate::files::edit_file::EditFile;
+use crate::files::list_dir::ListDir;
+use crate::files::multi_edit::MultiEdit;
+use crate::files::read_file::ReadFile;
+use crate::files::write_file::WriteFile;
+use crate::message::message::Message;
+use crate::planner::analyze_patterns::AnalyzePatterns;
+use crate::planner::complete_task::CompleteTask;
+use crate::planner::create_goal::CreateGoal;
+use crate::planner::create_project::CreateProject;
+use crate::planner::create_task::CreateTask;
+use crate::planner::delete_project::DeleteProject;
+use crate::planner::get_project::GetProject;
+use crate::planner::link_goal_to_project::LinkGoalToProject;
+use crate::planner::list_goals::ListGoals;
+use crate::planner::list_projects::ListProjects;
+use crate::planner::list_reviews::ListReviews;
+use crate::planner::list_tasks::ListTasks;
+use crate::planner::update_project::UpdateProject;
+use crate::planner::write_review::WriteReview;
+use crate::schedule::cron::Cron;
+use crate::search::glob::Glob;
+use crate::search::grep::Grep;
+use crate::shell::bash::Bash;
+use crate::shell::bash_output::BashOutputTool;
+use crate::shell::kill_shell::KillShell;
+use crate::shell::list_shells::ListShells;
+use crate::shell::write_stdin::WriteStdin;
+use crate::skill::{SkillTool, Skills};
+use crate::todo::set_todo_list::SetTodoList;
+use crate::todo::update_todos::UpdateTodos;
+use crate::web::WebOptions;
+use crate::web::web_fetch::WebFetch;
+use crate::web::web_search::WebSearch;
 
 /// How the built-in tools are set up.
 #[derive(Debug, Clone, Default)]
@@ -59,7 +90,7 @@ pub fn register_builtins_with(
         ))
     });
     registry.register_typed(Think)?;
-    registry.register_typed(crate::AskUser)?;
+    registry.register_typed(AskUser)?;
     registry.register_typed(SetTodoList::new(store.clone()))?;
     registry.register_typed(UpdateTodos::new(store.clone()))?;
     registry.register_typed(WriteReview::new(store.clone()))?;

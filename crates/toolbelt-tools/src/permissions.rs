@@ -11,7 +11,7 @@ use crate::profiles;
 /// The kinds of subject the tools of `registry` declare (a path, a command, a
 /// URL), under their canonical names and every name a built-in profile exposes
 /// them as: a rule may name a tool by any of them.
-pub fn tool_kinds(registry: &Registry) -> ToolKinds {
+pub(crate) fn tool_kinds(registry: &Registry) -> ToolKinds {
     let tools: Vec<_> = registry
         .names()
         .iter()
@@ -28,7 +28,8 @@ pub fn tool_kinds(registry: &Registry) -> ToolKinds {
 }
 
 /// Puts `policy` in charge of `registry`'s calls, relative to the session's roots
-/// and reading each rule for what its tool declares ([`tool_kinds`]). Tools
+/// and reading each rule for what its tool declares, under its canonical name and
+/// every name a built-in profile exposes it as. Tools
 /// registered later and declaring a subject need the policy applied again.
 ///
 /// # Errors

@@ -210,14 +210,18 @@ pub enum ConfigError {
         origin: String,
         /// What is wrong and how to fix it.
         reason: String,
+        /// The error behind it, when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
     },
     /// A `.mcp.json` that cannot be read or parsed.
-    #[error("cannot read {path}: {reason}")]
+    #[error("cannot read {path}")]
     File {
         /// The file.
         path: PathBuf,
-        /// Why.
-        reason: String,
+        /// Why: the file system's, the JSON parser's or the variables' error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
 }
 
@@ -244,6 +248,7 @@ impl ServerConfig {
             name: name.to_string(),
             origin: origin.to_string(),
             reason,
+            source: None,
         };
         if !valid_name(name, separator) {
             return Err(ConfigError::Name {
@@ -292,8 +297,11 @@ impl ServerConfig {
                             .into(),
                     ));
                 }
-                let parsed = reqwest::Url::parse(url.trim()).map_err(|e| {
-                    invalid(format!("`url` {:?} is not a URL: {e}", shown_url(url)))
+                let parsed = reqwest::Url::parse(url.trim()).map_err(|e| ConfigError::Invalid {
+                    name: name.to_string(),
+                    origin: origin.to_string(),
+                    reason: format!("`url` {:?} is not a URL", shown_url(url)),
+                    source: Some(Box::new(e)),
                 })?;
                 if !matches!(parsed.scheme(), "http" | "https") {
                     return Err(invalid(format!(
@@ -434,13 +442,13 @@ impl McpJson {
         path: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<BTreeMap<String, ServerConfig>, ConfigError> {
-        let file = |reason: String| ConfigError::File {
+        let file = |source: Box<dyn std::error::Error + Send + Sync + 'static>| ConfigError::File {
             path: path.to_path_buf(),
-            reason,
+            source,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| file(e.to_string()))?;
-        let parsed: McpJson = serde_json::from_str(&text).map_err(|e| file(e.to_string()))?;
-        let expand = |s: &str| expand_vars(s, env).map_err(|e| file(e.to_string()));
+        let text = std::fs::read_to_string(path).map_err(|e| file(Box::new(e)))?;
+        let parsed: McpJson = serde_json::from_str(&text).map_err(|e| file(Box::new(e)))?;
+        let expand = |s: &str| expand_vars(s, env).map_err(|e| file(Box::new(e)));
         let mut out = BTreeMap::new();
         for (name, s) in parsed.servers {
             if s.kind.as_deref() == Some("sse") {
@@ -448,6 +456,7 @@ impl McpJson {
                     name,
                     origin: path.display().to_string(),
                     reason: "the legacy SSE transport is not supported; give the server's streamable HTTP endpoint (`\"type\": \"http\"`)".into(),
+                    source: None,
                 });
             }
             let config = ServerConfig {

@@ -128,7 +128,7 @@ fn mcp_json_expands_variables_and_refuses_sse() {
     assert_eq!(servers["b"].headers["Authorization"], "Bearer k1");
     assert!(!servers["b"].is_enabled());
 
-    let err = McpJson::load(&path, &no_env).unwrap_err().to_string();
+    let err = toolbelt_core::error_chain(&McpJson::load(&path, &no_env).unwrap_err());
     assert!(err.contains("HOME_DIR is not set"), "{err}");
 
     std::fs::write(

@@ -14,7 +14,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use toolbelt_core::{ErrorCode, Tool as _, ToolError};
+use toolbelt_core::sync::{lock, read, write};
+use toolbelt_core::{ErrorCode, Tool as _, ToolError, error_chain};
 
 use crate::config::{ServerSpec, Startup, Transport};
 use crate::remote::RemoteTool;
@@ -136,12 +137,7 @@ impl Server {
     }
 
     pub(crate) fn tools(&self) -> Arc<BTreeMap<String, Arc<RemoteTool>>> {
-        Arc::clone(
-            &self
-                .tools
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        Arc::clone(&read(&self.tools))
     }
 
     pub(crate) fn revision(&self) -> u64 {
@@ -208,7 +204,7 @@ impl Server {
                 *state = State::Live(Arc::clone(&live));
                 Ok(live)
             }
-            Ok(Err(reason)) => Err(self.fail(&mut state, failures, reason.to_string())),
+            Ok(Err(reason)) => Err(self.fail(&mut state, failures, error_chain(&reason))),
             Err(_) => {
                 let reason = format!(
                     "it did not start within {} s (startup_timeout)",
@@ -350,7 +346,7 @@ impl Server {
         tokio::spawn(async move {
             let reason = match service.waiting().await {
                 Ok(reason) => format!("{reason:?}"),
-                Err(e) => e.to_string(),
+                Err(e) => error_chain(&e),
             };
             tracing::debug!(target: "toolbelt::upstream", server = %name, "the connection ended: {reason}");
             if let Some(server) = me.upgrade() {
@@ -472,10 +468,7 @@ impl Server {
             }
         }
         let count = tools.len();
-        *self
-            .tools
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(tools);
+        *write(&self.tools) = Arc::new(tools);
         self.revision.fetch_add(1, Ordering::Relaxed);
         self.show(ServerState::Running { tools: count });
     }
@@ -533,9 +526,9 @@ pub enum PromptError {
     Unknown(String),
     /// The server is not running now.
     #[error("{}", .0.message)]
-    Unavailable(#[from] ToolError),
+    Unavailable(ToolError),
     /// The server refused.
-    #[error("MCP server {server} did not give the prompt {prompt:?}: {source}")]
+    #[error("MCP server {server} did not give the prompt {prompt:?}")]
     Refused {
         /// The server.
         server: String,
@@ -546,32 +539,40 @@ pub enum PromptError {
     },
 }
 
+/// The server's unavailability is the whole answer, not a cause: its message is
+/// shown as it is.
+impl From<ToolError> for PromptError {
+    fn from(e: ToolError) -> PromptError {
+        PromptError::Unavailable(e)
+    }
+}
+
 /// Why a server could not be started.
 #[derive(Debug, thiserror::Error)]
 enum StartError {
     /// Its program did not start.
-    #[error("its command cannot be started: {0}")]
+    #[error("its command cannot be started")]
     Spawn(#[from] std::io::Error),
     /// It exited before the handshake.
     #[error("it exited before completing the MCP handshake")]
     Ended,
     /// The handshake failed.
-    #[error("it did not complete the MCP handshake: {0}")]
+    #[error("it did not complete the MCP handshake")]
     Handshake(#[from] Box<rmcp::service::ClientInitializeError>),
     /// Its tools could not be listed.
-    #[error("its tools cannot be listed: {0}")]
+    #[error("its tools cannot be listed")]
     List(#[from] rmcp::service::ServiceError),
     /// A header of the configuration (checked before) is not valid.
-    #[error("a header is not valid: {0}")]
+    #[error("a header is not valid")]
     HeaderName(#[from] reqwest::header::InvalidHeaderName),
     /// A header value of the configuration (checked before) is not valid.
     #[error("a header value is not valid")]
     HeaderValue(#[from] reqwest::header::InvalidHeaderValue),
     /// TLS cannot be set up.
-    #[error("TLS cannot be set up: {0}")]
+    #[error("TLS cannot be set up")]
     Tls(#[from] toolbelt_net::tls::TlsError),
     /// The HTTP client cannot be built.
-    #[error("the HTTP client cannot be built: {0}")]
+    #[error("the HTTP client cannot be built")]
     Client(#[from] reqwest::Error),
 }
 
@@ -635,8 +636,4 @@ pub(crate) fn unavailable(name: &str, why: &str) -> ToolError {
         format!("MCP server {name} is unavailable: {why}"),
     )
     .hint("try again later, or do without this server's tools; `toolbelt doctor` shows its status")
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -13,11 +13,13 @@ pub const MAX_BATCH_CALLS: usize = 1000;
 /// is (`call 3 (index 2) has no "tool"`).
 #[derive(Debug, thiserror::Error)]
 pub enum BatchError {
-    /// The text is not JSON.
+    /// The text is not JSON. The parser's error is said inside the sentence, in
+    /// parentheses, before how a batch looks: it is no source, so that a joined
+    /// chain does not say it again.
     #[error(
         "the batch is not valid JSON ({0}); give an array of {{\"tool\": NAME, \"params\": {{...}}}} objects"
     )]
-    NotJson(#[from] serde_json::Error),
+    NotJson(serde_json::Error),
     /// The JSON is not an array.
     #[error(
         "the batch is {kind}, not an array; give an array of {{\"tool\": NAME, \"params\": {{...}}}} objects"
@@ -92,6 +94,12 @@ pub enum BatchError {
         /// The field.
         key: String,
     },
+}
+
+impl From<serde_json::Error> for BatchError {
+    fn from(e: serde_json::Error) -> BatchError {
+        BatchError::NotJson(e)
+    }
 }
 
 /// Reads a JSON array of calls, each `{"tool": NAME, "params": {...}}` (`arguments`

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, SystemTime};
 
 use toolbelt_core::Session;
@@ -40,10 +40,8 @@ static SWEPT: LazyLock<Mutex<HashSet<SweptFor>>> = LazyLock::new(|| Mutex::new(H
 pub(crate) fn sweep_at_start(session: Session) -> Session {
     let started = *STARTED;
     let journal = session.state_dir().join(JOURNAL_FILE);
-    let first_time = SWEPT
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert((journal.clone(), session.roots().to_vec()));
+    let first_time =
+        toolbelt_core::sync::lock(&SWEPT).insert((journal.clone(), session.roots().to_vec()));
     if first_time {
         sweep(&journal, session.roots(), started);
     }
@@ -63,14 +61,20 @@ fn sweep(path: &Path, roots: &[PathBuf], started: SystemTime) {
     let jail = match Jail::open(roots) {
         Ok(jail) => jail,
         Err(err) => {
-            tracing::warn!("temporary files of interrupted writes not cleaned up: {err}");
+            tracing::warn!(
+                "temporary files of interrupted writes not cleaned up: {}",
+                toolbelt_core::error_chain(&err)
+            );
             return;
         }
     };
     let swept = match TempJournal::new(path).sweep(&jail, started, MIN_LEFTOVER_AGE) {
         Ok(swept) => swept,
         Err(err) => {
-            tracing::warn!("temporary files of interrupted writes not cleaned up: {err}");
+            tracing::warn!(
+                "temporary files of interrupted writes not cleaned up: {}",
+                toolbelt_core::error_chain(&err)
+            );
             return;
         }
     };
@@ -87,7 +91,10 @@ fn sweep(path: &Path, roots: &[PathBuf], started: SystemTime) {
         );
     }
     for problem in &swept.problems {
-        tracing::warn!("cleaning up after interrupted writes: {problem}");
+        tracing::warn!(
+            "cleaning up after interrupted writes: {}",
+            toolbelt_core::error_chain(problem)
+        );
     }
     tracing::debug!(
         dirs_swept = swept.dirs_swept,

@@ -40,6 +40,11 @@ fn main() -> ExitCode {
     // Re-run as the sandbox helper: sets the sandbox up, runs a command, exits.
     toolbelt_sandbox::dispatch();
     let cli = Cli::parse();
+    // `TOOLBELT_PARSE_ONLY=1`: check the command line and stop, running nothing (a
+    // bad one has already exited with clap's message and status 2).
+    if std::env::var_os("TOOLBELT_PARSE_ONLY").is_some_and(|v| v == "1") {
+        return ExitCode::SUCCESS;
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")

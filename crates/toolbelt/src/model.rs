@@ -12,7 +12,7 @@ use toolbelt_agent::{
     Agent, AgentOptions, AgentTypes, Outcome, Provider, SubagentLimits, SubagentModel,
     SubagentSettings, Subagents, build_provider,
 };
-use toolbelt_core::{Approval, ApprovalRequest, Approver, BoxFuture, Registry};
+use toolbelt_core::{Approval, ApprovalRequest, Approver, BoxFuture, Registry, error_chain};
 use toolbelt_store::StoreHandle;
 
 use crate::config::{AgentConfig, SubagentsConfig};
@@ -192,7 +192,7 @@ pub async fn run_unattended(
     let options = options(settings, &registry, runs_dir(&registry));
     let provider = match build_provider(settings.provider.clone()) {
         Ok(p) => p,
-        Err(e) => return (Outcome::Error, e.to_string(), String::new()),
+        Err(e) => return (Outcome::Error, error_chain(&e), String::new()),
     };
     // Nobody watches the events: the transcript keeps the run.
     let (events_tx, _events_rx) = tokio::sync::mpsc::unbounded_channel();

@@ -54,7 +54,10 @@ pub async fn open_store(store: &StoreHandle) -> Result<()> {
 /// opened costs the log (with a warning), not the calls.
 pub fn open_store_for_log(rt: &Runtime, store: &StoreHandle, call_log: bool) {
     if call_log && let Err(e) = rt.block_on(store.store()) {
-        eprintln!("toolbelt: warning: the calls will not be logged: {e}");
+        eprintln!(
+            "toolbelt: warning: the calls will not be logged: {}",
+            toolbelt_core::error_chain(&e)
+        );
     }
 }
 

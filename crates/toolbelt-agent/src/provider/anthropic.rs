@@ -26,10 +26,10 @@ use tokio_util::sync::CancellationToken;
 use toolbelt_core::BoxFuture;
 use toolbelt_wire::calls::parse_loose_json;
 
-use super::http::{
-    Decoder, Failure, Flow, Http, PartialCall, RequestBody, Wire, error_event, implied_stop,
-    join_url, parse_base_url, parse_data,
+use super::decode::{
+    Decoder, Failure, Flow, PartialCall, Wire, error_event, implied_stop, parse_data,
 };
+use super::http::{Http, RequestBody, join_url, parse_base_url};
 use super::{
     ModelRequest, ModelResponse, Provider, ProviderConfig, ProviderError, ProviderKind, StopReason,
     StreamEvent, StreamSink,
@@ -55,8 +55,10 @@ impl AnthropicProvider {
     /// [`ProviderKind::Anthropic`]).
     ///
     /// # Errors
-    /// [`ProviderError::Config`] when the base URL is not an http(s) URL, the key
-    /// cannot be sent as a header, or TLS cannot be set up.
+    /// [`ProviderError::Config`] when the base URL is not an http(s) URL or the key
+    /// cannot be sent as a header; [`ProviderError::BaseUrl`] when the base URL
+    /// cannot be parsed; [`ProviderError::Tls`] or [`ProviderError::Client`] when
+    /// TLS or the client cannot be set up.
     ///
     /// # Security
     /// The key is sent only as `x-api-key`, and never appears in an error or a log.

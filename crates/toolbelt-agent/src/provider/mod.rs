@@ -22,6 +22,7 @@ use toolbelt_wire::export::Format;
 use crate::message::{Message, ModelCall, Usage};
 
 pub mod anthropic;
+mod decode;
 mod http;
 pub mod openai;
 mod probe;
@@ -290,7 +291,13 @@ pub enum StreamEvent {
 /// A receiver of [`StreamEvent`]s.
 pub type StreamSink<'a> = &'a (dyn Fn(StreamEvent) + Send + Sync);
 
-/// Why a model call failed, after the retries.
+/// Why a model call failed, after the retries, or a provider cannot be built.
+///
+/// The `message` of [`Status`](ProviderError::Status),
+/// [`Connection`](ProviderError::Connection) and [`Stream`](ProviderError::Stream)
+/// is text, not a typed cause: it is the provider's own words or what the
+/// connection said, with the API key replaced by `***` should a server have echoed
+/// it, which a cause kept whole could still show.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProviderError {
@@ -331,15 +338,40 @@ pub enum ProviderError {
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,
-    /// The configuration cannot work (a bad base URL).
+    /// The configuration cannot work (a base URL that is not http(s), a key no
+    /// header can carry); the message names what and which provider.
     #[error("{0}")]
     Config(String),
-}
-
-impl From<toolbelt_net::tls::TlsError> for ProviderError {
-    fn from(e: toolbelt_net::tls::TlsError) -> ProviderError {
-        ProviderError::Config(e.to_string())
-    }
+    /// The configured base URL cannot be parsed.
+    #[error("{provider} base URL {url:?} cannot be parsed")]
+    BaseUrl {
+        /// `openai` or `anthropic`.
+        provider: ProviderKind,
+        /// The URL as configured, without what looks like user info or a query,
+        /// clipped.
+        url: String,
+        /// Why it cannot be parsed.
+        source: url::ParseError,
+    },
+    /// TLS cannot be set up.
+    #[error(transparent)]
+    Tls(#[from] toolbelt_net::tls::TlsError),
+    /// The HTTP client cannot be built.
+    #[error("the {provider} HTTP client cannot be built")]
+    Client {
+        /// `openai` or `anthropic`.
+        provider: ProviderKind,
+        /// Why.
+        source: reqwest::Error,
+    },
+    /// The request, or the tools sent with it, cannot be encoded as JSON.
+    #[error("the {what} cannot be encoded")]
+    Encode {
+        /// `request` or `tools`.
+        what: &'static str,
+        /// Why.
+        source: serde_json::Error,
+    },
 }
 
 fn attempts_note(attempts: u32) -> String {

@@ -34,25 +34,27 @@ mod types;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::{Registry, RegistryError};
+use toolbelt_core::sync::lock;
+use toolbelt_core::{Registry, RegistryError, error_chain};
 use toolbelt_store::{StoreHandle, SubagentProgress, SubagentTask};
 
 pub use crate::tool_names::{EXPLORE_TOOLS, SUBAGENT_TOOLS};
 pub use types::{AgentType, AgentTypes, DEFAULT_TYPE, TypeProblem};
 
-use crate::agent::{Agent, Spawner};
+use crate::agent::Agent;
 use crate::error::SubagentError;
 use crate::events::{AgentEvent, EventTx};
 use crate::message::Usage;
 use crate::options::{AgentOptions, Outcome};
 use crate::prompt::environment;
 use crate::provider::{Provider, ProviderConfig, build_provider};
+use crate::spawner::Spawner;
 use crate::tool_names::{SPAWN, TASK};
 
 /// The deepest nesting allowed: a subagent's subagent's subagent.
@@ -269,10 +271,6 @@ pub(crate) struct ChildSpec {
     pub(crate) prompt: String,
     pub(crate) call_id: Option<String>,
     pub(crate) timeout: Duration,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What a subagent is told beyond its type's prompt.
@@ -604,7 +602,7 @@ impl Subagents {
         match handle.store().await {
             Ok(store) => Some(store),
             Err(e) => {
-                tracing::warn!("background subagents are not kept: {e}");
+                tracing::warn!("background subagents are not kept: {}", error_chain(&e));
                 None
             }
         }
@@ -636,7 +634,11 @@ impl Subagents {
         match toolbelt_store::insert_subagent_task(store, &row).await {
             Ok(()) => true,
             Err(e) => {
-                tracing::warn!("background subagent {} is not kept: {e}", spec.id);
+                tracing::warn!(
+                    "background subagent {} is not kept: {}",
+                    spec.id,
+                    error_chain(&e)
+                );
                 false
             }
         }
@@ -659,7 +661,10 @@ impl Subagents {
             toolbelt_store::update_subagent_task(store, id, &progress, toolbelt_store::now_ms())
                 .await
         {
-            tracing::warn!("background subagent {id}: its progress is not kept: {e}");
+            tracing::warn!(
+                "background subagent {id}: its progress is not kept: {}",
+                error_chain(&e)
+            );
         }
     }
 
@@ -668,7 +673,10 @@ impl Subagents {
             && let Err(e) =
                 toolbelt_store::mark_subagent_delivered(store, id, toolbelt_store::now_ms()).await
         {
-            tracing::warn!("background subagent {id}: delivery not recorded: {e}");
+            tracing::warn!(
+                "background subagent {id}: delivery not recorded: {}",
+                error_chain(&e)
+            );
         }
     }
 
@@ -827,8 +835,8 @@ pub(crate) fn finish_state(
     limits: &SubagentLimits,
 ) -> (String, String) {
     match end {
-        Err(e) if cancel.is_cancelled() => ("stopped".into(), e.to_string()),
-        Err(e) => ("failed".into(), e.to_string()),
+        Err(e) if cancel.is_cancelled() => ("stopped".into(), error_chain(e)),
+        Err(e) => ("failed".into(), error_chain(e)),
         Ok(end) if end.outcome == Outcome::FinalAnswer => ("done".into(), end.message.clone()),
         Ok(end) => {
             let why = if end.timed_out {

@@ -6,11 +6,13 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use toolbelt_core::sync::lock;
 use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
+    error_chain,
 };
 
-use super::{ChildSpec, Snapshot, Subagents, finish_state, lock};
+use super::{ChildSpec, Snapshot, Subagents, finish_state};
 use crate::options::Outcome;
 use crate::tool_names::{SPAWN, TASK, TASK_LIST, TASK_OUTPUT, TASK_STOP};
 
@@ -180,7 +182,7 @@ impl TypedTool for TaskTool {
         let end = match end {
             Ok(end) => end,
             Err(e) => {
-                return Err(ToolError::new(ErrorCode::Internal, e.to_string()).data(data));
+                return Err(ToolError::new(ErrorCode::Internal, error_chain(&e)).data(data));
             }
         };
         if end.outcome == Outcome::FinalAnswer {
@@ -311,7 +313,7 @@ impl TypedTool for SpawnTool {
         let type_name = spec.agent_type.name.clone();
         let (kept, queued) = sa.start_background(spec).await;
         let mut text = format!(
-            "Started background subagent {id} (\"{label}\"){}. Its report will come into this conversation when it ends; task_output {{\"task_id\": \"{id}\"}} checks on it.",
+            "Started background subagent {id} (\"{label}\"){}. Its report will come into this conversation when it ends; {TASK_OUTPUT} {{\"task_id\": \"{id}\"}} checks on it.",
             if queued {
                 format!(
                     ", waiting for a free slot ({} run at once)",
@@ -363,8 +365,9 @@ impl TaskOutputTool {
 fn not_found(sa: &Subagents, id: &str) -> ToolError {
     let known: Vec<String> = lock(&sa.shared.background).keys().cloned().collect();
     let hint = if known.is_empty() {
-        "No background subagent was started in this process; task_list shows the recorded ones."
-            .to_string()
+        format!(
+            "No background subagent was started in this process; {TASK_LIST} shows the recorded ones."
+        )
     } else {
         format!(
             "Background subagents of this process: {}.",
@@ -638,7 +641,9 @@ impl TypedTool for TaskListTool {
                         }));
                     }
                 }
-                Err(e) => tracing::warn!("recorded subagents cannot be listed: {e}"),
+                Err(e) => {
+                    tracing::warn!("recorded subagents cannot be listed: {}", error_chain(&e));
+                }
             }
         }
         let text = if lines.is_empty() {

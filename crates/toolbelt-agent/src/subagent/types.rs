@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use toolbelt_core::error_chain;
 use toolbelt_core::front_matter::{self, NameList};
 
 use crate::error::TypeFileError;
@@ -134,7 +135,7 @@ impl AgentTypes {
                     }
                     Err(e) => out.problems.push(TypeProblem {
                         path,
-                        message: e.to_string(),
+                        message: error_chain(&e),
                     }),
                 }
             }

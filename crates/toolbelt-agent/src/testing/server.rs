@@ -17,6 +17,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
+use toolbelt_core::sync::lock;
 
 use super::wire::{self, Context};
 use super::{Consume, Recorded, Reply, Script};
@@ -63,7 +64,7 @@ struct State {
 impl Shared {
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves nothing half-done: go on.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 }
 

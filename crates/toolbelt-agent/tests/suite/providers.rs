@@ -1299,7 +1299,10 @@ async fn base_urls_must_be_http() {
             }
             .unwrap_err();
             assert!(
-                matches!(err, ProviderError::Config(_)),
+                matches!(
+                    err,
+                    ProviderError::Config(_) | ProviderError::BaseUrl { .. }
+                ),
                 "{kind} {bad}: {err:?}"
             );
         }

@@ -37,9 +37,7 @@ impl RequestHeaders {
                 Part::Name(i) => format!("header name {:?}", options.headers[i].0),
                 Part::Value(name) => format!("header {name}"),
             };
-            FetchError::Config {
-                reason: format!("{what}: {e}"),
-            }
+            FetchError::bad_setting(what, e)
         })
     }
 

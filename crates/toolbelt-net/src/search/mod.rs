@@ -246,7 +246,7 @@ fn fixed_url(s: &str) -> Url {
 #[non_exhaustive]
 pub enum SearchError {
     /// The request could not be made or answered (network, guard, timeout).
-    #[error("{engine}: {source}")]
+    #[error("{engine}")]
     Fetch {
         /// The backend.
         engine: &'static str,
@@ -289,7 +289,8 @@ pub enum SearchError {
     Changed {
         /// The backend.
         engine: &'static str,
-        /// What was missing or wrong.
+        /// What was missing or wrong. Text, not a source: the model reads it inside
+        /// the sentence, in parentheses, where a joined chain cannot go.
         detail: String,
     },
 }

@@ -305,7 +305,7 @@ async fn invalid_request_headers_are_named_in_the_error() {
                 .fetch("http://example.com/", &options)
                 .await
                 .unwrap_err();
-            assert_eq!(err.to_string(), want);
+            assert_eq!(toolbelt_core::error_chain(&err), want);
         }
     })
     .await;

@@ -109,10 +109,10 @@ async fn proxy_refusal_is_a_proxy_error_and_credentials_are_sent() {
         match &err {
             FetchError::Proxy {
                 proxy: name,
-                reason,
+                source,
             } => {
                 assert_eq!(name, &proxy.addr.to_string());
-                assert!(reason.contains("407"), "{reason}");
+                assert!(source.to_string().contains("407"), "{source}");
             }
             other => panic!("{other:?}"),
         }
@@ -155,7 +155,7 @@ fn only_http_proxies_are_accepted() {
             .build()
             .unwrap_err();
         assert!(matches!(err, FetchError::Config { .. }), "{proxy}: {err:?}");
-        assert_eq!(err.to_string(), want);
+        assert_eq!(toolbelt_core::error_chain(&err), want);
     }
 }
 

@@ -8,7 +8,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde::Deserialize;
 
-use super::{ChannelConfig, Outgoing, SEND_TIMEOUT_MS, SendError, config_error};
+use super::{ChannelConfig, Outgoing, SEND_TIMEOUT_MS, SendError, config_error, config_failed};
 use crate::error::SchedResult;
 
 /// How the SMTP connection is protected.
@@ -39,7 +39,10 @@ impl From<ContentTypeErr> for SendError {
 impl From<lettre::error::Error> for SendError {
     fn from(e: lettre::error::Error) -> SendError {
         SendError::Refused {
-            detail: format!("the mail cannot be built: {e}"),
+            detail: format!(
+                "the mail cannot be built: {}",
+                toolbelt_core::error_chain(&e)
+            ),
         }
     }
 }
@@ -91,7 +94,7 @@ impl Email {
                 host,
             )),
         }
-        .map_err(|e| config_error(name, format!("SMTP setup failed: {e}")))?;
+        .map_err(|e| config_failed(name, "SMTP setup failed", e))?;
         let port = c.port.unwrap_or(match tls {
             TlsMode::Tls => 465,
             TlsMode::Starttls => 587,
@@ -168,11 +171,12 @@ impl Email {
         }?;
         match self.transport.send(built).await {
             Ok(_) => Ok(()),
-            Err(e) if e.is_permanent() => {
-                Err(refused(format!("the SMTP server refused the mail: {e}")))
-            }
+            Err(e) if e.is_permanent() => Err(refused(format!(
+                "the SMTP server refused the mail: {}",
+                toolbelt_core::error_chain(&e)
+            ))),
             Err(e) => Err(SendError::Retry {
-                detail: format!("SMTP: {e}"),
+                detail: format!("SMTP: {}", toolbelt_core::error_chain(&e)),
                 retry_after: None,
             }),
         }

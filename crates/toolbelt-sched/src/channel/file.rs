@@ -34,7 +34,11 @@ pub(crate) async fn append(
     write_line(path, &bytes)
         .await
         .map_err(|e| SendError::Retry {
-            detail: format!("cannot append to {}: {e}", path.display()),
+            detail: format!(
+                "cannot append to {}: {}",
+                path.display(),
+                toolbelt_core::error_chain(&e)
+            ),
             retry_after: None,
         })
 }

@@ -7,7 +7,7 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde_json::{Value, json};
 use toolbelt_net::tls::{self, TlsError};
 
-use super::{Outgoing, SEND_TIMEOUT_MS, Secret, SendError};
+use super::{Outgoing, SEND_TIMEOUT_MS, Secret, SendError, config_error, config_failed};
 use crate::error::{SchedError, SchedResult};
 
 /// The header carrying the message id.
@@ -30,8 +30,8 @@ enum ClientError {
     #[error(transparent)]
     Tls(#[from] TlsError),
     /// Held without its URL.
-    #[error("the HTTP client cannot be built: {0}")]
-    Build(reqwest::Error),
+    #[error("the HTTP client cannot be built")]
+    Build(#[source] reqwest::Error),
 }
 
 impl From<reqwest::Error> for ClientError {
@@ -43,9 +43,15 @@ impl From<reqwest::Error> for ClientError {
 /// The client is shared by every HTTP channel: none of them is named.
 impl From<ClientError> for SchedError {
     fn from(e: ClientError) -> Self {
-        SchedError::Config {
-            channel: "(all HTTP channels)".into(),
-            message: e.to_string(),
+        const ALL: &str = "(all HTTP channels)";
+        match e {
+            // The TLS error's own message is this layer's: nothing goes before it.
+            ClientError::Tls(TlsError::RootCertificate(e)) => {
+                config_failed(ALL, "root certificate", e)
+            }
+            ClientError::Tls(TlsError::Setup(e)) => config_failed(ALL, "TLS", e),
+            ClientError::Tls(e) => config_error(ALL, toolbelt_core::error_chain(&e)),
+            ClientError::Build(e) => config_failed(ALL, "the HTTP client cannot be built", e),
         }
     }
 }
@@ -72,15 +78,8 @@ impl From<reqwest::Error> for SendError {
             "request failed"
         };
         let e = e.without_url();
-        let mut detail = format!("{kind}: {e}");
-        let mut source = std::error::Error::source(&e);
-        while let Some(s) = source {
-            detail.push_str(": ");
-            detail.push_str(&s.to_string());
-            source = s.source();
-        }
         SendError::Retry {
-            detail,
+            detail: format!("{kind}: {}", toolbelt_core::error_chain(&e)),
             retry_after: None,
         }
     }

@@ -184,12 +184,14 @@ pub(crate) enum AttachmentError {
 impl From<AttachmentError> for SendError {
     fn from(e: AttachmentError) -> SendError {
         SendError::Refused {
-            detail: e.to_string(),
+            detail: toolbelt_core::error_chain(&e),
         }
     }
 }
 
-/// A failed send.
+/// A failed send. Its detail is text, not a typed source: it is stored in the
+/// outbox row and read back from there, so the cause is joined into it
+/// ([`error_chain`](toolbelt_core::error_chain)) where the send fails.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SendError {
     /// Worth another try (429, 5xx, a network failure), after `retry_after` when
@@ -456,6 +458,20 @@ fn config_error(channel: &str, message: impl Into<String>) -> SchedError {
     SchedError::Config {
         channel: channel.to_string(),
         message: message.into(),
+        source: None,
+    }
+}
+
+/// [`SchedError::Config`] for `channel`: `message`, because of `source`.
+fn config_failed(
+    channel: &str,
+    message: impl Into<String>,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> SchedError {
+    SchedError::Config {
+        channel: channel.to_string(),
+        message: message.into(),
+        source: Some(Box::new(source)),
     }
 }
 

@@ -29,15 +29,15 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::conn::Peer;
+use crate::error::ApiError;
+use crate::http::security::{constant_time_eq, digest};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use sha2::{Digest, Sha256};
-
-use crate::error::ApiError;
 
 /// How long a session lasts after login, in seconds (12 hours).
 pub const SESSION_TTL_SECS: u64 = 12 * 60 * 60;
@@ -196,7 +196,7 @@ impl Web {
     /// (which it then uses up).
     fn accepts(&self, token: Option<&str>, once: Option<&str>) -> bool {
         if let (Some(token), Some(expected)) = (token, &self.token_digest) {
-            return crate::http::constant_time_eq(&digest(token.trim()), expected);
+            return constant_time_eq(&digest(token.trim()), expected);
         }
         let Some(once) = once else {
             return false;
@@ -207,7 +207,7 @@ impl Web {
         match *code {
             Some((expected, created))
                 if created.elapsed() < Duration::from_secs(LOGIN_CODE_TTL_SECS)
-                    && crate::http::constant_time_eq(&digest(once.trim()), &expected) =>
+                    && constant_time_eq(&digest(once.trim()), &expected) =>
             {
                 *code = None;
                 true
@@ -351,10 +351,23 @@ fn login_page(status: StatusCode, message: Option<&str>) -> Response {
     html(status, body.into_bytes())
 }
 
+/// Counts a wrong token of `peer`'s client and, past its burst, holds the answer
+/// back for as long as the client has to wait for another prompt answer: the
+/// sender is slowed, and its connection stays free to close for another client.
+/// Returns the wait, when there was one. A request with the right token never
+/// comes here.
+pub(crate) async fn hold_back_wrong_token(web: &Web, peer: Option<&Peer>) -> Option<Duration> {
+    let client = peer.map_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |p| p.addr.ip());
+    let wait = web.wrong_token(client)?;
+    let _held = peer.map(|p| p.conn.hold());
+    tokio::time::sleep(wait.min(Duration::from_secs(LOGIN_REFILL_SECS))).await;
+    Some(wait)
+}
+
 /// `POST /login`: a form (`token=...` or `once=...`).
 async fn login(
     State(web): State<Arc<Web>>,
-    peer: Option<axum::Extension<crate::conn::Peer>>,
+    peer: Option<axum::Extension<Peer>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -377,7 +390,7 @@ async fn login(
     }
     if !web.accepts(token.as_deref(), once.as_deref()) {
         tracing::info!(target: "toolbelt::serve", "refused: wrong token at login");
-        if let Some(wait) = crate::http::hold_back_wrong_token(&web, peer.as_ref()).await {
+        if let Some(wait) = hold_back_wrong_token(&web, peer.as_ref()).await {
             let secs = wait.as_secs().max(1);
             let mut response = login_page(
                 StatusCode::TOO_MANY_REQUESTS,
@@ -432,10 +445,6 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
             let (n, v) = pair.trim().split_once('=')?;
             (n == name && !v.is_empty()).then_some(v)
         })
-}
-
-fn digest(text: &str) -> [u8; 32] {
-    Sha256::digest(text.as_bytes()).into()
 }
 
 /// [`SECRET_BYTES`] random bytes as hex; `None` without a randomness source.

@@ -50,14 +50,13 @@ async fn answer(
     UrlPath(id): UrlPath<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let body = crate::http::read_body(body, state.max_body_bytes)?;
+    let body = crate::http::body::read_body(body, state.max_body_bytes)?;
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::InvalidParams(
             "the body is empty: send {\"answers\": [...]} or {\"decline\": true}".into(),
         ));
     }
-    let reply: Reply = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::InvalidParams(format!("the body is not an answer: {e}")))?;
+    let reply: Reply = serde_json::from_slice(&body).map_err(ApiError::NotAnAnswer)?;
     match state.questions.answer(&id, reply) {
         Ok(answered) => {
             let status = if answered { "answered" } else { "declined" };

@@ -15,7 +15,8 @@ use toolbelt_fs::patch::{self, Action, FileOp, MatchTier, PathScope};
 use toolbelt_fs::text::{self, Encoding, Sniffed};
 use toolbelt_fs::{Change, FsError, WorkPath, content_hash};
 
-use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS, Workspace, blocking, workspace};
+use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS};
+use crate::workspace::{Workspace, blocking, workspace};
 
 /// Context lines around each change in a dry run's diff.
 const DIFF_CONTEXT_LINES: usize = 3;

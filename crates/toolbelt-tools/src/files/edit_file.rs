@@ -8,8 +8,9 @@ use serde_json::json;
 use toolbelt_core::human::plural;
 use toolbelt_core::{Category, Reply, Subject, ToolContext, ToolResult, ToolSpec, TypedTool};
 
+use crate::files::WRITE_HINTS;
 use crate::files::edits::{EditRequest, LineSpan, OwnedEdit, list_ranges, run};
-use crate::files::{WRITE_HINTS, workspace};
+use crate::workspace::workspace;
 
 /// Arguments of `edit_file`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -13,7 +13,8 @@ use toolbelt_fs::edit::{
 use toolbelt_fs::text::{Sniffed, decode, encode, sniff};
 use toolbelt_fs::{FsError, WorkPath, WriteOptions, content_hash};
 
-use crate::files::{MAX_EDIT_BYTES, Workspace, blocking};
+use crate::files::MAX_EDIT_BYTES;
+use crate::workspace::{Workspace, blocking};
 
 /// Most lines of the diff snippet in a result's text (the full diff is in `data.diff`).
 const MAX_SNIPPET_LINES: usize = 60;
@@ -178,7 +179,7 @@ fn edit_error(shown: &str, err: MultiEditError, single: bool) -> ToolError {
     let message = if single {
         format!("{shown}: {}", err.source)
     } else {
-        format!("{shown}: {err}")
+        format!("{shown}: {}", toolbelt_core::error_chain(&err))
     };
     let mut data = match &err.source {
         EditError::Ambiguous {

@@ -11,7 +11,7 @@ use toolbelt_core::{
 use toolbelt_fs::EntryKind;
 use toolbelt_search::tree::{self, Tree, TreeOptions};
 
-use crate::files::{Workspace, blocking, workspace};
+use crate::workspace::{Workspace, blocking, workspace};
 
 /// Deepest listing run inline where the session allows it (see `Workspace::run`).
 const MAX_INLINE_DEPTH: u32 = 3;

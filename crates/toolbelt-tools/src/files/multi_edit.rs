@@ -7,7 +7,7 @@ use toolbelt_core::human::plural;
 use toolbelt_core::{Category, Reply, Subject, ToolContext, ToolResult, ToolSpec, TypedTool};
 
 use crate::files::edits::{EditRequest, LineSpan, OwnedEdit, list_ranges, run};
-use crate::files::workspace;
+use crate::workspace::workspace;
 
 /// One replacement of `multi_edit`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

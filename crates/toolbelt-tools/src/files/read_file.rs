@@ -13,7 +13,7 @@ use toolbelt_fs::text::{self, Encoding, RenderOptions, Sniffed};
 use toolbelt_fs::{FsError, WorkPath};
 use toolbelt_search::tree::{self, TreeOptions};
 
-use crate::files::{Workspace, workspace};
+use crate::workspace::{Workspace, workspace};
 
 /// The largest file read into memory; larger ones are refused with TOO_LARGE.
 pub const MAX_READ_BYTES: u64 = 100_000_000;

@@ -11,7 +11,8 @@ use toolbelt_core::{
 use toolbelt_fs::text::{self, Encoding, LineEnding, Sniffed};
 use toolbelt_fs::{EntryKind, FsError, WorkPath, WriteOptions, content_hash};
 
-use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS, Workspace, blocking, workspace};
+use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS};
+use crate::workspace::{Workspace, blocking, workspace};
 
 /// Diffs up to this many bytes are returned with every write (always with `dry_run`).
 pub const MAX_INLINE_DIFF_BYTES: usize = 4_000;

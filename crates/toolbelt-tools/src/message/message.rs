@@ -9,8 +9,8 @@ use toolbelt_core::{
 };
 use toolbelt_sched::{Attachment, MAX_MEDIA_BYTES, Messaging, NewMessage};
 
-use crate::files::workspace;
-use crate::message::{MessageOutput, delivery_reply, delivery_wait, with_channels};
+use crate::delivery::{MessageOutput, delivery_reply, delivery_wait, with_channels};
+use crate::workspace::workspace;
 
 /// Arguments of `message`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -16,7 +16,7 @@ use toolbelt_store::{
     list_cron_jobs, remove_cron_job,
 };
 
-use crate::message::{delivery_reply, delivery_wait, with_channels};
+use crate::delivery::{delivery_reply, delivery_wait, with_channels};
 use crate::stored::workspace_key;
 
 /// What to do.

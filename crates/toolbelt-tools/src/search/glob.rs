@@ -13,8 +13,8 @@ use toolbelt_core::{
 use toolbelt_search::Stop;
 use toolbelt_search::glob::{DEFAULT_LIMIT, Glob as Engine, GlobOptions, GlobReport, GlobSort};
 
-use crate::files::{blocking, workspace};
 use crate::search::{SearchWatch, search_root, search_timeout, secret_files};
+use crate::workspace::{blocking, workspace};
 
 /// Arguments of `glob`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

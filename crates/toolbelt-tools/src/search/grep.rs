@@ -17,8 +17,8 @@ use toolbelt_search::grep::{
     MAX_CONTEXT_LINES, OutputMode,
 };
 
-use crate::files::{blocking, workspace};
 use crate::search::{SearchWatch, search_root, search_timeout, secret_files};
+use crate::workspace::{blocking, workspace};
 
 /// Arguments of `grep`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -16,7 +16,7 @@ use toolbelt_fs::{EntryKind, FsError, WorkPath};
 use toolbelt_policy::secret_file_label;
 use toolbelt_search::{Budget, Withhold};
 
-use crate::files::Workspace;
+use crate::workspace::Workspace;
 
 /// Default time budget of one search.
 pub const DEFAULT_SEARCH_TIMEOUT_MS: u64 = 30_000;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use toolbelt_core::error_chain;
 use toolbelt_core::output::OutputBudget;
 use toolbelt_core::{
     Category, ErrorCode, Hints, MAX_TIMEOUT_MS, Reply, Subject, ToolContext, ToolError, ToolResult,
@@ -18,8 +19,8 @@ use toolbelt_exec::{EnvPolicy, ExecOutcome, ExecRequest, Shells, StartRequest};
 use toolbelt_fs::EntryKind;
 use toolbelt_sandbox::{Sandbox, SandboxMode};
 
-use crate::files::workspace;
 use crate::shell::millis;
+use crate::workspace::workspace;
 
 /// The longest timeout a call may ask for, in seconds.
 pub const MAX_BASH_TIMEOUT_SECS: u64 = MAX_TIMEOUT_MS / 1000;
@@ -128,23 +129,6 @@ impl Bash {
             shells,
             sandbox: None,
         }
-    }
-
-    /// A `bash` tool whose commands get environments made by `env`.
-    #[must_use]
-    pub fn with_env_policy(env: EnvPolicy) -> Bash {
-        Bash {
-            env,
-            shells: Shells::default(),
-            sandbox: None,
-        }
-    }
-
-    /// The same tool, keeping its background shells in `shells`.
-    #[must_use]
-    pub fn with_shells(mut self, shells: Shells) -> Bash {
-        self.shells = shells;
-        self
     }
 
     /// The same tool, running its commands (background shells too) in `sandbox`;
@@ -258,7 +242,7 @@ impl TypedTool for Bash {
         }
         // Calls past the cap wait their turn (and can be cancelled while they wait).
         let _slot = tokio::select! {
-            slot = SLOTS.acquire() => slot.map_err(|e| ToolError::new(ErrorCode::Internal, e.to_string()))?,
+            slot = SLOTS.acquire() => slot.map_err(|e| ToolError::new(ErrorCode::Internal, error_chain(&e)))?,
             () = ctx.cancel_token().cancelled() => {
                 return Err(ToolError::new(ErrorCode::Cancelled, "the command was cancelled before it started"));
             }

@@ -5,6 +5,7 @@ use std::time::Duration;
 use regex::Regex;
 use schemars::JsonSchema;
 use serde::Deserialize;
+use toolbelt_core::error_chain;
 use toolbelt_core::{
     Category, ErrorCode, Hints, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
@@ -96,7 +97,10 @@ fn compile_filter(filter: Option<&str>) -> Result<Option<Regex>, ToolError> {
         Some(pattern) => Regex::new(pattern).map(Some).map_err(|e| {
             ToolError::new(
                 ErrorCode::InvalidParams,
-                format!("filter {pattern:?} is not a valid regular expression: {e}"),
+                format!(
+                    "filter {pattern:?} is not a valid regular expression: {}",
+                    error_chain(&e)
+                ),
             )
             .hint("use Rust regex syntax, e.g. \"error|warning\"; escape literal ( [ . * with \\")
         }),

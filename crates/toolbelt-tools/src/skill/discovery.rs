@@ -5,22 +5,25 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use serde::Deserialize;
+use toolbelt_core::closest::STRONG_MATCH;
+use toolbelt_core::error_chain;
 use toolbelt_core::front_matter::{self, FrontMatterError};
+use toolbelt_core::sync::lock;
 
 /// The file that makes a folder a skill.
 pub const SKILL_FILE: &str = "SKILL.md";
 /// Longest skill name, in bytes.
-pub const MAX_SKILL_NAME_LEN: usize = 64;
+pub(crate) const MAX_SKILL_NAME_LEN: usize = 64;
 /// Largest `SKILL.md` read, in bytes; a larger one is reported and skipped.
-pub const MAX_SKILL_FILE_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_SKILL_FILE_BYTES: u64 = 1024 * 1024;
 /// Entries of one skills directory looked at; the rest are reported and ignored.
-pub const MAX_ENTRIES_PER_DIR: usize = 1_000;
+pub(crate) const MAX_ENTRIES_PER_DIR: usize = 1_000;
 /// Files of a skill's folder listed by [`Skill::files`].
-pub const MAX_LISTED_FILES: usize = 50;
+pub(crate) const MAX_LISTED_FILES: usize = 50;
 /// How deep [`Skill::files`] goes below the skill's folder.
 const MAX_FILES_DEPTH: usize = 4;
 /// Folders [`Skill::files`] does not enter: caches and installed packages.
@@ -57,7 +60,7 @@ impl Skill {
     }
 
     /// The other files of the skill's folder, relative to it with `/` between
-    /// parts, sorted, at most [`MAX_LISTED_FILES`]; `true` when there are more.
+    /// parts, sorted, at most 50; `true` when there are more.
     /// Hidden entries and package caches are left out; symbolic links to folders
     /// are listed, not entered.
     pub fn files(&self) -> (Vec<String>, bool) {
@@ -140,9 +143,6 @@ pub struct UnknownSkill {
     /// The folders searched for skills, in precedence order.
     pub dirs: Vec<PathBuf>,
 }
-
-/// A similarity at which a name is offered as "did you mean".
-const STRONG_MATCH: f64 = 0.8;
 
 impl fmt::Display for UnknownSkill {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -334,11 +334,7 @@ impl Skills {
     pub(crate) fn catalog(&self) -> Arc<Catalog> {
         let listing = list(&self.dirs());
         {
-            let cache = self
-                .inner
-                .cache
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let cache = lock(&self.inner.cache);
             if let Some((print, catalog)) = cache.as_ref()
                 && *print == listing.print
             {
@@ -347,11 +343,7 @@ impl Skills {
         }
         let print = listing.print.clone();
         let catalog = Arc::new(parse_listing(listing));
-        *self
-            .inner
-            .cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some((print, Arc::clone(&catalog)));
+        *lock(&self.inner.cache) = Some((print, Arc::clone(&catalog)));
         catalog
     }
 }
@@ -359,27 +351,14 @@ impl Skills {
 /// The names of `names` closest to `name`: those similar enough, best first, at
 /// most three; else the three best.
 fn closest(name: &str, names: &[String]) -> Vec<String> {
-    let want = name.to_lowercase();
-    let mut scored: Vec<(f64, &String)> = names
+    let ranked = toolbelt_core::closest::closest(name, names.iter().map(String::as_str), 3);
+    let strong: Vec<String> = ranked
         .iter()
-        .map(|cand| {
-            let c = cand.to_lowercase();
-            let mut score = strsim::jaro_winkler(&want, &c);
-            if !want.is_empty() && (c.contains(&want) || want.contains(&c)) {
-                score += 0.2;
-            }
-            (score, cand)
-        })
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-    let strong: Vec<String> = scored
-        .iter()
-        .filter(|(s, _)| *s >= STRONG_MATCH)
-        .take(3)
-        .map(|(_, n)| (*n).clone())
+        .filter(|m| m.score >= STRONG_MATCH)
+        .map(|m| m.name.to_owned())
         .collect();
     if strong.is_empty() && names.len() > 3 {
-        scored.into_iter().take(3).map(|(_, n)| n.clone()).collect()
+        ranked.iter().map(|m| m.name.to_owned()).collect()
     } else {
         strong
     }
@@ -437,7 +416,7 @@ fn list(dirs: &[PathBuf]) -> Listing {
             Err(e) => {
                 listing.problems.push(SkillProblem {
                     path: dir.clone(),
-                    message: format!("the skills directory cannot be read: {e}"),
+                    message: format!("the skills directory cannot be read: {}", error_chain(&e)),
                 });
                 continue;
             }
@@ -533,7 +512,7 @@ fn parse_listing(listing: Listing) -> Catalog {
             Err(e) => {
                 problems.push(SkillProblem {
                     path: candidate.file,
-                    message: e.to_string(),
+                    message: error_chain(&e),
                 });
                 continue;
             }
@@ -563,7 +542,8 @@ fn parse_listing(listing: Listing) -> Catalog {
     }
 }
 
-/// What is wrong with a `SKILL.md`, in the words of a [`SkillProblem`].
+/// What is wrong with a `SKILL.md`, in the words of a [`SkillProblem`] (the
+/// message of the error, then each of its causes, joined with `: `).
 #[derive(Debug, thiserror::Error)]
 enum SkillFileError {
     /// Over [`MAX_SKILL_FILE_BYTES`].
@@ -572,23 +552,30 @@ enum SkillFileError {
     )]
     TooLarge { size: u64 },
     /// The file cannot be read.
-    #[error("the file cannot be read: {0}")]
-    Unreadable(#[from] std::io::Error),
+    #[error("the file cannot be read")]
+    Unreadable(#[source] std::io::Error),
     /// The file is not UTF-8.
+    #[error("the file is not UTF-8 text (invalid byte at offset {offset})")]
+    NotUtf8 {
+        /// The offset of the first byte that is not UTF-8.
+        offset: usize,
+    },
+    /// The file does not start with front matter.
     #[error(
-        "the file is not UTF-8 text (invalid byte at offset {})",
-        .0.utf8_error().valid_up_to()
+        "the file does not start with front matter: write `---`, `name: ...`, `description: ...` and `---` as its first lines ({})",
+        FrontMatterError::Missing
     )]
-    NotUtf8(#[from] std::string::FromUtf8Error),
-    /// The front matter is missing or cannot be read.
-    #[error("{}", front_matter_problem(.0))]
-    FrontMatter(#[from] FrontMatterError),
+    NoFrontMatter,
+    /// The front matter cannot be read: its own error says what to write.
+    #[error(transparent)]
+    FrontMatter(FrontMatterError),
     /// The name cannot name a skill.
-    #[error("invalid name {name:?}{}: {why}", at_line(*.line))]
+    #[error("invalid name {name:?}{}", at_line(*.line))]
     Name {
         name: String,
         /// The line of `name:` in the file.
         line: Option<usize>,
+        #[source]
         why: BadName,
     },
     /// The description is empty.
@@ -600,6 +587,15 @@ enum SkillFileError {
         /// The line of `description:` in the file.
         line: Option<usize>,
     },
+}
+
+impl From<FrontMatterError> for SkillFileError {
+    fn from(e: FrontMatterError) -> SkillFileError {
+        match e {
+            FrontMatterError::Missing => SkillFileError::NoFrontMatter,
+            other => SkillFileError::FrontMatter(other),
+        }
+    }
 }
 
 /// Why a name cannot name a skill.
@@ -615,15 +611,6 @@ enum BadName {
     Start,
 }
 
-fn front_matter_problem(e: &FrontMatterError) -> String {
-    match e {
-        FrontMatterError::Missing => format!(
-            "the file does not start with front matter: write `---`, `name: ...`, `description: ...` and `---` as its first lines ({e})"
-        ),
-        other => other.to_string(),
-    }
-}
-
 /// ` (line N)`, or nothing when the line is not known.
 fn at_line(line: Option<usize>) -> String {
     line.map_or_else(String::new, |l| format!(" (line {l})"))
@@ -636,7 +623,10 @@ fn parse_candidate(candidate: &Candidate) -> Result<Skill, SkillFileError> {
             size: candidate.size,
         });
     }
-    let text = String::from_utf8(std::fs::read(&candidate.file)?)?;
+    let bytes = std::fs::read(&candidate.file).map_err(SkillFileError::Unreadable)?;
+    let text = String::from_utf8(bytes).map_err(|e| SkillFileError::NotUtf8 {
+        offset: e.utf8_error().valid_up_to(),
+    })?;
     let doc = front_matter::parse::<Meta>(&text)?;
     let name = doc.meta.name.trim().to_string();
     check_name(&name).map_err(|why| SkillFileError::Name {

@@ -12,10 +12,5 @@ mod discovery;
 #[allow(clippy::module_inception)]
 mod skill;
 
-pub use discovery::{
-    MAX_ENTRIES_PER_DIR, MAX_LISTED_FILES, MAX_SKILL_FILE_BYTES, MAX_SKILL_NAME_LEN, SKILL_FILE,
-    Skill, SkillProblem, SkillScan, Skills, UnknownSkill, skill_dirs,
-};
-pub use skill::{
-    MAX_LISTED_DESCRIPTION_CHARS, MAX_LISTED_SKILLS, SkillOutput, SkillParams, SkillTool,
-};
+pub use discovery::{SKILL_FILE, Skill, SkillProblem, SkillScan, Skills, UnknownSkill, skill_dirs};
+pub use skill::SkillTool;

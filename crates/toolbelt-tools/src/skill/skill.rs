@@ -14,9 +14,9 @@ use toolbelt_core::{
 use super::discovery::{Catalog, Skills, UnknownSkill};
 
 /// Skills the description lists; the others are counted.
-pub const MAX_LISTED_SKILLS: usize = 50;
+pub(crate) const MAX_LISTED_SKILLS: usize = 50;
 /// Characters of a skill's description the listing keeps.
-pub const MAX_LISTED_DESCRIPTION_CHARS: usize = 200;
+pub(crate) const MAX_LISTED_DESCRIPTION_CHARS: usize = 200;
 
 /// Arguments of `skill`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

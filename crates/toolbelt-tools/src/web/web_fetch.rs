@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolbelt_core::sync::lock;
 use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, Subject, ToolContext, ToolError, ToolResult, ToolSpec,
     TypedTool,
@@ -214,7 +215,10 @@ impl TypedTool for WebFetch {
         let fetcher = self.fetcher.as_ref().map_err(|e| {
             ToolError::new(
                 ErrorCode::Internal,
-                format!("web fetching is not set up: {e}"),
+                format!(
+                    "web fetching is not set up: {}",
+                    toolbelt_core::error_chain(e)
+                ),
             )
         })?;
         let url = p.url.trim().to_string();
@@ -233,7 +237,7 @@ impl TypedTool for WebFetch {
                 .clamp(1, MAX_FETCH_TIMEOUT_SECS),
         );
         let key = (url.clone(), format);
-        let cached = self.cache.lock().ok().and_then(|mut c| c.get(&key));
+        let cached = lock(&self.cache).get(&key);
         let (page, from_cache) = match cached {
             Some(page) => (page, true),
             None => {
@@ -246,9 +250,7 @@ impl TypedTool for WebFetch {
                     }
                 };
                 let page = Arc::new(prepare(&fetched, format)?);
-                if let Ok(mut c) = self.cache.lock() {
-                    c.put(key, Arc::clone(&page));
-                }
+                lock(&self.cache).put(key, Arc::clone(&page));
                 (page, false)
             }
         };

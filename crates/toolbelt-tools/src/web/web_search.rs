@@ -140,7 +140,10 @@ impl TypedTool for WebSearch {
         let searcher = self.searcher.as_ref().map_err(|e| {
             ToolError::new(
                 ErrorCode::Internal,
-                format!("web search is not set up: {e}"),
+                format!(
+                    "web search is not set up: {}",
+                    toolbelt_core::error_chain(e)
+                ),
             )
         })?;
         let query_text = p.query.trim().to_string();

@@ -1,6 +1,6 @@
 //! Results formatted back for each producer.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use toolbelt_core::{Envelope, Status};
 
@@ -56,15 +56,32 @@ pub fn to_anthropic_tool_result(tool_use_id: &str, env: &Envelope) -> Value {
 /// `isError` for error envelopes. An image result (`data.image`) becomes an image
 /// content item too.
 pub fn to_mcp_call_result(env: &Envelope) -> Value {
-    let mut content = vec![json!({"type": "text", "text": env.text})];
+    mcp_call_result(env.text.clone(), env, Some(env.to_value()))
+}
+
+/// [`to_mcp_call_result`] for an envelope that is no longer needed (its text is
+/// moved, not copied), with the whole envelope as `structuredContent` only when
+/// `structured`: a server leaves it out for clients that would show it to the
+/// model in place of the text.
+pub fn into_mcp_call_result(mut env: Envelope, structured: bool) -> Value {
+    let structured = structured.then(|| env.to_value());
+    let text = std::mem::take(&mut env.text);
+    mcp_call_result(text, &env, structured)
+}
+
+/// The MCP result of `env` with `text` as its text content.
+fn mcp_call_result(text: String, env: &Envelope, structured: Option<Value>) -> Value {
+    let mut content = vec![json!({"type": "text", "text": text})];
     if let Some((mime, data)) = image_of(env) {
         content.push(json!({"type": "image", "data": data, "mimeType": mime}));
     }
-    json!({
-        "content": content,
-        "structuredContent": env.to_value(),
-        "isError": env.status == Status::Error,
-    })
+    let mut result = Map::new();
+    result.insert("content".into(), Value::Array(content));
+    if let Some(structured) = structured {
+        result.insert("structuredContent".into(), structured);
+    }
+    result.insert("isError".into(), Value::Bool(env.status == Status::Error));
+    Value::Object(result)
 }
 
 /// The image a result carries, as `(mime_type, base64 data)`: tools that return

@@ -180,3 +180,16 @@ fn image_results_become_image_content() {
         1
     );
 }
+
+#[test]
+fn an_owned_mcp_result_is_the_same_with_or_without_the_envelope() {
+    for env in [success(), failure()] {
+        let mut expected = to_mcp_call_result(&env);
+        assert_eq!(into_mcp_call_result(env.clone(), true), expected);
+        expected
+            .as_object_mut()
+            .unwrap()
+            .remove("structuredContent");
+        assert_eq!(into_mcp_call_result(env, false), expected);
+    }
+}

@@ -19,7 +19,8 @@
 //! an `INVALID_PARAMS` envelope naming the problem.
 //!
 //! Results go back with [`to_openai_tool_message`], [`to_openai_responses_output`],
-//! [`to_anthropic_tool_result`], [`to_mcp_call_result`] and [`to_observation`].
+//! [`to_anthropic_tool_result`], [`to_mcp_call_result`] (and [`into_mcp_call_result`]) and
+//! [`to_observation`].
 //!
 //! ```
 //! use serde_json::json;
@@ -54,7 +55,7 @@ mod written;
 
 pub use anthropic::parse_anthropic_tool_uses;
 pub use format::{
-    image_of, to_anthropic_tool_result, to_mcp_call_result, to_observation,
+    image_of, into_mcp_call_result, to_anthropic_tool_result, to_mcp_call_result, to_observation,
     to_openai_responses_output, to_openai_tool_message,
 };
 pub use openai::parse_openai_tool_calls;

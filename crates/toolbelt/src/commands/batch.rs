@@ -75,6 +75,6 @@ impl BatchArgs {
                 .with_context(|| format!("cannot read the calls from {}", self.file))?
         };
         // The parser's message is whole (what is wrong and how a batch looks).
-        parse_calls(&json).map_err(anyhow::Error::msg)
+        Ok(parse_calls(&json)?)
     }
 }

@@ -104,8 +104,10 @@ fn check(settings: Result<Settings>) -> Report {
             Ok(None) => "no sandbox: commands run with the server's own rights".to_string(),
             Err(e) => {
                 ok = false;
-                problems.push(e.to_string());
-                format!("refused: {e}")
+                let why = toolbelt_core::error_chain(&e);
+                let refused = format!("refused: {why}");
+                problems.push(why);
+                refused
             }
         }
     } else {

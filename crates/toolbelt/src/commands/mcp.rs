@@ -78,9 +78,7 @@ pub fn run(flags: &McpFlags, ws: Workspace, mcp: &McpConfig, g: &Global) -> Resu
             let mut ws = for_roots(&g, roots, &upstreams).map_err(|e| format!("{e:#}"))?;
             let writer = runtime::start_call_log(&mut ws.registry, &ws.store, ws.call_log);
             ws.attach_subagents();
-            if let Ok(mut all) = logs.lock() {
-                all.push(writer);
-            }
+            toolbelt_core::sync::lock(&logs).push(writer);
             Ok(ws.registry)
         });
     }
@@ -93,7 +91,7 @@ pub fn run(flags: &McpFlags, ws: Workspace, mcp: &McpConfig, g: &Global) -> Resu
         }
     });
     outbox.cancel();
-    let writers: Vec<Option<CallLogWriter>> = logs.lock().map(|l| l.clone()).unwrap_or_default();
+    let writers: Vec<Option<CallLogWriter>> = toolbelt_core::sync::lock(&logs).clone();
     for writer in writers.iter().flatten() {
         rt.block_on(writer.flush());
     }

@@ -1253,3 +1253,20 @@ fn a_command_cannot_reach_the_terminal_the_server_runs_in() {
     // The shell leads its own session and process group.
     assert_eq!((ids[1], ids[2]), (ids[0], ids[0]), "{text}");
 }
+
+#[test]
+fn serve_on_a_taken_port_says_the_os_error_once() {
+    let root = TempDir::new().unwrap();
+    // The test holds the port for the whole run.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let bind = held.local_addr().unwrap().to_string();
+    let run = toolbelt(root.path(), &["serve", "--bind", &bind, "--no-token"]);
+    assert_ne!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.stderr.matches("Address already in use").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    drop(held);
+}

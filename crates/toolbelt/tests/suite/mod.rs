@@ -6,6 +6,7 @@ mod agent;
 mod agent_tui;
 mod cli;
 mod cron;
+mod docs;
 mod layout;
 mod leftovers;
 mod mcp;

@@ -54,7 +54,7 @@ impl Prompted {
 impl Approver for Prompted {
     fn approve<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
         let key = Prompted::always_key(&request);
-        let remembered = self.always.lock().is_ok_and(|set| set.contains(&key));
+        let remembered = toolbelt_core::sync::lock(&self.always).contains(&key);
         let ask = Ask {
             tool: request.tool.to_string(),
             preview: self
@@ -79,9 +79,7 @@ impl Approver for Prompted {
             match rx.await {
                 Ok(Answer::Yes) => Approval::Approve,
                 Ok(Answer::Always) => {
-                    if let Ok(mut set) = self.always.lock() {
-                        set.insert(key);
-                    }
+                    toolbelt_core::sync::lock(&self.always).insert(key);
                     Approval::Approve
                 }
                 Ok(Answer::No(reason)) => Approval::Decline { reason },

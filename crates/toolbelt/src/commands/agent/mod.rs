@@ -71,8 +71,9 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
     }
     let mut settings = AgentSettings::for_command(&args, config)?;
     let resume = match (&args.resume, args.continue_latest) {
-        // The message of `find` is whole: no run, or which runs the prefix fits.
-        (Some(id), _) => Some(transcript::find(&runs_dir, id).map_err(anyhow::Error::msg)?),
+        // The error of `find` says it all: no run, which runs the prefix fits, or
+        // why the folder cannot be read (its cause).
+        (Some(id), _) => Some(transcript::find(&runs_dir, id)?),
         (None, true) => Some(
             transcript::latest(&runs_dir)
                 .with_context(|| format!("cannot read {}", runs_dir.display()))?

@@ -1,6 +1,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::io::{self, Write};
+use std::path::Path;
+
+use super::page::new_output_id;
 use super::*;
+use crate::envelope::{Envelope, Status};
+use crate::human::human_bytes;
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use serde_json::json;

@@ -1,0 +1,67 @@
+//! Output budgets and spill files.
+//!
+//! Every text a model reads has a budget ([`OutputBudget`], 30,000 bytes by default).
+//! Output over it is cut to the head, the tail **and the lines in between that look
+//! like errors** ([`ERROR_MARKERS`], then [`WARNING_MARKERS`]), with markers saying
+//! what was left out; the full output is streamed to `<spill_dir>/<output_id>.txt`,
+//! from where [`read_spilled`] pages it back (the `read_output` tool).
+//!
+//! - [`OutputSink`]: a streaming, memory-bounded writer for a tool's output; finish
+//!   it to get a [`Captured`].
+//! - [`apply_budget`] / [`truncate_in_memory`]: the same for a text already in memory.
+//! - [`Captured::apply_to`]: puts the result into an [`Envelope`](crate::Envelope)
+//!   (`partial`, `data.truncated`, `data.output_id`, `stats.output_bytes`/`output_lines`).
+//!
+//! ```
+//! use std::io::Write;
+//! use toolbelt_core::output::{OutputBudget, OutputSink, read_spilled};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let mut sink = OutputSink::new(OutputBudget::with_max_bytes(2_000), dir.path().to_path_buf());
+//! for i in 1..=1_000 {
+//!     if i == 500 {
+//!         writeln!(sink, "error[E0425]: cannot find value `x` in this scope").unwrap();
+//!     } else {
+//!         writeln!(sink, "compiling crate {i}").unwrap();
+//!     }
+//! }
+//! let captured = sink.finish().unwrap();
+//! assert!(captured.truncated && captured.text.len() <= 2_000);
+//! assert!(captured.text.contains("[line 500] error[E0425]"));
+//! let id = captured.output_id.unwrap();
+//! let page = read_spilled(dir.path(), &id, 500, 1).unwrap();
+//! assert!(page.text.starts_with("   500\terror[E0425]"));
+//! ```
+//!
+//! Memory stays bounded whatever the output: the sink holds at most `max_bytes`
+//! before it spills, then the head, a ring buffer of the tail, a prefix of the
+//! current line and at most `max_error_lines` error lines of `max_line_bytes` each.
+//!
+//! The module's rooms: `budget` (the limits and the bounded result), `sink` (the
+//! streaming writer and its spill file), `truncate` (the layout of a cut text and
+//! its markers), `page` (saved outputs read back a page at a time), `cut` (line and
+//! character boundaries) and `reply` (where all this meets the tool layer).
+
+mod budget;
+mod cut;
+mod page;
+mod reply;
+mod sink;
+mod truncate;
+
+pub use budget::{
+    Captured, DEFAULT_MAX_ERROR_LINES, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_OUTPUT_BYTES,
+    MARKER_RESERVE_BYTES, OutputBudget,
+};
+pub use page::{
+    DEFAULT_READ_LIMIT_LINES, MAX_PAGE_BYTES, MAX_PAGE_LINE_BYTES, MAX_READ_LIMIT_LINES,
+    SpillError, SpilledPage, is_valid_output_id, read_spilled, read_spilled_within, spilled_path,
+};
+pub use sink::{OutputSink, apply_budget, truncate_in_memory};
+pub use truncate::{ERROR_MARKERS, WARNING_MARKERS};
+
+/// Counts as people read them; its home is [`crate::human::group`].
+pub use crate::human::group;
+
+#[cfg(test)]
+mod tests;
