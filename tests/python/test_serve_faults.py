@@ -2,9 +2,9 @@
 requests, silent and slow sockets, a burst of wrong tokens, kill -9 under concurrent
 writers, and two schedulers on one PostgreSQL database with one of them killed.
 
-What is checked is what the README promises ("As an MCP server": no local process can
-lock the owner out; "Messages and scheduled jobs": each tick fired once), not how the
-server does it.
+What is checked is what the docs promise (docs/security.md, "No local process can lock
+the owner out"; docs/messages-and-cron.md: each tick fired once), not how the server
+does it.
 
 The binary under test comes from the environment: TOOLBELT_BIN=/path/to/toolbelt; the
 two-server test needs a PostgreSQL server in TOOLBELT_TEST_DATABASE_URL (`.ci/postgres
@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 from serving import binary_from_env, free_port, toolbelt_serve
 
-# The README's numbers ("No local process can lock the owner out").
+# The numbers of docs/security.md ("No local process can lock the owner out").
 FIRST_REQUEST_S = 10.0
 MAX_CONNECTIONS = 256
 WRONG_TOKEN_BURST = 10
@@ -257,7 +257,7 @@ class Case:
     path: str
     body: bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    expect: int | None = None  # an exact status where the README names one; else any 4xx
+    expect: int | None = None  # an exact status where the docs name one; else any 4xx
     body_factory: Any = None  # a fresh iterable body for each run (streamed)
 
 

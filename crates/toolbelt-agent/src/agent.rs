@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
+use toolbelt_core::human::plural;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -330,8 +331,8 @@ impl Agent {
         }
         if running > 0 {
             self.notice(format!(
-                "waiting for {running} background subagent{} to report",
-                if running == 1 { "" } else { "s" }
+                "waiting for {running} background {} to report",
+                plural(running as u64, "subagent")
             ));
             subagents.wait_any(cancel).await;
         }

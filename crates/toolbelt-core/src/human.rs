@@ -47,6 +47,12 @@ pub fn group(n: u64) -> String {
     out
 }
 
+/// `one` when `n` is 1, else `many`: for the words [`plural`] cannot make
+/// (`entry`/`entries`, `looks`/`look`).
+pub fn noun<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
+}
+
 /// `word`, with an `s` unless `n` is 1.
 pub fn plural(n: u64, word: &str) -> String {
     if n == 1 {

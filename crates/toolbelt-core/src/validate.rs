@@ -1,5 +1,6 @@
 //! JSON-Schema validation that reports every violation with a readable path.
 
+use crate::human::plural;
 use std::fmt;
 
 use serde_json::Value;
@@ -125,8 +126,8 @@ pub(crate) fn pointer_to_path(pointer: &str) -> String {
 pub fn violations_message(tool: &str, violations: &[Violation]) -> String {
     let n = violations.len();
     let mut msg = format!(
-        "invalid arguments for {tool} ({n} problem{}):",
-        if n == 1 { "" } else { "s" }
+        "invalid arguments for {tool} ({n} {}):",
+        plural(n as u64, "problem")
     );
     for v in violations {
         msg.push_str("\n- ");

@@ -4,6 +4,7 @@
 //! squares over the rows of one range, no model.
 
 use std::collections::{HashMap, HashSet};
+use toolbelt_core::human::plural;
 
 use chrono::{Datelike, Duration, FixedOffset, NaiveDate, Offset, Utc, Weekday};
 use schemars::JsonSchema;
@@ -631,13 +632,13 @@ impl PatternAnalysis {
     /// A short readable summary, one line per section.
     pub fn summary(&self) -> String {
         let mut out = format!(
-            "Patterns of the last {} days ({} to {}, UTC{}): {} review{}.",
+            "Patterns of the last {} days ({} to {}, UTC{}): {} {}.",
             self.days,
             self.start_date,
             self.end_date,
             self.utc_offset,
             self.reviews,
-            if self.reviews == 1 { "" } else { "s" }
+            plural(self.reviews, "review")
         );
         if let Some(m) = &self.mood {
             out.push_str("\n- Mood: ");
@@ -645,10 +646,10 @@ impl PatternAnalysis {
                 out.push_str("no review with a mood.");
             } else {
                 out.push_str(&format!(
-                    "average {} over {} review{}",
+                    "average {} over {} {}",
                     or_dash(m.average),
                     m.count,
-                    if m.count == 1 { "" } else { "s" }
+                    plural(m.count, "review")
                 ));
                 match &m.trend {
                     Some(t) => out.push_str(&format!(
@@ -709,9 +710,9 @@ impl PatternAnalysis {
         }
         if let Some(s) = &self.streaks {
             out.push_str(&format!(
-                "\n- Streaks: current {} day{}, longest {}",
+                "\n- Streaks: current {} {}, longest {}",
                 s.current,
-                if s.current == 1 { "" } else { "s" },
+                plural(s.current as u64, "day"),
                 s.longest
             ));
             if let (Some(a), Some(b)) = (&s.longest_start, &s.longest_end) {

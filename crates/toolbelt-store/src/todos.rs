@@ -6,6 +6,7 @@
 //! updates and removes by id.
 
 use std::collections::{HashMap, HashSet};
+use toolbelt_core::human::noun;
 
 use sqlx::{Any, Row, Transaction};
 
@@ -224,7 +225,7 @@ fn unknown_ids_error(key: &TodoListKey, unknown: &[i64], current: &[Current]) ->
     } else {
         format!("its ids are {}", id_list(&known))
     };
-    let noun = if unknown.len() == 1 { "id" } else { "ids" };
+    let noun = noun(unknown.len() as u64, "id", "ids");
     StoreError::not_found(format!(
         "todo list {:?} has no todo with {noun} {}; {have}; nothing was changed",
         key.name,

@@ -1,6 +1,7 @@
 //! The layout of a truncated text: head, the error lines of the omitted middle,
 //! tail, and the markers saying what was left out.
 
+use crate::human::noun;
 use std::collections::VecDeque;
 use std::sync::LazyLock;
 
@@ -449,7 +450,7 @@ impl Layout {
                 format!(
                     "; {} of them {} like errors or warnings",
                     group(self.matched),
-                    if self.matched == 1 { "looks" } else { "look" }
+                    noun(self.matched, "looks", "look")
                 )
             } else {
                 String::new()

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+use toolbelt_core::human::plural;
 
 use super::scope::ScopeError;
 
@@ -168,9 +169,9 @@ fn render_mismatch(path: &str, hunks: usize, failures: &[HunkFailure]) -> String
     let mut out = String::new();
     let _ = write!(
         out,
-        "{path}: {} of {hunks} hunk{} did not match the file.",
+        "{path}: {} of {hunks} {} did not match the file.",
         failures.len(),
-        if hunks == 1 { "" } else { "s" }
+        plural(hunks as u64, "hunk")
     );
     for failure in failures {
         let _ = write!(
@@ -211,9 +212,9 @@ fn render_mismatch(path: &str, hunks: usize, failures: &[HunkFailure]) -> String
                 }
                 let _ = write!(
                     out,
-                    "these {} line{} were not found at or after line {from_line}:",
+                    "these {} {} were not found at or after line {from_line}:",
                     expected.len(),
-                    if expected.len() == 1 { "" } else { "s" }
+                    plural(expected.len() as u64, "line")
                 );
                 push_lines(&mut out, expected.iter().map(|l| (None, l.as_str())));
                 match closest {

@@ -1,6 +1,7 @@
 //! The projects: created, updated, deleted, read with their stats, listed.
 
 use sqlx::Row;
+use toolbelt_core::human::plural;
 
 use super::checks::{dedup, missing, number, optional_text, required_text};
 use super::enums::{GoalStage, ProjectStatus, TaskStatus};
@@ -151,8 +152,8 @@ impl Store {
         let pending = count(counts.try_get(1)?);
         if tasks > 0 && !cascade {
             return Err(StoreError::conflict(format!(
-                "{id} still has {tasks} task{} ({pending} pending); delete them, move them, or call again with cascade: true",
-                if tasks == 1 { "" } else { "s" }
+                "{id} still has {tasks} {} ({pending} pending); delete them, move them, or call again with cascade: true",
+                plural(tasks as u64, "task")
             )));
         }
         let goals: i64 =

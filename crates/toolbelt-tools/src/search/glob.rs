@@ -5,7 +5,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use toolbelt_core::human::plural;
+use toolbelt_core::human::{noun, plural};
 use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, Subject, ToolContext, ToolError, ToolResult, ToolSpec,
     TypedTool,
@@ -274,7 +274,7 @@ fn render(
         text.push_str(&format!(
             " {} {} could not be read (first: {first}).",
             r.errors,
-            if r.errors == 1 { "entry" } else { "entries" }
+            noun(r.errors as u64, "entry", "entries")
         ));
     }
     if r.timed_out() {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use toolbelt_core::human::plural;
+use toolbelt_core::human::{noun, plural};
 use toolbelt_core::{
     Category, ErrorCode, Hints, Reply, Subject, ToolContext, ToolError, ToolResult, ToolSpec,
     TypedTool,
@@ -358,7 +358,7 @@ fn render(p: &GrepParams, shown_root: &str, r: &GrepReport, timeout: Duration) -
         notes.push(format!(
             "{} {} could not be read (first: {first}).",
             r.errors,
-            if r.errors == 1 { "entry" } else { "entries" }
+            noun(r.errors as u64, "entry", "entries")
         ));
     }
     if r.timed_out() {

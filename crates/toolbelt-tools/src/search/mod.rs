@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use toolbelt_core::human::noun;
 
 use toolbelt_core::{ErrorCode, ToolContext, ToolError};
 use toolbelt_fs::{EntryKind, FsError, WorkPath};
@@ -129,7 +130,7 @@ impl SearchWatch {
                         reported = now;
                         let message = format!(
                             "{what}: {now} {} walked in {:.1} s",
-                            if now == 1 { "entry" } else { "entries" },
+                            noun(now, "entry", "entries"),
                             started.elapsed().as_secs_f64()
                         );
                         ctx.progress(now as f64, None, Some(&message));

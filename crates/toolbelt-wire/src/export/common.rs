@@ -2,6 +2,7 @@
 //! keywords, `allOf` merging, `oneOf`-of-constants detection and `$ref` lookup.
 
 use serde_json::{Map, Value};
+use toolbelt_core::human::noun;
 
 /// A JSON object schema node.
 pub(super) type Node = Map<String, Value>;
@@ -93,7 +94,7 @@ pub(super) fn note_for(node: &Node, keyword: &str) -> Option<String> {
 fn length_note(node: &Node, keyword: &str) -> Option<String> {
     let min = node.get("minLength").and_then(Value::as_u64);
     let max = node.get("maxLength").and_then(Value::as_u64);
-    let chars = |n: u64| if n == 1 { "character" } else { "characters" };
+    let chars = |n: u64| noun(n, "character", "characters");
     match (keyword, min, max) {
         ("minLength", Some(lo), Some(hi)) if lo == hi => {
             Some(format!("Exactly {lo} {}.", chars(lo)))

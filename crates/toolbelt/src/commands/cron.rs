@@ -59,7 +59,7 @@ pub fn run(args: CronArgs, mut ws: Workspace) -> Result<ExitCode> {
     };
     if !ws.registry.has("cron") {
         bail!(
-            "no channel and no agent is configured, so there is no cron tool: add a [channels.NAME] table, or a model under [agent], to toolbelt.toml (see the README)"
+            "no channel and no agent is configured, so there is no cron tool: add a [channels.NAME] table, or a model under [agent], to toolbelt.toml (see docs/messages-and-cron.md)"
         );
     }
     let envs = runtime::run_calls(

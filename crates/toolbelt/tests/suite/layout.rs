@@ -1,5 +1,5 @@
-//! The layout the README describes holds: the crates depend on each other as its
-//! Layout section says (read from `cargo metadata`), the runtime, the permission
+//! The layout docs/architecture.md describes holds: the crates depend on each other
+//! as it says (read from `cargo metadata`), the runtime, the permission
 //! rules and the agent name no tool, no source file is over 1,000 lines and no two
 //! files of a crate import each other.
 
@@ -218,7 +218,8 @@ fn the_runtime_the_permission_rules_and_the_agent_name_no_tool() {
                 for literal in literals(&text) {
                     for word in words(&literal) {
                         let named = !prose || word.contains('_') || literal == word;
-                        if named && names.contains(&word) && !categories.contains(literal.as_str()) {
+                        if named && names.contains(&word) && !categories.contains(literal.as_str())
+                        {
                             found.push(format!("{}: {word} in {literal:?}", path.display()));
                         }
                     }
@@ -277,7 +278,12 @@ fn source_files(src: &Path) -> Vec<SourceFile> {
                 stack.push(path);
                 continue;
             }
-            let relative = path.strip_prefix(src).unwrap().to_str().unwrap().to_string();
+            let relative = path
+                .strip_prefix(src)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string();
             let Some(stem) = relative.strip_suffix(".rs") else {
                 continue;
             };
@@ -309,9 +315,9 @@ fn without_tests(src: &str) -> &str {
     while let Some(found) = src[at..].find("#[cfg(test)]") {
         let start = at + found;
         let rest = src[start + "#[cfg(test)]".len()..].trim_start();
-        let rest = rest
-            .strip_prefix("#[path")
-            .map_or(rest, |r| r.split_once(']').map_or(r, |(_, r)| r.trim_start()));
+        let rest = rest.strip_prefix("#[path").map_or(rest, |r| {
+            r.split_once(']').map_or(r, |(_, r)| r.trim_start())
+        });
         if rest.starts_with("mod ") {
             return &src[..start];
         }
@@ -326,7 +332,12 @@ fn crate_sources(root: &Path) -> Vec<(String, PathBuf)> {
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.join("src").is_dir())
-        .map(|p| (p.file_name().unwrap().to_str().unwrap().to_string(), p.join("src")))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_str().unwrap().to_string(),
+                p.join("src"),
+            )
+        })
         .collect();
     crates.sort();
     crates
@@ -363,7 +374,9 @@ fn long_file_problems(root: &Path, allowed: &[(&str, usize, &str)]) -> Vec<Strin
     }
     for (path, _, _) in allowed {
         if !seen.contains(*path) {
-            problems.push(format!("{path}: listed but not found: take it off the list"));
+            problems.push(format!(
+                "{path}: listed but not found: take it off the list"
+            ));
         }
     }
     problems
@@ -424,7 +437,11 @@ fn referenced_paths(file: &SourceFile) -> Vec<Vec<String>> {
         let trimmed = line.trim_start();
         let declaration = trimmed
             .strip_prefix("pub ")
-            .or_else(|| trimmed.strip_prefix("pub(").and_then(|r| r.split_once(") ").map(|(_, r)| r)))
+            .or_else(|| {
+                trimmed
+                    .strip_prefix("pub(")
+                    .and_then(|r| r.split_once(") ").map(|(_, r)| r))
+            })
             .unwrap_or(trimmed);
         if !declaration.starts_with("use ") {
             continue;
@@ -630,20 +647,39 @@ fn the_gates_catch_a_long_file_a_grown_one_a_stale_entry_and_a_cycle() {
         ("e/f.rs", "use super::h;\n"),
     ]);
     let allowed = [
-        ("crates/demo/src/b.rs", MAX_FILE_LINES, "grew past its ceiling"),
+        (
+            "crates/demo/src/b.rs",
+            MAX_FILE_LINES,
+            "grew past its ceiling",
+        ),
         ("crates/demo/src/c.rs", 2_000, "now short"),
         ("crates/demo/src/gone.rs", 2_000, "deleted"),
     ];
     let problems = long_file_problems(ws.path(), &allowed).join("\n");
-    assert!(problems.contains("crates/demo/src/a.rs: 1001 lines, over 1000"), "{problems}");
-    assert!(problems.contains("b.rs: 1001 lines, past its ceiling"), "{problems}");
+    assert!(
+        problems.contains("crates/demo/src/a.rs: 1001 lines, over 1000"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("b.rs: 1001 lines, past its ceiling"),
+        "{problems}"
+    );
     assert!(problems.contains("c.rs: 1 lines, now under"), "{problems}");
-    assert!(problems.contains("gone.rs: listed but not found"), "{problems}");
-    assert!(!problems.contains("d.rs") && !problems.contains("big_tests"), "{problems}");
+    assert!(
+        problems.contains("gone.rs: listed but not found"),
+        "{problems}"
+    );
+    assert!(
+        !problems.contains("d.rs") && !problems.contains("big_tests"),
+        "{problems}"
+    );
     assert_eq!(problems.lines().count(), 4, "{problems}");
 
     let cycles = import_cycles(&ws.path().join("crates/demo/src"));
-    assert_eq!(cycles, vec![vec!["e/mod.rs".to_string(), "g.rs".to_string()]]);
+    assert_eq!(
+        cycles,
+        vec![vec!["e/mod.rs".to_string(), "g.rs".to_string()]]
+    );
 }
 
 /// The references from one toolset folder of `src` into another: `(file, folder)`.
@@ -686,7 +722,10 @@ fn no_toolset_imports_another() {
         ("lib.rs", "mod files;\nmod search;\nmod workspace;\n"),
         ("files/mod.rs", "pub(crate) fn jail() {}\n"),
         ("search/mod.rs", "mod grep;\n"),
-        ("search/grep.rs", "use crate::workspace::x;\nfn f() { crate::files::jail(); }\n"),
+        (
+            "search/grep.rs",
+            "use crate::workspace::x;\nfn f() { crate::files::jail(); }\n",
+        ),
         ("workspace.rs", "pub(crate) fn x() {}\n"),
     ]);
     assert_eq!(
