@@ -8,6 +8,8 @@
 //! swapped for a symlink between our check and the use cannot take the operation
 //! outside.
 
+pub(crate) mod leftovers;
+
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
@@ -20,7 +22,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, FileTypeExt, MetadataExt, OpenOptions, OpenOptionsExt, PermissionsExt};
 
 use crate::error::{Failed, FsError, MAX_SYMLINK_HOPS};
-use crate::leftovers::TempJournal;
+use leftovers::TempJournal;
 
 /// The longest path accepted, in bytes.
 pub const MAX_PATH_BYTES: usize = 4096;

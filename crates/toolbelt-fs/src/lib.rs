@@ -30,18 +30,17 @@ pub mod diff;
 pub mod edit;
 mod error;
 mod jail;
-mod leftovers;
 pub mod mounts;
 pub mod patch;
 pub mod text;
 mod tool_error;
 
 pub use error::{FsError, MAX_SYMLINK_HOPS};
+pub use jail::leftovers::{JOURNAL_LOCK_WAIT_MS, MAX_JOURNAL_BYTES, Swept, TempJournal};
 pub use jail::{
     Change, DirEntry, EntryKind, FileLock, Jail, LOCK_WAIT_MS, MAX_PATH_BYTES, Meta, WorkPath,
     WriteOptions, Written,
 };
-pub use leftovers::{JOURNAL_LOCK_WAIT_MS, MAX_JOURNAL_BYTES, Swept, TempJournal};
 
 use sha2::{Digest, Sha256};
 

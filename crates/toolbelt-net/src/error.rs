@@ -4,7 +4,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use crate::guard::AddressClass;
+use crate::address::AddressClass;
 
 /// Boxed source of a protocol error, so that the HTTP stack's own error type
 /// does not become part of this crate's API.

@@ -1,5 +1,7 @@
 //! Unit tests of the address classes.
 
+use std::net::{Ipv4Addr, Ipv6Addr};
+
 use super::*;
 
 #[test]

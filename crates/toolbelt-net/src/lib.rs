@@ -10,6 +10,7 @@
 //! - [`search`]: web search backends (DuckDuckGo's HTML endpoint, Brave, SearXNG).
 //! - [`tls`]: the TLS client configuration shared by every HTTP client.
 
+mod address;
 pub mod charset;
 pub mod error;
 pub mod extract;

@@ -1,6 +1,8 @@
 //! One server: starting it, listing its tools, noticing when it stops, and
 //! starting it again after a backoff.
 
+mod remote;
+
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -18,7 +20,7 @@ use toolbelt_core::sync::{lock, read, write};
 use toolbelt_core::{ErrorCode, Tool as _, ToolError, error_chain};
 
 use crate::config::{ServerSpec, Startup, Transport};
-use crate::remote::RemoteTool;
+use remote::RemoteTool;
 
 /// Lines of a stdio server's stderr kept for messages.
 const STDERR_TAIL_LINES: usize = 20;

@@ -16,7 +16,6 @@
 mod config;
 mod connection;
 mod content;
-mod remote;
 mod resources;
 mod source;
 

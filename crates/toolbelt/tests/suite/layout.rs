@@ -251,7 +251,7 @@ const LONG_FILES: &[(&str, usize, &str)] = &[
     ),
     (
         "crates/toolbelt-fs/src/jail.rs",
-        1_388,
+        1_390,
         "the confinement boundary: every path operation beside the kernel-checked \
          resolution it relies on, read as one for review",
     ),

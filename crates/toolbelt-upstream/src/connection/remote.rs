@@ -11,8 +11,8 @@ use toolbelt_core::{
     ToolSpec,
 };
 
+use super::{Server, unavailable};
 use crate::config::ServerSpec;
-use crate::connection::{Server, unavailable};
 use crate::content::to_envelope;
 
 /// The longest description kept; some servers put whole manuals there.

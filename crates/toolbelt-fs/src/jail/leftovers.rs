@@ -49,8 +49,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use cap_std::fs::Dir;
 
+use super::{EntryKind, Jail, is_temp_name};
 use crate::error::{Failed, FsError};
-use crate::jail::{EntryKind, Jail, is_temp_name};
 
 /// The largest journal, in bytes: a directory is not noted past it (its leftovers
 /// are then not found), and compaction drops the oldest lines to get under it.
