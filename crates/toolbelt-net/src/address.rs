@@ -47,7 +47,7 @@ impl AddressClass {
         self == Self::Public
     }
 
-    /// Whether [`Policy::allow_private_network`] opens this class: loopback,
+    /// Whether [`Policy::allow_private_network`](crate::guard::Policy::allow_private_network) opens this class: loopback,
     /// private, link-local, unique-local and shared address space. Metadata,
     /// unspecified, multicast, broadcast and reserved stay closed.
     pub fn is_private_network(self) -> bool {

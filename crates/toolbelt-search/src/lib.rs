@@ -55,7 +55,8 @@ pub enum SearchError {
     Pattern {
         /// The pattern as given.
         pattern: String,
-        /// The compiler's explanation.
+        /// The compiler's explanation, as text: a hint is added to it, and the
+        /// message goes on after it.
         reason: String,
     },
     /// A glob does not parse.
@@ -66,7 +67,7 @@ pub enum SearchError {
     Glob {
         /// The glob as given.
         glob: String,
-        /// The parser's explanation.
+        /// The parser's explanation, as text: the message goes on after it.
         reason: String,
     },
     /// A file type name is not in ripgrep's table.

@@ -1,7 +1,7 @@
 //! The errors of this crate as the tool layer's [`ToolError`]: code and message for
 //! the model (the messages say what to do next), so that a tool writes `?`.
 
-use toolbelt_core::{ErrorCode, ToolError};
+use toolbelt_core::{ErrorCode, ToolError, error_chain};
 
 use crate::SearchError;
 use crate::tree::TreeError;
@@ -27,7 +27,7 @@ impl From<TreeError> for ToolError {
                     std::io::ErrorKind::PermissionDenied => ErrorCode::AccessDenied,
                     _ => ErrorCode::Internal,
                 };
-                ToolError::new(code, e.to_string())
+                ToolError::new(code, error_chain(&e))
             }
         }
     }

@@ -202,7 +202,7 @@ pub enum TreeError {
         path: PathBuf,
     },
     /// The directory cannot be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Io {
         /// The directory.
         path: PathBuf,
