@@ -39,21 +39,21 @@ const WRITABLE_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
 /// message goes to the command's stderr after [`crate::REFUSAL_PREFIX`].
 #[derive(Debug, thiserror::Error)]
 enum SetupError {
-    #[error("cannot create namespaces: {0}")]
+    #[error("cannot create namespaces")]
     Namespaces(#[source] nix::Error),
-    #[error("cannot write /proc/self/{file}: {source}")]
+    #[error("cannot write /proc/self/{file}")]
     MapIds {
         file: &'static str,
         #[source]
         source: io::Error,
     },
-    #[error("cannot {mount}: {source}")]
+    #[error("cannot {mount}")]
     Mount {
         mount: Mount,
         #[source]
         source: nix::Error,
     },
-    #[error("cannot create {}: {source}", path.display())]
+    #[error("cannot create {}", path.display())]
     Create {
         path: PathBuf,
         #[source]
@@ -65,14 +65,16 @@ enum SetupError {
         path.as_ref().map_or_else(String::new, |p| p.display().to_string())
     )]
     GitWithoutMountNamespace { path: Option<PathBuf> },
-    #[error("the working directory {} is hidden from commands: {source}", path.display())]
+    #[error("the working directory {} is hidden from commands", path.display())]
     HiddenWorkingDirectory {
         path: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error("Landlock: {0}")]
-    Landlock(#[from] landlock::RulesetError),
+    /// Landlock's errors print their own cause (and give it as their source too):
+    /// shown, not chained, so that it is said once.
+    #[error("cannot set up Landlock: {0}")]
+    Landlock(landlock::RulesetError),
     #[error("cannot set no_new_privs")]
     NoNewPrivs,
     #[error("Landlock ABI 3 or later is needed to keep writes out, this kernel has {abi}")]
@@ -82,6 +84,25 @@ enum SetupError {
     Scratch(#[from] io::Error),
     #[error("a read-only bind stayed writable")]
     BindStayedWritable,
+}
+
+impl From<landlock::RulesetError> for SetupError {
+    fn from(e: landlock::RulesetError) -> SetupError {
+        SetupError::Landlock(e)
+    }
+}
+
+/// `e` and its causes, joined by `: `: how the helper, a process of its own, says an
+/// error where it leaves (on stderr, or in the probe's problems).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 /// Runs the helper with the arguments after [`crate::HELPER_ARG`]; returns the
@@ -122,7 +143,7 @@ pub(crate) fn main(args: Vec<OsString>) -> i32 {
 /// Sets up `plan`, then runs `program` and returns its exit code.
 fn run(plan: &Plan, program: OsString, args: Vec<OsString>) -> i32 {
     if let Err(e) = enter(plan) {
-        eprintln!("{}{e}", crate::REFUSAL_PREFIX);
+        eprintln!("{}{}", crate::REFUSAL_PREFIX, chain(&e));
         return SETUP_FAILED_EXIT_CODE;
     }
     // In a new PID namespace this child is its init: when it ends, every process
@@ -431,7 +452,7 @@ fn probe() -> Support {
     match unshare(CloneFlags::CLONE_NEWUSER) {
         Ok(()) => match map_ids(uid, gid) {
             Ok(()) => s.user_namespace = true,
-            Err(e) => s.problems.push(format!("user namespace: {e}")),
+            Err(e) => s.problems.push(format!("user namespace: {}", chain(&e))),
         },
         Err(e) => s.problems.push(format!("user namespace: {e}")),
     }
@@ -465,7 +486,7 @@ fn probe() -> Support {
         });
         match bound {
             Ok(()) => s.mount_namespace = true,
-            Err(e) => s.problems.push(format!("mount namespace: {e}")),
+            Err(e) => s.problems.push(format!("mount namespace: {}", chain(&e))),
         }
     }
     if !privileged {
@@ -485,7 +506,7 @@ fn probe() -> Support {
     };
     match landlock(&plan) {
         Ok(abi) => s.landlock_abi = Some(abi),
-        Err(e) => s.problems.push(format!("Landlock: {e}")),
+        Err(e) => s.problems.push(chain(&e)),
     }
     // The command is started as the first process of the new PID namespace.
     match Command::new("/bin/sh").args(["-c", ":"]).status() {
@@ -566,7 +587,7 @@ mod tests {
             ),
         ];
         for (err, text) in cases {
-            assert_eq!(err.to_string(), text);
+            assert_eq!(chain(&err), text);
         }
     }
 }

@@ -537,10 +537,10 @@ impl ServerHandler for McpServer {
                 .await
                 .map(GetPromptResponse::from)
                 .map_err(|e| {
-                    // The other server's error words its own cause (it shows the
-                    // server's message, or its refusal after a colon): its text,
-                    // not its chain, is the answer, or the cause would repeat.
-                    McpError::invalid_params(e.to_string(), Some(json!({"prompt": request.name})))
+                    McpError::invalid_params(
+                        toolbelt_core::error_chain(&e),
+                        Some(json!({"prompt": request.name})),
+                    )
                 });
         }
         self.prompt(&request.name).map(GetPromptResponse::from)

@@ -245,13 +245,13 @@ const MAX_FILE_LINES: usize = 1_000;
 const LONG_FILES: &[(&str, usize, &str)] = &[
     (
         "crates/toolbelt-fs/src/edit.rs",
-        1_495,
+        1_498,
         "one engine: exact, then folded, then indentation-free matching of one edit, each \
          pass falling through to the next over the same line tables",
     ),
     (
         "crates/toolbelt-fs/src/jail.rs",
-        1_390,
+        1_393,
         "the confinement boundary: every path operation beside the kernel-checked \
          resolution it relies on, read as one for review",
     ),
