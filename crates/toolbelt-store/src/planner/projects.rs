@@ -1,6 +1,6 @@
 //! The projects: created, updated, deleted, read with their stats, listed.
 
-use sqlx::Row;
+use sqlx::{AnyConnection, Row};
 use toolbelt_core::human::plural;
 
 use super::checks::{dedup, missing, number, optional_text, required_text};
@@ -40,16 +40,7 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?
         .try_get(0)?;
-        for g in &goals {
-            sqlx::query(
-                "INSERT INTO project_goals (project_id, goal_id, linked_at) VALUES ($1, $2, $3)",
-            )
-            .bind(n)
-            .bind(*g)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        }
+        link_goals(&mut tx, n, goals.iter(), now).await?;
         let project = load_project(&mut tx, RecordId::new(Kind::Project, n), "").await?;
         tx.commit().await?;
         Ok(project)
@@ -112,16 +103,8 @@ impl Store {
                     .execute(&mut *tx)
                     .await?;
             }
-            for g in goals.iter().filter(|g| !current.contains(g)) {
-                sqlx::query(
-                    "INSERT INTO project_goals (project_id, goal_id, linked_at) VALUES ($1, $2, $3)",
-                )
-                .bind(n)
-                .bind(*g)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-            }
+            let added = goals.iter().filter(|g| !current.contains(g));
+            link_goals(&mut tx, n, added, now).await?;
         }
         let project = load_project(&mut tx, id, "").await?;
         tx.commit().await?;
@@ -313,4 +296,24 @@ impl Store {
         tx.commit().await?;
         Ok(Page { items, total })
     }
+}
+
+/// Links project `project` to each of `goals`, at `now`.
+async fn link_goals(
+    conn: &mut AnyConnection,
+    project: i64,
+    goals: impl Iterator<Item = &i64>,
+    now: i64,
+) -> StoreResult<()> {
+    for g in goals {
+        sqlx::query(
+            "INSERT INTO project_goals (project_id, goal_id, linked_at) VALUES ($1, $2, $3)",
+        )
+        .bind(project)
+        .bind(*g)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
 }
