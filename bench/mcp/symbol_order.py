@@ -8,6 +8,8 @@ touches are then few and dense instead of spread over the whole binary.
 
     bench/mcp/symbol_order.py target/release/toolbelt
     bench/mcp/symbol_order.py --check target/release/toolbelt   # how much of the file still names code
+    bench/mcp/symbol_order.py --extend target/release/toolbelt  # after building with the file: add
+                                                                # what a native session still faults
 
 
 Needs valgrind (and perf, when it is there, for what only the machine's own CPU runs). Run it again after large changes or dependency upgrades: names that
@@ -59,6 +61,9 @@ def session(prefix: list[str], binary: str, root: Path) -> None:
         call("list_dir", {"path": ".", "depth": 2})
         call("glob", {"pattern": "**/*.rs"})
         call("glob", {"pattern": "**/*.rs", "path": ".", "sort": "path", "limit": 0})
+        call("glob", {"pattern": "**/*.rs", "path": "tree", "sort": "path", "limit": 0})
+        call("list_dir", {"path": "tree/mod01", "depth": 1})
+        call("read_file", {"path": "tree/mod01/file00.rs"})
         call("list_dir", {"path": "src", "depth": 1})
         call("grep", {"pattern": "fn \\w+", "path": "."})
         call("grep", {"pattern": "answer", "output_mode": "files_with_matches"})
@@ -93,9 +98,63 @@ def check(binary: str, least: float) -> None:
         sys.exit(f"symbol-order.txt is stale: run bench/mcp/symbol_order.py {binary}, then build again")
 
 
+def native_faults(binary: str, tmp: Path, root: Path) -> list[str]:
+    """The functions whose first run faulted a page of code in a native session, in
+    the order of the faults."""
+    faults = tmp / "faults.perf"
+    session(["perf", "record", "-q", "-e", "page-faults", "-c", "1", "-d", "-o", str(faults)], binary, root)
+    script = subprocess.run(["perf", "script", "-i", str(faults), "-F", "addr,ip,sym", "--no-demangle"],
+                            capture_output=True, text=True).stdout
+    names = []
+    for line in script.splitlines():
+        # The faulting address and its symbol, the instruction's address and its
+        # symbol; an instruction fetch faults at the instruction's own address.
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == parts[2]:
+            names.append(parts[3])
+    return names
+
+
+def extend(binary: str) -> None:
+    """Adds to the file the functions that a native session of `binary` (built with
+    the file) still runs outside the ordered ones. A page fault names only the first
+    function run in each 64 KiB the kernel maps at a time: the functions the first
+    pass missed (paths only this CPU takes, beside another that faulted first) show
+    once the others are placed together, and each costs that whole window."""
+    if not shutil.which("perf"):
+        sys.exit("symbol_order.py: --extend needs perf")
+    order = [line for line in OUT.read_text().splitlines() if line]
+    known = set(order)
+    code = code_symbols(binary)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "work"
+        make_fixture(root)
+        added = [n for n in dict.fromkeys(native_faults(binary, Path(tmp), root)) if n in code and n not in known]
+    OUT.write_text("".join(f"{name}\n" for name in order + added))
+    print(f"{OUT}: {len(added)} functions added, {len(order) + len(added)} in all")
+
+
+def make_fixture(root: Path) -> None:
+    """A small project, and a tree large enough that walking, sorting and matching
+    take the paths they take on a real one (parallel walks, long sorts, prefilters)."""
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "lib.rs").write_text("pub fn answer() -> u32 {\n    42\n}\n\nfn helper() {}\n")
+    (root / ".gitignore").write_text("target/\n")
+    for d in range(30):
+        folder = root / "tree" / f"mod{d:02}"
+        folder.mkdir(parents=True)
+        for f in range(20):
+            ext = "rs" if f % 4 == 0 else "txt"
+            body = "".join(f"fn item_{d}_{f}_{i}() -> u32 {{ {i} }}\n" for i in range(40))
+            (folder / f"file{f:02}.{ext}").write_text(body)
+
+
 def main() -> None:
     if sys.argv[1] == "--check":
         check(sys.argv[2], 0.9)
+        return
+    if sys.argv[1] == "--extend":
+        extend(sys.argv[2])
         return
     binary = sys.argv[1]
     if not shutil.which("valgrind"):
@@ -110,9 +169,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "work"
-        (root / "src").mkdir(parents=True)
-        (root / "src" / "lib.rs").write_text("pub fn answer() -> u32 {\n    42\n}\n\nfn helper() {}\n")
-        (root / ".gitignore").write_text("target/\n")
+        make_fixture(root)
         # Twice: the first session creates the store, the second opens an existing one.
         for run in range(2):
             trace = Path(tmp) / f"callgrind.{run}"
@@ -125,16 +182,8 @@ def main() -> None:
         # instructions): the functions this machine runs instead are found by the
         # page faults of a native session.
         if shutil.which("perf"):
-            faults = Path(tmp) / "faults.perf"
-            session(["perf", "record", "-q", "-e", "page-faults", "-c", "1", "-d", "-o", str(faults)], binary, root)
-            script = subprocess.run(["perf", "script", "-i", str(faults), "-F", "addr,ip,sym", "--no-demangle"],
-                                    capture_output=True, text=True).stdout
-            for line in script.splitlines():
-                # The faulting address and its symbol, the instruction's address and its
-                # symbol; an instruction fetch faults at the instruction's own address.
-                parts = line.split()
-                if len(parts) == 4 and parts[0] == parts[2]:
-                    add(parts[3])
+            for name in native_faults(binary, Path(tmp), root):
+                add(name)
     code = code_symbols(binary)
     order = [name for name in seen if name in code]
     OUT.write_text("".join(f"{name}\n" for name in order))
