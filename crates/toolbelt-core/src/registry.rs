@@ -646,17 +646,6 @@ impl Registry {
         })
     }
 
-    /// The `n` names closest to `name` among the names the model knows (exposed
-    /// names, the sources' tools included), best first: what a "did you mean"
-    /// offers for a tool name that is not registered.
-    pub fn closest_names(&self, name: &str, n: usize) -> Vec<String> {
-        let names = self.names();
-        closest(name, names.iter().map(String::as_str), n)
-            .into_iter()
-            .map(|m| m.name.to_string())
-            .collect()
-    }
-
     /// The message for a call to `name`, a tool that is not registered: the
     /// closest names when some are close (`there is no tool named "gerp"; did you
     /// mean "grep"?`), else the three closest. The message of

@@ -13,7 +13,8 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
+use toolbelt_core::sync::lock;
 
 use rustix::event::{PollFd, PollFlags, poll};
 
@@ -48,7 +49,7 @@ static TABLE: Mutex<Option<Table>> = Mutex::new(None);
 /// it and everything mounted beneath it lie on local filesystems. False when the
 /// mount table cannot be read.
 pub fn on_local_filesystems(roots: &[PathBuf]) -> bool {
-    let mut guard = TABLE.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut guard = lock(&TABLE);
     if let Some(table) = guard.as_mut()
         && changed(&table.file)
     {

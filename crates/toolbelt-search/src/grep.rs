@@ -17,6 +17,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
+use toolbelt_core::sync::lock;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{
@@ -498,7 +499,7 @@ struct KeptInner {
 impl Kept {
     /// Whether lines of `path` could fall on the page.
     fn wants(&self, path: &Path) -> bool {
-        let k = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let k = lock(&self.inner);
         k.total < self.need
             || k.files
                 .last_key_value()
@@ -507,7 +508,7 @@ impl Kept {
 
     /// Offers the lines of `path` (`entries` of them, breaks aside).
     fn offer(&self, path: &Path, lines: Vec<Line>, entries: u64) {
-        let mut k = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut k = lock(&self.inner);
         let fits = k.total < self.need
             || k.files
                 .last_key_value()

@@ -22,8 +22,9 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
+use toolbelt_core::sync::lock;
 
 use ignore::Match;
 use ignore::gitignore::Gitignore;
@@ -198,7 +199,7 @@ fn ancestor_found_at(dir: &Path, now: SystemTime) -> Found {
     };
     let stamp = DirStamp::of(&meta);
     let seen = SEEN.get_or_init(Mutex::default);
-    if let Some(&(was, found)) = seen.lock().unwrap_or_else(PoisonError::into_inner).get(dir)
+    if let Some(&(was, found)) = lock(seen).get(dir)
         && was == stamp
     {
         return found;
@@ -207,7 +208,7 @@ fn ancestor_found_at(dir: &Path, now: SystemTime) -> Found {
     // stamp on the directory, which does not match the one kept.
     let found = Found::probe(dir);
     if stamp.settled(now) {
-        let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seen = lock(seen);
         if seen.len() >= MAX_CACHED {
             seen.clear();
         }
@@ -238,10 +239,7 @@ fn parsed(path: &Path, root: &Path) -> Option<Arc<Gitignore>> {
         ino: meta.ino(),
     };
     let cache = PARSED.get_or_init(Mutex::default);
-    if let Some((seen, matcher)) = cache
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(path)
+    if let Some((seen, matcher)) = lock(cache).get(path)
         && *seen == stamp
     {
         return matcher.clone();
@@ -250,7 +248,7 @@ fn parsed(path: &Path, root: &Path) -> Option<Arc<Gitignore>> {
     // A line that does not parse is skipped, as git skips it; the rest apply.
     let _ = builder.add(path);
     let matcher = builder.build().ok().filter(|m| !m.is_empty()).map(Arc::new);
-    let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut cache = lock(cache);
     if cache.len() >= MAX_CACHED {
         cache.clear();
     }

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+use toolbelt_core::sync::lock;
 
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::types::{FileTypeDef, Types, TypesBuilder};
@@ -450,18 +451,10 @@ impl<W: Worker> Drop for Visitor<'_, W> {
         self.report_progress();
         if let Some(w) = self.worker.take() {
             let out = w.finish();
-            self.shared
-                .outs
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(out);
+            lock(&self.shared.outs).push(out);
         }
         if self.error_count > 0 {
-            let mut end = self
-                .shared
-                .end
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut end = lock(&self.shared.end);
             end.error_count += self.error_count;
             for e in self.errors.drain(..) {
                 if end.errors.len() < MAX_REPORTED_ERRORS {

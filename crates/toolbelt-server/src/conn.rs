@@ -25,9 +25,10 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+use toolbelt_core::sync::lock;
 
 use axum::body::{Body, Bytes};
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
@@ -214,14 +215,14 @@ impl Connections {
     }
 
     fn open(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Conn>>> {
-        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.open)
     }
 
     /// The socket tables as they know the connection from `peer` to `local`: the
     /// last read while it is fresh and holds that connection (or `peer` is not
     /// local, so that no table would), else a new read.
     fn owners(&self, peer: SocketAddr, local: SocketAddr) -> Arc<SocketOwners> {
-        let mut last = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut last = lock(&self.owners);
         if let Some((at, owners)) = last.as_ref()
             && at.elapsed() < Duration::from_millis(SOCKET_OWNERS_FRESH_MS)
             && (owners.knows(peer, local) || !peer.ip().is_loopback())

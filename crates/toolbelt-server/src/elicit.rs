@@ -4,7 +4,8 @@
 //! then refuses `ask` calls as before, and `ask_user` says nobody can answer.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+use toolbelt_core::sync::lock;
 
 use std::collections::BTreeMap;
 
@@ -95,10 +96,7 @@ impl Channel {
         let Channel::Rounds(rounds) = self else {
             return None;
         };
-        let pending = rounds
-            .pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let pending = lock(&rounds.pending);
         if pending.is_empty() {
             return None;
         }
@@ -141,11 +139,7 @@ impl Channel {
                 if let Some(answer) = rounds.answers.get(key) {
                     return Ok(serde_json::from_value(answer.clone())?);
                 }
-                rounds
-                    .pending
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(key.to_string(), params);
+                lock(&rounds.pending).insert(key.to_string(), params);
                 rounds
                     .put_off
                     .store(true, std::sync::atomic::Ordering::Relaxed);
@@ -195,12 +189,7 @@ impl Approver for ElicitApprover {
     fn approve<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
             let key = format!("{}\u{0}{}", request.tool, request.subject.unwrap_or(""));
-            if self
-                .always
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .contains(&key)
-            {
+            if lock(&self.always).contains(&key) {
                 return Approval::Approve;
             }
             let schema = json!({
@@ -247,10 +236,7 @@ impl Approver for ElicitApprover {
             ) {
                 (ElicitationAction::Accept, Some("accept")) => Approval::Approve,
                 (ElicitationAction::Accept, Some("always")) => {
-                    self.always
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .insert(key);
+                    lock(&self.always).insert(key);
                     Approval::Approve
                 }
                 _ => Approval::Decline { reason },

@@ -9,8 +9,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+use toolbelt_core::sync::lock;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
@@ -292,10 +293,7 @@ impl PendingQuestions {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
-        self.inner
-            .pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inner.pending)
     }
 }
 

@@ -694,8 +694,6 @@ mod tests {
             r.unknown_tool_message("read_fil"),
             "there is no tool named \"read_fil\"; did you mean \"read_file\"?"
         );
-        assert_eq!(r.closest_names("read_fil", 2), ["read_file", "write_file"]);
-        assert!(r.closest_names("grep", 0).is_empty());
         assert_eq!(
             registry(&[]).unknown_tool_message("x"),
             "there is no tool named \"x\", and no tools are registered"

@@ -44,8 +44,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant, SystemTime};
+use toolbelt_core::sync::lock;
 
 use cap_std::fs::Dir;
 
@@ -98,7 +99,7 @@ impl TempJournal {
     /// [`FsError::Busy`] when its lock is held past [`JOURNAL_LOCK_WAIT_MS`], and
     /// I/O errors. A directory is tried once per process, whatever the outcome.
     pub fn record(&self, dir: &Path) -> Result<(), FsError> {
-        let mut noted = self.noted.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut noted = lock(&self.noted);
         if noted.contains(dir) {
             return Ok(());
         }

@@ -2,7 +2,8 @@
 //! keeps, the client's roots it follows and the calls it runs.
 
 use std::path::PathBuf;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, RwLock};
+use toolbelt_core::sync::{read, write};
 
 use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
@@ -85,7 +86,7 @@ impl Listed {
 
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let listed = self.listed.read().unwrap_or_else(PoisonError::into_inner);
+        let listed = read(&self.listed);
         f.debug_struct("McpServer")
             .field("tools", &listed.tools.len())
             .field("follows_client_roots", &self.rebuild.is_some())
@@ -146,10 +147,7 @@ impl McpServer {
     /// When the registry follows the client's roots ([`McpServer::with_client_roots`]),
     /// the skills follow them too ([`Skills::for_roots`]).
     pub fn with_skills(self, skills: Skills) -> McpServer {
-        self.served
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .skills = Some(skills);
+        write(&self.served).skills = Some(skills);
         self
     }
 
@@ -177,7 +175,7 @@ impl McpServer {
     }
 
     fn served(&self) -> std::sync::RwLockReadGuard<'_, Served> {
-        self.served.read().unwrap_or_else(PoisonError::into_inner)
+        read(&self.served)
     }
 
     /// The tools as `tools/list` shows them now: built again when the registry
@@ -201,14 +199,14 @@ impl McpServer {
         };
         let at = (generation, registry.revision());
         {
-            let listed = self.listed.read().unwrap_or_else(PoisonError::into_inner);
+            let listed = read(&self.listed);
             if listed.at == at {
                 return pick(&listed);
             }
         }
         let listed = Listed::new(at, &registry);
         let tools = pick(&listed);
-        *self.listed.write().unwrap_or_else(PoisonError::into_inner) = listed;
+        *write(&self.listed) = listed;
         tools
     }
 
@@ -218,7 +216,7 @@ impl McpServer {
         let registry = Arc::new(registry);
         let revision = registry.revision();
         let mut listed = Listed::new((0, revision), &registry);
-        let mut served = self.served.write().unwrap_or_else(PoisonError::into_inner);
+        let mut served = write(&self.served);
         served.skills = served
             .skills
             .as_ref()
@@ -226,7 +224,7 @@ impl McpServer {
         served.registry = registry;
         served.generation += 1;
         listed.at = (served.generation, revision);
-        *self.listed.write().unwrap_or_else(PoisonError::into_inner) = listed;
+        *write(&self.listed) = listed;
     }
 
     /// What the tool list and the prompt list are made of now (the registry's
@@ -252,11 +250,7 @@ impl McpServer {
         let prompts_served = self.served().skills.is_some();
         // The tools as last listed (a client that listed them before now has seen
         // those), the prompts as they are now.
-        let mut tools_seen = self
-            .listed
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .at;
+        let mut tools_seen = read(&self.listed).at;
         let (_, mut prompts_seen) = self.list_states();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(LIST_POLL_INTERVAL);
@@ -603,7 +597,7 @@ impl ServerHandler for McpServer {
     fn get_tool(&self, name: &str) -> Option<Tool> {
         // Asked for input schemas, which never change while a registry serves: the
         // list as last built will do, without looking at the disk.
-        let listed = self.listed.read().unwrap_or_else(PoisonError::into_inner);
+        let listed = read(&self.listed);
         listed.tools.iter().find(|t| t.name == name).cloned()
     }
 

@@ -26,8 +26,9 @@ pub(crate) mod questions;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolbelt_core::sync::lock;
 
 use crate::conn::Peer;
 use crate::error::ApiError;
@@ -157,7 +158,7 @@ impl Web {
     /// waits (then 429).
     pub(crate) fn wrong_token(&self, client: IpAddr) -> Option<Duration> {
         let now = Instant::now();
-        let mut limiters = self.limiters.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut limiters = lock(&self.limiters);
         if limiters.len() >= MAX_LIMITED_CLIENTS && !limiters.contains_key(&client) {
             limiters.retain(|_, l| l.locked_for(now).is_some());
             if limiters.len() >= MAX_LIMITED_CLIENTS {
