@@ -30,6 +30,8 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
+use crate::checkpoint::Origin;
+
 /// What replaces a secret in a digest.
 pub const REDACTED: &str = "[redacted]";
 /// Strings in a digest are cut to this many characters, with a note of their length.
@@ -42,7 +44,7 @@ pub const MAX_DIGEST_CHARS: usize = 2000;
 const SCAN_WINDOW_BYTES: usize = MAX_DIGEST_STRING_CHARS * 4 + 8192;
 
 /// One executed call, as the call log keeps it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CallRecord {
     /// When the call started, in milliseconds since the Unix epoch (UTC).
     pub at_ms: i64,
@@ -61,6 +63,10 @@ pub struct CallRecord {
     pub duration_ms: u64,
     /// Bytes handed back: the envelope's text plus its serialised data.
     pub bytes_out: u64,
+    /// Where the call came from.
+    pub origin: Origin,
+    /// The checkpoint taken before the call (`cp-12`), if one was kept.
+    pub checkpoint: Option<String>,
 }
 
 /// Receives a record of every call a [`crate::Registry`] executes, unknown tools

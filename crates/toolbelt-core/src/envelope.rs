@@ -175,6 +175,14 @@ pub struct CallContext {
     /// The name the caller used, when a profile exposes the tool under another name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exposed_name: Option<String>,
+    /// The checkpoint taken before the call (`cp-12`): what it changed can be
+    /// seen and undone (`toolbelt rewind cp-12`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+    /// What the checkpoint left out, or why none was taken (`checkpoint not taken:
+    /// no space left on the device`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_problem: Option<String>,
     /// Tool-specific context (e.g. `path_resolved`).
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -14,6 +14,8 @@
 //! - [`output`]: output budgets with spill files.
 //! - [`state`]: where a workspace's state lives, outside the workspace.
 //! - [`toolset`]: named groups of tools and the selection a session serves.
+//! - [`checkpoint`]: what the registry asks before and after a call that may
+//!   change files ([`Checkpointer`]), and where a call came from ([`Origin`]).
 //! - [`Authorizer`]: what the registry asks before every call (the rules are
 //!   `toolbelt-policy`'s); [`profile`]: the names a model sees.
 //! - [`error_chain`]: an error and its causes as the one line a model reads;
@@ -56,6 +58,7 @@
 mod ask;
 mod authorize;
 mod calllog;
+pub mod checkpoint;
 pub mod closest;
 mod context;
 mod envelope;
@@ -84,6 +87,10 @@ pub use calllog::{
     CallLog, CallRecord, MAX_DIGEST_CHARS, MAX_DIGEST_STRING_CHARS, REDACTED, args_digest,
     is_secret_key, redact_text,
 };
+pub use checkpoint::{
+    Changes, CheckpointCall, CheckpointNote, CheckpointRefused, Checkpointer, Origin,
+    PendingCheckpoint,
+};
 pub use context::{
     DEFAULT_TIMEOUT_MS, EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolContext,
 };
@@ -104,5 +111,6 @@ pub use spec::{
 pub use stamps::{FileStamps, Stamp};
 pub use tool::{
     BoxFuture, FnTool, Reply, Tool, ToolError, ToolResult, Typed, TypedTool, Violation,
+    default_changes,
 };
 pub use validate::{InvalidSchema, SchemaValidator, violations_message};

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::ask::Asker;
 use crate::authorize::{AllowAll, Authorizer};
 use crate::calllog::CallLog;
+use crate::checkpoint::{Checkpointer, Origin};
 use crate::closest::{STRONG_MATCH, closest};
 use crate::context::{EventSink, ProgressSink, Session, ToolContext};
 use crate::envelope::{Envelope, ErrorCode};
@@ -109,6 +110,9 @@ pub struct CallOptions {
     /// request and the call is sent again then: this one changed nothing and is
     /// not recorded in the call log.
     pub put_off: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Where the call came from, instead of the registry's origin (see
+    /// [`Registry::set_origin`]): an MCP session and its client, an API token.
+    pub origin: Option<Origin>,
 }
 
 impl CallOptions {
@@ -122,6 +126,7 @@ impl CallOptions {
             approver: self.approver.clone(),
             asker: self.asker.clone(),
             put_off: self.put_off.clone(),
+            origin: self.origin.clone(),
         }
     }
 }
@@ -253,6 +258,10 @@ pub struct Registry {
     asker: Option<Arc<dyn Asker>>,
     events: Option<Arc<dyn EventSink>>,
     call_log: Option<Arc<dyn CallLog>>,
+    /// Takes what is needed to undo each call that may change files.
+    checkpointer: Option<Arc<dyn Checkpointer>>,
+    /// Where calls come from unless their options say otherwise.
+    origin: Origin,
     /// The canonical name of the tool that reads saved outputs, if one is registered.
     saved_output_reader: Option<Arc<str>>,
     /// How much of the descriptions [`Registry::definitions`] gives.
@@ -291,6 +300,8 @@ impl Registry {
             asker: None,
             events: None,
             call_log: None,
+            checkpointer: None,
+            origin: Origin::default(),
             saved_output_reader: None,
             descriptions: crate::Descriptions::Full,
         }
@@ -339,7 +350,30 @@ impl Registry {
         self.call_log = log;
     }
 
-    /// A registry with the same session, tools, profile, policy and call log, for
+    /// Asks `checkpointer` before and after every call that may change files (none:
+    /// calls are not checkpointed).
+    pub fn set_checkpointer(&mut self, checkpointer: Option<Arc<dyn Checkpointer>>) {
+        self.checkpointer = checkpointer;
+    }
+
+    /// The checkpointer, if any.
+    pub fn checkpointer(&self) -> Option<&Arc<dyn Checkpointer>> {
+        self.checkpointer.as_ref()
+    }
+
+    /// Where calls come from when their options do not say (`cli`, `agent` with its
+    /// run): kept with their checkpoints and in the call log.
+    pub fn set_origin(&mut self, origin: Origin) {
+        self.origin = origin;
+    }
+
+    /// Where calls come from when their options do not say.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// A registry with the same session, tools, profile, policy, call log,
+    /// checkpointer and origin, for
     /// another caller: its approver and event sink are its own (none at first).
     /// The tools themselves are shared (a background shell started through one is
     /// seen through the other).
@@ -360,6 +394,8 @@ impl Registry {
             asker: None,
             events: None,
             call_log: self.call_log.clone(),
+            checkpointer: self.checkpointer.clone(),
+            origin: self.origin.clone(),
             saved_output_reader: self.saved_output_reader.clone(),
             descriptions: self.descriptions,
         }

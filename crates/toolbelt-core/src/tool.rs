@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::checkpoint::Changes;
 use crate::context::ToolContext;
 use crate::envelope::{Envelope, ErrorCode};
 use crate::error::error_chain;
@@ -99,9 +100,33 @@ pub trait Tool: Send + Sync + 'static {
         }
     }
 
+    /// What a call with `args` may change on disk, for its checkpoint. The default
+    /// reads the spec: nothing for a read-only tool or one that neither writes files
+    /// (`fs:write`), runs commands (`shell:exec`) nor is another server's (`mcp:*`);
+    /// anything in the workspace for the others. A tool that knows its paths says
+    /// so, and a shell tool says [`Changes::Nothing`] for a command that only reads.
+    fn changes(&self, _args: &Value) -> Changes {
+        default_changes(self.spec())
+    }
+
     /// Runs the call. The registry has already repaired and validated `args`, and
     /// fills in `stats.time_ms` and `context` of the returned envelope.
     fn call<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Envelope>;
+}
+
+/// What a tool described by `spec` may change when it does not say: see
+/// [`Tool::changes`].
+pub fn default_changes(spec: &ToolSpec) -> Changes {
+    let may_change = !spec.hints.read_only
+        && spec
+            .permissions
+            .iter()
+            .any(|p| p == "fs:write" || p == "shell:exec" || p.starts_with("mcp:"));
+    if may_change {
+        Changes::Unknown
+    } else {
+        Changes::Nothing
+    }
 }
 
 /// A failure a tool reports to the model.
@@ -292,6 +317,12 @@ pub trait TypedTool: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// What a call with these (validated) arguments may change on disk: see
+    /// [`Tool::changes`]. `None` (the default) reads it from the spec.
+    fn changes(&self, _args: &Value) -> Option<Changes> {
+        None
+    }
+
     /// Runs the call.
     fn call(
         &self,
@@ -352,6 +383,12 @@ impl<T: TypedTool> Tool for Typed<T> {
             Ok(p) => self.inner.validate(&p),
             Err(e) => vec![Violation::new("", error_chain(&e))],
         }
+    }
+
+    fn changes(&self, args: &Value) -> Changes {
+        self.inner
+            .changes(args)
+            .unwrap_or_else(|| default_changes(&self.spec))
     }
 
     fn call<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Envelope> {

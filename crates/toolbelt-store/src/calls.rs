@@ -24,7 +24,8 @@ pub const CALL_LOG_LINGER: std::time::Duration = std::time::Duration::from_milli
 pub const CALL_LOG_RETENTION_MS: i64 = 90 * 24 * 60 * 60 * 1000;
 
 enum Message {
-    Record(CallRecord),
+    /// Boxed: a record (with its origin) is much larger than a flush.
+    Record(Box<CallRecord>),
     Flush(oneshot::Sender<()>),
 }
 
@@ -75,7 +76,7 @@ impl CallLog for CallLogWriter {
         let Some(queue) = &self.queue else {
             return;
         };
-        if let Err(e) = queue.try_send(Message::Record(record)) {
+        if let Err(e) = queue.try_send(Message::Record(Box::new(record))) {
             match e {
                 mpsc::error::TrySendError::Full(_) => {
                     tracing::warn!("the call log is behind; a call record was dropped");
@@ -99,7 +100,7 @@ async fn write_loop(store: StoreHandle, workspace: String, mut rx: mpsc::Receive
         let mut next = Some(first);
         while let Some(message) = next.take() {
             match message {
-                Message::Record(r) => batch.push(r),
+                Message::Record(r) => batch.push(*r),
                 Message::Flush(w) => waiters.push(w),
             }
             if batch.len() >= CALL_LOG_BATCH_MAX || !waiters.is_empty() {
@@ -196,9 +197,9 @@ impl BackgroundWorkers {
 /// whose binding looks every numbered name up in a list (a batch's binding would
 /// cost the square of its parameters).
 fn insert_rows_sql(rows: usize, backend: Backend) -> String {
-    const COLUMNS: usize = 9;
+    const COLUMNS: usize = 11;
     let mut sql = String::from(
-        "INSERT INTO calls (at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace) VALUES ",
+        "INSERT INTO calls (at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace, origin, checkpoint) VALUES ",
     );
     for row in 0..rows {
         if row > 0 {
@@ -226,6 +227,21 @@ fn as_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// The `origin` column of a record: its origin's JSON, `NULL` when the origin is
+/// unknown (no front end).
+fn origin_json(record: &CallRecord) -> Option<String> {
+    if record.origin.front_end.is_empty() {
+        return None;
+    }
+    match serde_json::to_string(&record.origin) {
+        Ok(json) => Some(json),
+        Err(e) => {
+            tracing::warn!("a call's origin could not be serialised: {e}");
+            None
+        }
+    }
+}
+
 async fn write_batch(store: &Store, workspace: &str, batch: &[CallRecord]) -> StoreResult<()> {
     if batch.is_empty() {
         return Ok(());
@@ -238,7 +254,7 @@ async fn write_batch(store: &Store, workspace: &str, batch: &[CallRecord]) -> St
             .await?;
     }
     // The whole batch in one statement: one round trip to the database, not one a
-    // call. Only placeholders are built into the text; every value is bound (9 a
+    // call. Only placeholders are built into the text; every value is bound (11 a
     // row, far within SQLite's and PostgreSQL's limits at CALL_LOG_BATCH_MAX rows).
     let mut query = sqlx::query(sqlx::AssertSqlSafe(insert_rows_sql(
         batch.len(),
@@ -254,7 +270,9 @@ async fn write_batch(store: &Store, workspace: &str, batch: &[CallRecord]) -> St
             .bind(r.error_code.as_deref())
             .bind(as_i64(r.duration_ms))
             .bind(as_i64(r.bytes_out))
-            .bind(workspace);
+            .bind(workspace)
+            .bind(origin_json(r))
+            .bind(r.checkpoint.as_deref());
     }
     query.execute(&mut *tx).await?;
     tx.commit().await?;
@@ -293,6 +311,13 @@ pub struct CallEntry {
     pub bytes_out: i64,
     /// The workspace the call ran in.
     pub workspace: String,
+    /// Where the call came from: the JSON of its `toolbelt_core::Origin`, when
+    /// known (calls logged before origins were kept have none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+    /// The checkpoint taken before the call (`cp-12`), when one was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
 }
 
 /// The last `filter.tail` logged calls (of `filter.tool`, when given), oldest first.
@@ -327,8 +352,7 @@ pub async fn recent_calls(store: &Store, filter: &CallFilter) -> StoreResult<Vec
 }
 
 /// The columns [`call_entry`] reads, in its order.
-pub(crate) const CALL_COLUMNS: &str =
-    "id, at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace";
+pub(crate) const CALL_COLUMNS: &str = "id, at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace, origin, checkpoint";
 
 /// A row of [`CALL_COLUMNS`].
 pub(crate) fn call_entry(row: &sqlx::any::AnyRow) -> StoreResult<CallEntry> {
@@ -343,5 +367,7 @@ pub(crate) fn call_entry(row: &sqlx::any::AnyRow) -> StoreResult<CallEntry> {
         duration_ms: row.try_get(7)?,
         bytes_out: row.try_get(8)?,
         workspace: row.try_get(9)?,
+        origin: row.try_get(10)?,
+        checkpoint: row.try_get(11)?,
     })
 }

@@ -23,6 +23,10 @@
 //! - The call log: [`CallLogWriter`] (a [`toolbelt_core::CallLog`] writing in
 //!   batches off the call's path) and [`recent_calls`]; for people, [`list_calls`]
 //!   (filtered, paged), [`calls_after`] (a live view) and [`all_todo_lists`].
+//! - Checkpoints, what each call changed in files ([`CheckpointRecord`],
+//!   [`FileChange`]): [`insert_checkpoint`], [`list_checkpoints`],
+//!   [`get_checkpoint`], [`checkpoints_from`], [`last_rewind`], and for pruning
+//!   [`checkpoint_ages`], [`referenced_hashes`] and [`mark_pruned`].
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -36,6 +40,7 @@
 
 mod analysis;
 mod calls;
+mod checkpoints;
 mod cron;
 mod dates;
 mod error;
@@ -63,6 +68,10 @@ pub use analysis::{
 pub use calls::{
     CALL_LOG_BATCH_MAX, CALL_LOG_LINGER, CALL_LOG_QUEUE_CAPACITY, CALL_LOG_RETENTION_MS, CallEntry,
     CallFilter, CallLogWriter, recent_calls,
+};
+pub use checkpoints::{
+    CheckpointRecord, FileChange, FileState, checkpoint_ages, checkpoints_from, get_checkpoint,
+    insert_checkpoint, last_rewind, list_checkpoints, mark_pruned, referenced_hashes,
 };
 pub use cron::{
     Claim, CronJob, CronJobStatus, FireMode, Firing, LastRun, MAX_CRON_NAME_CHARS, NewCronJob,

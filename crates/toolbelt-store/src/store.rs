@@ -342,11 +342,12 @@ async fn read_header(url: &str, check: bool) -> Result<(SqliteHeader, Vec<String
     Ok((header, problems))
 }
 
-/// Tables not checked when the store is opened: the call log and the cron claims,
-/// which grow with every call or firing and would make each start slower (a 9 MB log took 16 ms to check, the rest
+/// Tables not checked when the store is opened: the call log, the cron claims and
+/// the files of checkpoints, which grow with every call, firing or file changed
+/// and would make each start slower (a 9 MB log took 16 ms to check, the rest
 /// of the store under 1 ms). A damaged page in it is found when it is read or
 /// written.
-const UNCHECKED_TABLES: &[&str] = &["calls", "cron_firings"];
+const UNCHECKED_TABLES: &[&str] = &["calls", "cron_firings", "checkpoint_files"];
 
 /// The tables of every schema version, to recognise a store created by an older build.
 const KNOWN_TABLES: &[&str] = &[
@@ -363,6 +364,9 @@ const KNOWN_TABLES: &[&str] = &[
     "cron_jobs",
     "cron_firings",
     "outbox",
+    "subagent_tasks",
+    "checkpoints",
+    "checkpoint_files",
 ];
 
 async fn open_sqlite(path: &Path, location: &Location) -> StoreResult<Store> {

@@ -203,6 +203,7 @@ mod tests {
             error_code: None,
             duration_ms: 1,
             bytes_out: 10,
+            ..CallRecord::default()
         }
     }
 

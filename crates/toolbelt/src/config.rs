@@ -110,6 +110,9 @@ pub struct FileConfig {
     /// `[mcp]`: how MCP results are shaped.
     #[serde(default)]
     pub mcp: McpConfig,
+    /// `[checkpoints]`: what is kept so that tool calls can be undone.
+    #[serde(default)]
+    pub checkpoints: CheckpointsConfig,
     /// `[channels.NAME]`: the channels of the `message` and `cron` tools.
     #[serde(default)]
     pub channels: std::collections::BTreeMap<String, toolbelt_sched::ChannelConfig>,
@@ -214,6 +217,54 @@ pub struct StoreConfig {
     pub database_url: Option<String>,
     /// Record every call in the call log.
     pub call_log: Option<bool>,
+}
+
+/// `[checkpoints]`: what is kept so that what tool calls change in the files can be
+/// seen and undone (`toolbelt checkpoints`, `toolbelt rewind`).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointsConfig {
+    /// Take checkpoints (default true).
+    pub enabled: Option<bool>,
+    /// Refuse a call that cannot be checkpointed (default false: it runs, and its
+    /// result says why there is no checkpoint).
+    pub required: Option<bool>,
+    /// A larger file is recorded as not captured (default 16).
+    pub max_file_mib: Option<u64>,
+    /// The content kept for all checkpoints; the oldest are pruned past it
+    /// (default 1024).
+    pub max_total_mib: Option<u64>,
+    /// Checkpoints older than this are pruned (default 30).
+    pub max_age_days: Option<u64>,
+    /// How long one walk of the workspace may take before the checkpoint is
+    /// marked partial (default 5000).
+    pub walk_budget_ms: Option<u64>,
+}
+
+impl CheckpointsConfig {
+    /// The settings this gives, over the defaults. `TOOLBELT_CHECKPOINTS=off`
+    /// turns checkpoints off whatever the file says.
+    pub fn settings(&self) -> toolbelt_checkpoint::Settings {
+        let d = toolbelt_checkpoint::Settings::default();
+        let off = std::env::var("TOOLBELT_CHECKPOINTS")
+            .is_ok_and(|v| matches!(v.trim(), "off" | "0" | "false" | "no"));
+        toolbelt_checkpoint::Settings {
+            enabled: !off && self.enabled.unwrap_or(d.enabled),
+            required: self.required.unwrap_or(d.required),
+            max_file_bytes: self
+                .max_file_mib
+                .map_or(d.max_file_bytes, |m| m.saturating_mul(1024 * 1024)),
+            max_total_bytes: self
+                .max_total_mib
+                .map_or(d.max_total_bytes, |m| m.saturating_mul(1024 * 1024)),
+            max_age: self.max_age_days.map_or(d.max_age, |days| {
+                std::time::Duration::from_secs(days.saturating_mul(24 * 60 * 60))
+            }),
+            walk_budget: self
+                .walk_budget_ms
+                .map_or(d.walk_budget, std::time::Duration::from_millis),
+        }
+    }
 }
 
 /// `[web]`.

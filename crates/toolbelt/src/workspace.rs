@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use toolbelt_agent::Subagents;
+use toolbelt_checkpoint::Checkpoints;
 use toolbelt_core::output::OutputBudget;
 use toolbelt_core::{Registry, Session};
 use toolbelt_net::search::Backend;
@@ -42,6 +43,9 @@ pub struct Workspace {
     /// The other MCP servers whose tools the registry offers; started by
     /// [`Workspace::start_servers`] on the runtime that serves the calls.
     pub upstreams: Arc<Upstreams>,
+    /// What is kept so that the calls' changes to the files can be undone (none
+    /// when `[checkpoints] enabled = false`).
+    pub checkpoints: Option<Checkpoints>,
 }
 
 impl Workspace {
@@ -155,6 +159,12 @@ impl Workspace {
         registry
             .select(&selection, toolbelt_tools::TOOLSETS)
             .context("invalid --tools, TOOLBELT_TOOLS or [tools]")?;
+        let checkpoints = checkpoints(&file.checkpoints, &registry, &store, state_dir);
+        registry.set_checkpointer(
+            checkpoints
+                .clone()
+                .map(|c| Arc::new(c) as Arc<dyn toolbelt_core::Checkpointer>),
+        );
         Ok(Workspace {
             registry,
             store,
@@ -163,6 +173,7 @@ impl Workspace {
             jobs,
             subagents,
             upstreams,
+            checkpoints,
         })
     }
 
@@ -184,6 +195,29 @@ impl Workspace {
 /// `sandbox`, hiding from commands the state directory, the serve token's and
 /// every workspace's state in the user's state directory (made first, so that
 /// there is something to hide).
+/// The workspace's checkpoints, a rewind a kill cut short finished first; none
+/// when they are turned off.
+fn checkpoints(
+    config: &crate::config::CheckpointsConfig,
+    registry: &Registry,
+    store: &StoreHandle,
+    state_dir: &Path,
+) -> Option<Checkpoints> {
+    let settings = config.settings();
+    if !settings.enabled {
+        return None;
+    }
+    let roots = registry.session().roots().to_vec();
+    let checkpoints = Checkpoints::new(settings, store.clone(), state_dir, roots);
+    if let Err(e) = checkpoints.recover() {
+        tracing::warn!(
+            "a rewind that was cut short cannot be finished yet: {}",
+            toolbelt_core::error_chain(&e)
+        );
+    }
+    Some(checkpoints)
+}
+
 fn hide_state(sandbox: Sandbox, roots: &[PathBuf], state_dir: &Path) -> Result<Sandbox> {
     let mut dirs = vec![state_dir.to_path_buf()];
     if let Some(home) = user_state_home() {

@@ -10,11 +10,14 @@
 //! 3. **validate**: the input schema, then the tool's own rules;
 //! 4. **authorize**: the permission rules (a denied call ends here);
 //! 5. **approve**: a call a rule marks `ask` is put to the person;
-//! 6. **execute**: the tool itself, under a timeout and the call's cancellation,
+//! 6. **checkpoint**: for a call that may change files, what is needed to undo it
+//!    is kept (a call whose required checkpoint cannot be taken ends here);
+//! 7. **execute**: the tool itself, under a timeout and the call's cancellation,
 //!    a panic contained; from here on every outcome is an envelope that goes on;
-//! 7. **budget**: a text over the output budget is cut and the whole saved;
-//! 8. **record**: the envelope's context and time, the trace event and the call
-//!    log's record.
+//! 8. **changes**: the checkpoint is finished with what the call changed;
+//! 9. **budget**: a text over the output budget is cut and the whole saved;
+//! 10. **record**: the envelope's context and time, the trace event and the call
+//!     log's record (with the call's origin and checkpoint).
 //!
 //! Each stage before execute returns `Result<_, Box<Envelope>>`: an `Err` is the
 //! envelope the call ends with, and the remaining stages up to **record** are
@@ -37,6 +40,7 @@ use super::{
 };
 use crate::authorize::{Decision, Evaluation, Request};
 use crate::calllog::{CallRecord, args_digest};
+use crate::checkpoint::{Changes, CheckpointCall, Origin, PendingCheckpoint};
 use crate::closest::closest;
 use crate::context::{MAX_TIMEOUT_MS, ToolContext};
 use crate::envelope::{Envelope, ErrorCode, Repair};
@@ -91,6 +95,8 @@ struct Trace {
     canonical: Option<String>,
     /// The repairs made to the arguments.
     repairs: Vec<Repair>,
+    /// Where the call came from.
+    origin: Origin,
 }
 
 /// What the rules said of a call that may go on.
@@ -130,7 +136,10 @@ impl Registry {
             put_off: opts.put_off.clone(),
             name: call.name,
         };
-        let mut trace = Trace::default();
+        let mut trace = Trace {
+            origin: opts.origin.clone().unwrap_or_else(|| self.origin.clone()),
+            ..Trace::default()
+        };
         let env = match self
             .run(
                 &incoming.name,
@@ -163,8 +172,49 @@ impl Registry {
         validate(&target, &entry, &args)?;
         let ruling = self.authorize(&target, &args)?;
         self.approve(&target, &args, ruling, &opts).await?;
+        let pending = self
+            .checkpoint(&target, &args, call_id, &trace.origin)
+            .await?;
         let (env, ctx) = self.execute_tool(&target, args, call_id, opts).await;
+        let env = changes(pending, env).await;
         Ok(self.budget(env, ctx.budget()))
+    }
+
+    /// Stage 6: for a call that may change files, the checkpointer keeps what is
+    /// needed to undo it. A call whose required checkpoint cannot be taken ends here.
+    async fn checkpoint(
+        &self,
+        target: &Target<'_>,
+        args: &Value,
+        call_id: &str,
+        origin: &Origin,
+    ) -> Stage<Option<Box<dyn PendingCheckpoint>>> {
+        let Some(checkpointer) = &self.checkpointer else {
+            return Ok(None);
+        };
+        let changes = target.tool.changes(args);
+        if changes == Changes::Nothing {
+            return Ok(None);
+        }
+        let call = CheckpointCall {
+            tool: target.canonical,
+            call_id,
+            arguments: args,
+            changes: &changes,
+            origin,
+            cwd: self.session.cwd(),
+        };
+        checkpointer.before(call).await.map_err(|refused| {
+            Box::new(Envelope::error(
+                ErrorCode::Unavailable,
+                format!(
+                    "{} was not run: {}",
+                    target.exposed,
+                    error_chain(&refused)
+                ),
+                Some("the files are unchanged; ask the user to free space for checkpoints or turn `[checkpoints] required` off".into()),
+            ))
+        })
     }
 
     /// Stage 1: the tool named `name`, canonical or exposed.
@@ -371,7 +421,11 @@ impl Registry {
             started_at_ms,
             put_off,
         } = incoming;
-        let Trace { canonical, repairs } = trace;
+        let Trace {
+            canonical,
+            repairs,
+            origin,
+        } = trace;
         env.stats.time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         env.context.tool = canonical.clone().unwrap_or_else(|| name.clone());
         env.context.call_id = call_id;
@@ -391,7 +445,7 @@ impl Registry {
         );
         let deferred = put_off.is_some_and(|p| p.load(Ordering::Relaxed));
         if let Some(log) = self.call_log.as_ref().filter(|_| !deferred) {
-            log.record(call_record(&env, started_at_ms));
+            log.record(call_record(&env, started_at_ms, origin));
         }
         env
     }
@@ -444,6 +498,18 @@ impl Registry {
             .collect()
             .await
     }
+}
+
+/// Stage 8: the checkpoint taken before the call is finished with what the call
+/// changed, and named in the envelope's context.
+async fn changes(pending: Option<Box<dyn PendingCheckpoint>>, mut env: Envelope) -> Envelope {
+    let Some(pending) = pending else {
+        return env;
+    };
+    let note = pending.after(&env).await;
+    env.context.checkpoint = note.id;
+    env.context.checkpoint_problem = note.problem;
+    env
 }
 
 /// Stage 2: safe repair of `arguments` (the repairs go to `repairs`, kept in the
@@ -631,7 +697,7 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// The call log's record of a final envelope.
-fn call_record(env: &Envelope, at_ms: i64) -> CallRecord {
+fn call_record(env: &Envelope, at_ms: i64, origin: Origin) -> CallRecord {
     let data_len = json_len(&env.data);
     CallRecord {
         at_ms,
@@ -642,6 +708,8 @@ fn call_record(env: &Envelope, at_ms: i64) -> CallRecord {
         error_code: env.error_code().map(|c| c.as_str().to_string()),
         duration_ms: env.stats.time_ms,
         bytes_out: u64::try_from(env.text.len() + data_len).unwrap_or(u64::MAX),
+        origin,
+        checkpoint: env.context.checkpoint.clone(),
     }
 }
 

@@ -375,6 +375,10 @@ impl McpServer {
             approver,
             asker,
             put_off: channel.as_ref().and_then(crate::elicit::Channel::put_off),
+            origin: Some(toolbelt_core::Origin {
+                client: client.clone(),
+                ..registry.origin().clone()
+            }),
         };
         let structured = self.structured_for(client.as_deref());
         let env = registry

@@ -125,6 +125,8 @@ async fn a_registry_logs_exact_rows_with_secrets_redacted() {
             duration_ms: env.stats.time_ms as i64,
             bytes_out: bytes_out(env),
             workspace: "/work/project".into(),
+            origin: None,
+            checkpoint: None,
         };
         assert_eq!(
             rows,
@@ -181,6 +183,7 @@ fn record(n: usize, tool: &str) -> CallRecord {
         error_code: None,
         duration_ms: n as u64,
         bytes_out: 10 * n as u64,
+        ..CallRecord::default()
     }
 }
 
@@ -217,6 +220,8 @@ async fn tail_and_tool_filters_return_the_latest_oldest_first() {
                 duration_ms: 25,
                 bytes_out: 250,
                 workspace: "/w".into(),
+                origin: None,
+                checkpoint: None,
             }
         );
 

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod calls;
+mod checkpoints;
 mod cron;
 mod open;
 mod planner;

@@ -26,6 +26,7 @@ pub fn run(args: BatchArgs, mut ws: Workspace) -> Result<ExitCode> {
     let calls = args.read_calls()?;
     let opts = CallOptions {
         timeout: args.timeout_ms.map(Duration::from_millis),
+        origin: Some(toolbelt_core::Origin::new("batch")),
         ..CallOptions::default()
     };
     let envs = runtime::run_calls(&mut ws, calls, args.mode(), &opts)?;

@@ -36,6 +36,7 @@ pub fn run(args: CallArgs, mut ws: Workspace) -> Result<ExitCode> {
     let arguments = serde_json::from_str::<Value>(&raw).unwrap_or(Value::String(raw));
     let opts = CallOptions {
         timeout: args.timeout_ms.map(Duration::from_millis),
+        origin: Some(toolbelt_core::Origin::new("cli")),
         ..CallOptions::default()
     };
     let envs = runtime::run_calls(

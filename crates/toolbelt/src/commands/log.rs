@@ -93,6 +93,7 @@ mod tests {
             error_code: code.map(str::to_string),
             duration_ms: 3 * n as u64,
             bytes_out: 100 + n as u64,
+            ..CallRecord::default()
         }
     }
 

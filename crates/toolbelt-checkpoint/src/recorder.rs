@@ -1,0 +1,824 @@
+//! The registry's [`Checkpointer`]: before a call, the bytes of the paths it
+//! names (or a walk of the workspace, for a shell command); after it, what
+//! changed, as one checkpoint in the store.
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use toolbelt_core::{
+    BoxFuture, Changes, CheckpointCall, CheckpointNote, CheckpointRefused, Checkpointer, Envelope,
+    PendingCheckpoint, error_chain,
+};
+use toolbelt_store::{CheckpointRecord, FileChange, FileState, StoreHandle, insert_checkpoint};
+
+use crate::Settings;
+use crate::blobs::Blobs;
+use crate::error::CheckpointError;
+use crate::index::{Entry, Index, index_path, walk};
+use crate::observe::{Captured, DIR, FILE, Stat, capture, same_state, stat};
+
+/// Checkpoints of one workspace: its roots, its content store and its records.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct Checkpoints {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub settings: Settings,
+    pub store: StoreHandle,
+    /// The workspace's name in the store (its first root).
+    pub workspace: String,
+    pub roots: Vec<PathBuf>,
+    /// `<state>/checkpoints`.
+    pub dir: PathBuf,
+    pub blobs: Blobs,
+    /// The stat index of each root, loaded on first use.
+    indexes: Mutex<HashMap<PathBuf, Arc<Mutex<Index>>>>,
+    /// Bytes stored since the last collection.
+    pub stored_since_gc: AtomicU64,
+}
+
+impl std::fmt::Debug for Checkpoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkpoints")
+            .field("workspace", &self.inner.workspace)
+            .field("dir", &self.inner.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a call came from and what it was, for its record.
+#[derive(Clone)]
+struct CallMeta {
+    tool: String,
+    call_id: String,
+    origin: String,
+    at_ms: i64,
+}
+
+impl Checkpoints {
+    /// The checkpoints of the workspace `roots` (the first one names it), kept in
+    /// `<state_dir>/checkpoints` and `store`.
+    pub fn new(
+        settings: Settings,
+        store: StoreHandle,
+        state_dir: &Path,
+        roots: Vec<PathBuf>,
+    ) -> Checkpoints {
+        let dir = state_dir.join("checkpoints");
+        let workspace = roots
+            .first()
+            .map(|r| r.display().to_string())
+            .unwrap_or_default();
+        Checkpoints {
+            inner: Arc::new(Inner {
+                settings,
+                store,
+                workspace,
+                roots,
+                blobs: Blobs::new(dir.join("objects")),
+                dir,
+                indexes: Mutex::default(),
+                stored_since_gc: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+
+    /// The workspace's name in the store.
+    pub fn workspace(&self) -> &str {
+        &self.inner.workspace
+    }
+
+    /// Where the content and indexes are kept.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The roots.
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.inner.roots
+    }
+
+    pub(crate) fn blobs(&self) -> &Blobs {
+        &self.inner.blobs
+    }
+}
+
+impl Inner {
+    /// The root `abs` is under and its path there (`/`-separated), when it is in
+    /// the workspace and not under `.git`.
+    pub(crate) fn locate(&self, abs: &Path) -> Option<(PathBuf, String)> {
+        let root = self
+            .roots
+            .iter()
+            .filter(|r| abs.starts_with(r))
+            .max_by_key(|r| r.as_os_str().len())?;
+        let rel = crate::index::relative(root, abs)?;
+        if rel.split('/').any(|part| part == ".git") {
+            return None;
+        }
+        Some((root.clone(), rel))
+    }
+
+    /// The path a record keeps for `rel` under `root`: relative to the first root,
+    /// else absolute.
+    pub(crate) fn record_path(&self, root: &Path, rel: &str) -> String {
+        if self.roots.first().is_some_and(|r| r == root) {
+            rel.to_string()
+        } else {
+            root.join(rel).display().to_string()
+        }
+    }
+
+    /// The absolute path of a record's path.
+    pub(crate) fn absolute(&self, recorded: &str) -> PathBuf {
+        let p = Path::new(recorded);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.roots
+                .first()
+                .map_or_else(|| p.to_path_buf(), |r| r.join(p))
+        }
+    }
+
+    pub(crate) fn index(&self, root: &Path) -> Arc<Mutex<Index>> {
+        let mut indexes = toolbelt_core::sync::lock(&self.indexes);
+        Arc::clone(
+            indexes
+                .entry(root.to_path_buf())
+                .or_insert_with(|| Arc::new(Mutex::new(Index::load(&index_path(&self.dir, root))))),
+        )
+    }
+
+    /// Forgets `rel` in `root`'s index, if it is loaded: its next walk reads it again.
+    fn forget(&self, root: &Path, rel: &str) {
+        let loaded = toolbelt_core::sync::lock(&self.indexes).get(root).cloned();
+        if let Some(index) = loaded {
+            toolbelt_core::sync::lock(&index).entries.remove(rel);
+        }
+    }
+
+    /// Every hash the indexes on disk and in memory refer to.
+    pub(crate) fn index_hashes(&self) -> std::collections::HashSet<String> {
+        let mut out = std::collections::HashSet::new();
+        for root in &self.roots {
+            let index = self.index(root);
+            let index = toolbelt_core::sync::lock(&index);
+            out.extend(index.hashes().map(str::to_string));
+            let on_disk = Index::load(&index_path(&self.dir, root));
+            out.extend(on_disk.hashes().map(str::to_string));
+        }
+        out
+    }
+
+    fn capturable(&self, st: &Stat) -> bool {
+        st.kind == FILE && st.size <= self.settings.max_file_bytes && st.nlink <= 1
+    }
+}
+
+/// `path` made absolute against `cwd` and cleaned of `.` and `..` without
+/// touching the disk.
+pub(crate) fn absolute_clean(cwd: &Path, path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// What a capture before a call gives: a problem when it went wrong.
+fn problem_of(e: &CheckpointError) -> String {
+    if e.is_no_space() {
+        "checkpoint not taken: no space left on the device".to_string()
+    } else {
+        format!("checkpoint partial: {}", error_chain(e))
+    }
+}
+
+impl Checkpointer for Checkpoints {
+    fn before<'a>(
+        &'a self,
+        call: CheckpointCall<'a>,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn PendingCheckpoint>>, CheckpointRefused>> {
+        Box::pin(async move {
+            if !self.inner.settings.enabled {
+                return Ok(None);
+            }
+            let meta = CallMeta {
+                tool: call.tool.to_string(),
+                call_id: call.call_id.to_string(),
+                origin: serde_json::to_string(call.origin).unwrap_or_default(),
+                at_ms: now_ms(),
+            };
+            let inner = Arc::clone(&self.inner);
+            let required = self.inner.settings.required;
+            let failed = |e: tokio::task::JoinError| CheckpointRefused {
+                reason: format!("the checkpoint task failed: {e}"),
+            };
+            let (pending, refusal): (Box<dyn PendingCheckpoint>, Option<String>) = match call
+                .changes
+            {
+                Changes::Nothing => return Ok(None),
+                Changes::Paths(paths) => {
+                    let cwd = call.cwd.to_path_buf();
+                    let paths = paths.clone();
+                    let taken = tokio::task::spawn_blocking(move || {
+                        PathsPending::take(inner, meta, &cwd, &paths)
+                    })
+                    .await
+                    .map_err(failed)?;
+                    let refusal = taken.not_taken.then(|| taken.problem.clone()).flatten();
+                    (Box::new(taken), refusal)
+                }
+                Changes::Unknown => {
+                    let taken = tokio::task::spawn_blocking(move || WalkPending::take(inner, meta))
+                        .await
+                        .map_err(failed)?;
+                    let refusal = taken.not_taken.then(|| taken.problem.clone()).flatten();
+                    (Box::new(taken), refusal)
+                }
+            };
+            if required && let Some(reason) = refusal {
+                return Err(CheckpointRefused { reason });
+            }
+            Ok(Some(pending))
+        })
+    }
+}
+
+/// The paths a file tool named, with their state before the call.
+struct PathsPending {
+    inner: Arc<Inner>,
+    meta: CallMeta,
+    /// Root, path in it, absolute path, state before.
+    items: Vec<(PathBuf, String, PathBuf, Captured)>,
+    problem: Option<String>,
+    not_taken: bool,
+    stored: u64,
+}
+
+impl PathsPending {
+    fn take(inner: Arc<Inner>, meta: CallMeta, cwd: &Path, paths: &[PathBuf]) -> PathsPending {
+        let mut out = PathsPending {
+            inner: Arc::clone(&inner),
+            meta,
+            items: Vec::new(),
+            problem: None,
+            not_taken: false,
+            stored: 0,
+        };
+        for p in paths {
+            let abs = absolute_clean(cwd, p);
+            let Some((root, rel)) = inner.locate(&abs) else {
+                continue;
+            };
+            if out.items.iter().any(|(_, _, a, _)| *a == abs) {
+                continue;
+            }
+            let captured = stat(&abs)
+                .map_err(|e| CheckpointError::io("read", &abs, e))
+                .and_then(|st| {
+                    capture(
+                        &abs,
+                        st.as_ref(),
+                        &inner.blobs,
+                        inner.settings.max_file_bytes,
+                        true,
+                    )
+                });
+            match captured {
+                Ok(c) => {
+                    out.stored += c.stored;
+                    out.items.push((root, rel, abs, c));
+                }
+                Err(e) => {
+                    out.not_taken |= e.is_no_space();
+                    out.problem = Some(problem_of(&e));
+                    if e.is_no_space() {
+                        out.items.clear();
+                        break;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn finish(self) -> (Vec<FileChange>, Option<String>, u64, Arc<Inner>, CallMeta) {
+        let mut changes = Vec::new();
+        for (root, rel, abs, before) in &self.items {
+            // The content after is kept too: the checkpoint's diff shows it.
+            let after = stat(abs).ok().and_then(|st| {
+                capture(
+                    abs,
+                    st.as_ref(),
+                    &self.inner.blobs,
+                    self.inner.settings.max_file_bytes,
+                    true,
+                )
+                .ok()
+            });
+            let Some(after) = after else {
+                continue;
+            };
+            self.inner.forget(root, rel);
+            if same_state(&before.state, &after.state) && before.captured {
+                continue;
+            }
+            changes.push(FileChange {
+                path: self.inner.record_path(root, rel),
+                change: change_kind(&before.state, &after.state).to_string(),
+                renamed_from: None,
+                before: before.state.clone(),
+                after: after.state,
+                captured: before.captured,
+                note: before.note.clone(),
+            });
+        }
+        pair_renames_by_hash(&mut changes);
+        (changes, self.problem, self.stored, self.inner, self.meta)
+    }
+}
+
+impl PendingCheckpoint for PathsPending {
+    fn after(self: Box<Self>, _envelope: &Envelope) -> BoxFuture<'static, CheckpointNote> {
+        Box::pin(async move {
+            if self.not_taken {
+                return CheckpointNote {
+                    id: None,
+                    files: 0,
+                    problem: self.problem,
+                };
+            }
+            let finished = tokio::task::spawn_blocking(move || self.finish()).await;
+            let Ok((changes, problem, stored, inner, meta)) = finished else {
+                return CheckpointNote {
+                    id: None,
+                    files: 0,
+                    problem: Some("checkpoint partial: the checkpoint task failed".into()),
+                };
+            };
+            keep(&inner, meta, changes, problem, stored).await
+        })
+    }
+}
+
+/// The roots walked before a shell command (their indexes are the state before).
+struct WalkPending {
+    inner: Arc<Inner>,
+    meta: CallMeta,
+    problem: Option<String>,
+    not_taken: bool,
+    stored: u64,
+    /// Roots whose walk before was cut short: their deletions are not known.
+    cut: Vec<PathBuf>,
+}
+
+impl WalkPending {
+    fn take(inner: Arc<Inner>, meta: CallMeta) -> WalkPending {
+        let mut out = WalkPending {
+            inner: Arc::clone(&inner),
+            meta,
+            problem: None,
+            not_taken: false,
+            stored: 0,
+            cut: Vec::new(),
+        };
+        let deadline = Instant::now() + inner.settings.walk_budget;
+        for root in &inner.roots {
+            let index = inner.index(root);
+            let mut index = toolbelt_core::sync::lock(&index);
+            match refresh(&inner, root, &mut index, deadline) {
+                Ok(r) => {
+                    out.stored += r.stored;
+                    if r.cut || r.uncaptured > 0 {
+                        out.cut.push(root.clone());
+                        out.problem = Some(partial_note(&inner, r.uncaptured));
+                    }
+                }
+                Err(e) => {
+                    out.not_taken |= e.is_no_space();
+                    out.problem = Some(problem_of(&e));
+                }
+            }
+        }
+        out
+    }
+
+    fn finish(self) -> (Vec<FileChange>, Option<String>, u64, Arc<Inner>, CallMeta) {
+        let deadline = Instant::now() + self.inner.settings.walk_budget;
+        let mut changes = Vec::new();
+        let mut problem = self.problem.clone();
+        let mut stored = self.stored;
+        for root in &self.inner.roots {
+            let index = self.inner.index(root);
+            let mut index = toolbelt_core::sync::lock(&index);
+            match diff(&self.inner, root, &mut index, deadline) {
+                Ok(d) => {
+                    stored += d.stored;
+                    if d.cut {
+                        problem = Some(partial_note(&self.inner, 0));
+                    }
+                    changes.extend(d.changes);
+                }
+                Err(e) => problem = Some(problem_of(&e)),
+            }
+            if let Err(e) = index.save(&index_path(&self.inner.dir, root)) {
+                tracing::warn!("the checkpoint index cannot be saved: {e}");
+            }
+        }
+        (changes, problem, stored, self.inner, self.meta)
+    }
+}
+
+impl PendingCheckpoint for WalkPending {
+    fn after(self: Box<Self>, _envelope: &Envelope) -> BoxFuture<'static, CheckpointNote> {
+        Box::pin(async move {
+            let finished = tokio::task::spawn_blocking(move || self.finish()).await;
+            let Ok((changes, problem, stored, inner, meta)) = finished else {
+                return CheckpointNote {
+                    id: None,
+                    files: 0,
+                    problem: Some("checkpoint partial: the checkpoint task failed".into()),
+                };
+            };
+            keep(&inner, meta, changes, problem, stored).await
+        })
+    }
+}
+
+fn partial_note(inner: &Inner, uncaptured: usize) -> String {
+    if uncaptured > 0 {
+        format!(
+            "checkpoint partial: {uncaptured} files were not yet read within the walk's {} s",
+            inner.settings.walk_budget.as_secs_f64()
+        )
+    } else {
+        format!(
+            "checkpoint partial: the workspace was not walked whole within {} s",
+            inner.settings.walk_budget.as_secs_f64()
+        )
+    }
+}
+
+/// Records `changes` as one checkpoint (none when nothing changed).
+async fn keep(
+    inner: &Arc<Inner>,
+    meta: CallMeta,
+    changes: Vec<FileChange>,
+    problem: Option<String>,
+    stored: u64,
+) -> CheckpointNote {
+    inner.stored_since_gc.fetch_add(stored, Ordering::Relaxed);
+    if changes.is_empty() {
+        return CheckpointNote {
+            id: None,
+            files: 0,
+            problem,
+        };
+    }
+    let files = changes.len();
+    let record = CheckpointRecord {
+        id: 0,
+        workspace: inner.workspace.clone(),
+        at_ms: meta.at_ms,
+        call_id: meta.call_id,
+        tool: meta.tool,
+        origin: meta.origin,
+        status: if problem.is_some() {
+            "partial".into()
+        } else {
+            "complete".into()
+        },
+        problem: problem.clone(),
+        rewind_of: None,
+        bytes: i64::try_from(stored).unwrap_or(i64::MAX),
+        file_count: 0,
+        files: changes,
+    };
+    let inserted = match inner.store.store().await {
+        Ok(store) => insert_checkpoint(store, &record).await,
+        Err(e) => Err(e),
+    };
+    let note = match inserted {
+        Ok(id) => CheckpointNote {
+            id: Some(crate::display_id(id)),
+            files,
+            problem,
+        },
+        Err(e) => CheckpointNote {
+            id: None,
+            files,
+            problem: Some(format!("checkpoint not kept: {}", error_chain(&e))),
+        },
+    };
+    crate::gc::maybe_collect(inner);
+    note
+}
+
+/// What [`refresh`] did.
+struct Refreshed {
+    stored: u64,
+    cut: bool,
+    /// Files that could be kept but were not read within the budget.
+    uncaptured: usize,
+}
+
+/// Brings `root`'s index up to the disk before a call: changed entries read
+/// again and their content kept. The index is then the state before the call.
+fn refresh(
+    inner: &Inner,
+    root: &Path,
+    index: &mut Index,
+    deadline: Instant,
+) -> Result<Refreshed, CheckpointError> {
+    let walked = walk(root, deadline);
+    let mut out = Refreshed {
+        stored: 0,
+        cut: walked.cut,
+        uncaptured: 0,
+    };
+    let mut next: HashMap<String, Entry> = HashMap::with_capacity(walked.entries.len());
+    for (rel, st) in walked.entries {
+        let old = index.entries.remove(&rel);
+        let fresh = match old {
+            Some(e) if !e.stat.differs(&st) && (e.hash.is_some() || !inner.capturable(&st)) => e,
+            _ if Instant::now() > deadline && inner.capturable(&st) => {
+                out.uncaptured += 1;
+                Entry {
+                    stat: st,
+                    hash: None,
+                    link: None,
+                }
+            }
+            _ => {
+                let abs = root.join(&rel);
+                match capture(
+                    &abs,
+                    Some(&st),
+                    &inner.blobs,
+                    inner.settings.max_file_bytes,
+                    true,
+                ) {
+                    Ok(c) => {
+                        out.stored += c.stored;
+                        Entry {
+                            stat: st,
+                            hash: c.state.hash,
+                            link: c.state.link,
+                        }
+                    }
+                    Err(e) if e.is_no_space() => return Err(e),
+                    // Gone or unreadable since the walk: the walk after sees it.
+                    Err(_) => continue,
+                }
+            }
+        };
+        next.insert(rel, fresh);
+    }
+    if walked.cut {
+        // What the walk did not reach is kept as it was.
+        next.extend(index.entries.drain());
+    }
+    index.entries = next;
+    index.complete = !walked.cut;
+    Ok(out)
+}
+
+/// What [`diff`] found.
+struct Diffed {
+    changes: Vec<FileChange>,
+    stored: u64,
+    cut: bool,
+}
+
+/// Walks `root` after a call and compares it with its index (the state before):
+/// every entry created, modified, deleted, renamed (same inode) or changed in mode.
+/// The index becomes the state after.
+fn diff(
+    inner: &Inner,
+    root: &Path,
+    index: &mut Index,
+    deadline: Instant,
+) -> Result<Diffed, CheckpointError> {
+    let walked = walk(root, deadline);
+    let mut out = Diffed {
+        changes: Vec::new(),
+        stored: 0,
+        cut: walked.cut,
+    };
+    let mut next: HashMap<String, Entry> = HashMap::with_capacity(walked.entries.len());
+    let mut created: Vec<(String, Stat, FileState)> = Vec::new();
+    for (rel, st) in walked.entries {
+        let old = index.entries.remove(&rel);
+        if let Some(e) = &old
+            && !e.stat.differs(&st)
+        {
+            next.insert(rel, old.unwrap_or_else(|| unreachable_entry(st)));
+            continue;
+        }
+        let abs = root.join(&rel);
+        let after = match capture(
+            &abs,
+            Some(&st),
+            &inner.blobs,
+            inner.settings.max_file_bytes,
+            true,
+        ) {
+            Ok(c) => {
+                out.stored += c.stored;
+                c.state
+            }
+            Err(e) if e.is_no_space() => return Err(e),
+            Err(_) => continue,
+        };
+        next.insert(
+            rel.clone(),
+            Entry {
+                stat: st,
+                hash: after.hash.clone(),
+                link: after.link.clone(),
+            },
+        );
+        match old {
+            None => created.push((rel, st, after)),
+            Some(e) => {
+                let before = entry_state(&e);
+                let size_or_time = e.stat.size != st.size || e.stat.mtime_ns != st.mtime_ns;
+                let uncaptured = e.hash.is_none() && e.stat.kind == FILE;
+                if same_state(&before, &after) && !(uncaptured && size_or_time) {
+                    continue;
+                }
+                out.changes.push(FileChange {
+                    path: inner.record_path(root, &rel),
+                    change: change_kind(&before, &after).to_string(),
+                    renamed_from: None,
+                    captured: !uncaptured,
+                    note: uncaptured.then(|| uncaptured_note(inner, &e.stat)),
+                    before,
+                    after,
+                });
+            }
+        }
+    }
+    // What the index had and the walk did not see was deleted (unless the walk
+    // was cut short, when it is kept as it was).
+    let mut deleted: Vec<(String, Entry)> = index.entries.drain().collect();
+    if walked.cut {
+        next.extend(deleted.drain(..));
+    }
+    for (rel, st, after) in created {
+        let renamed = (st.kind != DIR)
+            .then(|| {
+                deleted.iter().position(|(_, e)| {
+                    e.stat.ino == st.ino && e.stat.dev == st.dev && e.stat.kind == st.kind
+                })
+            })
+            .flatten();
+        let renamed_from = renamed.map(|i| {
+            let (from, e) = deleted.remove(i);
+            let before = entry_state(&e);
+            let uncaptured = e.hash.is_none() && e.stat.kind == FILE;
+            out.changes.push(FileChange {
+                path: inner.record_path(root, &from),
+                change: "deleted".into(),
+                renamed_from: None,
+                before,
+                after: FileState::absent(),
+                captured: !uncaptured,
+                note: uncaptured.then(|| uncaptured_note(inner, &e.stat)),
+            });
+            inner.record_path(root, &from)
+        });
+        out.changes.push(FileChange {
+            path: inner.record_path(root, &rel),
+            change: if renamed_from.is_some() {
+                "renamed"
+            } else {
+                "created"
+            }
+            .into(),
+            renamed_from,
+            before: FileState::absent(),
+            after,
+            captured: true,
+            note: None,
+        });
+    }
+    for (rel, e) in deleted {
+        let uncaptured = e.hash.is_none() && e.stat.kind == FILE;
+        out.changes.push(FileChange {
+            path: inner.record_path(root, &rel),
+            change: "deleted".into(),
+            renamed_from: None,
+            before: entry_state(&e),
+            after: FileState::absent(),
+            captured: !uncaptured,
+            note: uncaptured.then(|| uncaptured_note(inner, &e.stat)),
+        });
+    }
+    index.entries = next;
+    index.complete = !walked.cut;
+    out.changes.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+fn unreachable_entry(stat: Stat) -> Entry {
+    Entry {
+        stat,
+        hash: None,
+        link: None,
+    }
+}
+
+fn uncaptured_note(inner: &Inner, st: &Stat) -> String {
+    if st.nlink > 1 {
+        "not captured: a hard link (another name shares its content)".into()
+    } else if st.size > inner.settings.max_file_bytes {
+        format!(
+            "not captured: {} is over the {} a file may have",
+            toolbelt_core::human::human_bytes(st.size),
+            toolbelt_core::human::human_bytes(inner.settings.max_file_bytes)
+        )
+    } else {
+        "not captured: it was not read before the call".into()
+    }
+}
+
+/// The state an index entry records.
+fn entry_state(e: &Entry) -> FileState {
+    FileState {
+        kind: e.stat.kind.to_string(),
+        hash: e.hash.clone(),
+        mode: (e.stat.kind != crate::observe::SYMLINK).then_some(i64::from(e.stat.mode)),
+        size: (e.stat.kind == FILE).then_some(i64::try_from(e.stat.size).unwrap_or(i64::MAX)),
+        link: e.link.clone(),
+    }
+}
+
+/// How an entry went from `before` to `after`.
+fn change_kind(before: &FileState, after: &FileState) -> &'static str {
+    let absent = crate::observe::ABSENT;
+    if before.kind == absent {
+        "created"
+    } else if after.kind == absent {
+        "deleted"
+    } else if before.kind == after.kind
+        && before.hash == after.hash
+        && before.link == after.link
+        && before.mode != after.mode
+    {
+        "mode"
+    } else {
+        "modified"
+    }
+}
+
+/// A file deleted and another created with the same content in one call (a move
+/// by a file tool): the created one is recorded as renamed from the other.
+fn pair_renames_by_hash(changes: &mut [FileChange]) {
+    let deleted: Vec<(String, String)> = changes
+        .iter()
+        .filter(|c| c.change == "deleted")
+        .filter_map(|c| Some((c.path.clone(), c.before.hash.clone()?)))
+        .collect();
+    for c in changes.iter_mut().filter(|c| c.change == "created") {
+        if let Some((from, _)) = deleted
+            .iter()
+            .find(|(_, h)| c.after.hash.as_deref() == Some(h.as_str()))
+        {
+            c.change = "renamed".into();
+            c.renamed_from = Some(from.clone());
+        }
+    }
+}
+
+/// The default walk budget.
+pub(crate) const DEFAULT_WALK_BUDGET: Duration = Duration::from_secs(5);
