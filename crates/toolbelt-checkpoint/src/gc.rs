@@ -4,7 +4,6 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 use toolbelt_core::human::human_bytes;
@@ -26,25 +25,36 @@ pub struct Collected {
     pub kept_bytes: u64,
 }
 
-/// Starts a collection in the background when enough was stored since the last.
-pub(crate) fn maybe_collect(inner: &Arc<Inner>) {
-    let threshold = (inner.settings.max_total_bytes / 8).max(1);
-    if inner.stored_since_gc.load(Ordering::Relaxed) < threshold {
+/// The file that counts the bytes stored since the last collection, across
+/// processes (a command line call is one process per call).
+const STORED_SINCE: &str = "stored-since-collection";
+
+/// Counts `stored` new bytes and collects when enough was stored since the last
+/// collection (an eighth of the cap): the call that crosses it pays for it.
+pub(crate) async fn maybe_collect(inner: &Arc<Inner>, stored: u64) {
+    if stored == 0 {
         return;
     }
-    inner.stored_since_gc.store(0, Ordering::Relaxed);
+    let path = inner.dir.join(STORED_SINCE);
+    let before = std::fs::read(&path)
+        .ok()
+        .and_then(|b| b.get(..8).and_then(|b| b.try_into().ok()))
+        .map_or(0, u64::from_le_bytes);
+    let total = before.saturating_add(stored);
+    let threshold = (inner.settings.max_total_bytes / 8).max(1);
+    if total < threshold {
+        let _ = std::fs::write(&path, total.to_le_bytes());
+        return;
+    }
+    let _ = std::fs::write(&path, 0u64.to_le_bytes());
     let checkpoints = Checkpoints {
         inner: Arc::clone(inner),
     };
-    if let Ok(rt) = tokio::runtime::Handle::try_current() {
-        rt.spawn(async move {
-            if let Err(e) = checkpoints.collect().await {
-                tracing::warn!(
-                    "checkpoints cannot be pruned: {}",
-                    toolbelt_core::error_chain(&e)
-                );
-            }
-        });
+    if let Err(e) = checkpoints.collect().await {
+        tracing::warn!(
+            "checkpoints cannot be pruned: {}",
+            toolbelt_core::error_chain(&e)
+        );
     }
 }
 

@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,8 +37,6 @@ pub(crate) struct Inner {
     pub blobs: Blobs,
     /// The stat index of each root, loaded on first use.
     indexes: Mutex<HashMap<PathBuf, Arc<Mutex<Index>>>>,
-    /// Bytes stored since the last collection.
-    pub stored_since_gc: AtomicU64,
 }
 
 impl std::fmt::Debug for Checkpoints {
@@ -83,7 +80,6 @@ impl Checkpoints {
                 blobs: Blobs::new(dir.join("objects")),
                 dir,
                 indexes: Mutex::default(),
-                stored_since_gc: AtomicU64::new(0),
             }),
         }
     }
@@ -106,6 +102,14 @@ impl Checkpoints {
     /// The roots.
     pub fn roots(&self) -> &[PathBuf] {
         &self.inner.roots
+    }
+
+    /// The store the records are in (opened on first use).
+    ///
+    /// # Errors
+    /// It cannot be opened.
+    pub async fn store(&self) -> Result<&toolbelt_store::Store, toolbelt_store::StoreError> {
+        self.inner.store.store().await
     }
 
     pub(crate) fn blobs(&self) -> &Blobs {
@@ -302,6 +306,30 @@ impl PathsPending {
             if out.items.iter().any(|(_, _, a, _)| *a == abs) {
                 continue;
             }
+            // Directories the tool may make on the way (`create_dirs`) are
+            // recorded too, so that a rewind removes them again.
+            let mut missing = abs.parent();
+            while let Some(dir) = missing {
+                if dir.exists() || !dir.starts_with(&root) || dir == root {
+                    break;
+                }
+                if let Some((dir_root, dir_rel)) = inner.locate(dir)
+                    && !out.items.iter().any(|(_, _, a, _)| a == dir)
+                {
+                    out.items.push((
+                        dir_root,
+                        dir_rel,
+                        dir.to_path_buf(),
+                        Captured {
+                            state: FileState::absent(),
+                            captured: true,
+                            note: None,
+                            stored: 0,
+                        },
+                    ));
+                }
+                missing = dir.parent();
+            }
             let captured = stat(&abs)
                 .map_err(|e| CheckpointError::io("read", &abs, e))
                 .and_then(|st| {
@@ -496,8 +524,8 @@ async fn keep(
     problem: Option<String>,
     stored: u64,
 ) -> CheckpointNote {
-    inner.stored_since_gc.fetch_add(stored, Ordering::Relaxed);
     if changes.is_empty() {
+        crate::gc::maybe_collect(inner, stored).await;
         return CheckpointNote {
             id: None,
             files: 0,
@@ -539,7 +567,7 @@ async fn keep(
             problem: Some(format!("checkpoint not kept: {}", error_chain(&e))),
         },
     };
-    crate::gc::maybe_collect(inner);
+    crate::gc::maybe_collect(inner, stored).await;
     note
 }
 
@@ -696,11 +724,7 @@ fn diff(
     }
     for (rel, st, after) in created {
         let renamed = (st.kind != DIR)
-            .then(|| {
-                deleted.iter().position(|(_, e)| {
-                    e.stat.ino == st.ino && e.stat.dev == st.dev && e.stat.kind == st.kind
-                })
-            })
+            .then(|| deleted.iter().position(|(_, e)| same_inode(&e.stat, &st)))
             .flatten();
         let renamed_from = renamed.map(|i| {
             let (from, e) = deleted.remove(i);
@@ -748,6 +772,17 @@ fn diff(
     index.complete = !walked.cut;
     out.changes.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
+}
+
+/// Whether `after` is the entry `before` was, under another name: the same inode,
+/// and the size and modification time a rename keeps (an inode number freed by a
+/// deletion and given to a new file in the same call is not a rename).
+fn same_inode(before: &Stat, after: &Stat) -> bool {
+    before.ino == after.ino
+        && before.dev == after.dev
+        && before.kind == after.kind
+        && before.size == after.size
+        && before.mtime_ns == after.mtime_ns
 }
 
 fn unreachable_entry(stat: Stat) -> Entry {

@@ -75,11 +75,11 @@ pub struct RewindPlan {
 }
 
 impl RewindPlan {
-    /// The paths in conflict.
+    /// The paths in conflict (those left alone anyway, as not captured, are not).
     pub fn conflicts(&self) -> Vec<String> {
         self.items
             .iter()
-            .filter(|i| i.conflict)
+            .filter(|i| i.conflict && i.skipped.is_none())
             .map(|i| i.path.clone())
             .collect()
     }
