@@ -10,7 +10,7 @@ use toolbelt_core::human::human_bytes;
 use toolbelt_store::{checkpoint_ages, mark_pruned, referenced_hashes};
 
 use crate::error::CheckpointError;
-use crate::recorder::{Checkpoints, Inner};
+use crate::workspace::{Checkpoints, Inner};
 
 /// What a collection did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

@@ -30,13 +30,14 @@ mod observe;
 mod recorder;
 mod rewind;
 mod show;
+mod workspace;
 
 use std::time::Duration;
 
 pub use blobs::{Blobs, hash_bytes};
 pub use error::CheckpointError;
 pub use gc::Collected;
-pub use recorder::Checkpoints;
+pub use workspace::Checkpoints;
 pub use rewind::{Conflicts, RewindItem, RewindOutcome, RewindPlan, RewindRequest};
 pub use show::{FileDiff, checkpoint_diff};
 

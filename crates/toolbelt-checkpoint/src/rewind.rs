@@ -20,7 +20,7 @@ use toolbelt_store::{
 
 use crate::error::CheckpointError;
 use crate::observe::{ABSENT, DIR, FILE, SYMLINK, capture, same_state, stat};
-use crate::recorder::{Checkpoints, Inner};
+use crate::workspace::{Checkpoints, Inner};
 
 /// The journal of a rewind under way, in the checkpoints directory.
 const JOURNAL: &str = "rewind.journal";

@@ -5,7 +5,7 @@ use similar::TextDiff;
 use toolbelt_store::{CheckpointRecord, FileState, get_checkpoint};
 
 use crate::error::CheckpointError;
-use crate::recorder::Checkpoints;
+use crate::workspace::Checkpoints;
 
 /// Lines of context around each change.
 const CONTEXT_LINES: usize = 3;
@@ -48,6 +48,13 @@ pub async fn checkpoint_diff(
     let blobs = checkpoints.blobs().clone();
     let files = record.files.clone();
     let diffs = tokio::task::spawn_blocking(move || {
+        // A renamed path's content before is its source's.
+        let source_of = |f: &toolbelt_store::FileChange| -> FileState {
+            f.renamed_from
+                .as_ref()
+                .and_then(|from| files.iter().find(|g| &g.path == from))
+                .map_or_else(|| f.before.clone(), |g| g.before.clone())
+        };
         files
             .iter()
             .map(|f| FileDiff {
@@ -60,7 +67,7 @@ pub async fn checkpoint_diff(
                     &blobs,
                     f.renamed_from.as_deref().unwrap_or(&f.path),
                     &f.path,
-                    &f.before,
+                    &source_of(f),
                     &f.after,
                 ),
             })

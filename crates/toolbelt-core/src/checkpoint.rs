@@ -16,7 +16,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::envelope::Envelope;
-use crate::tool::BoxFuture;
+
+/// A boxed future that may move between threads (the same type as
+/// [`crate::BoxFuture`], spelled here so that this module needs no other).
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 /// Where a call came from: the front end and, where it has them, the agent run and
 /// its turn, the MCP session and client, the API token's label or the cron job.

@@ -48,6 +48,7 @@ impl Tool for Shell {
     }
     fn call<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Envelope> {
         Box::pin(async move {
+            let started = std::time::Instant::now();
             let out = std::process::Command::new("sh")
                 .arg("-c")
                 .arg(args["command"].as_str().unwrap_or_default())
@@ -59,7 +60,8 @@ impl Tool for Shell {
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            Envelope::success(Value::Null, "ran")
+            let ms = started.elapsed().as_secs_f64() * 1e3;
+            Envelope::success(json!({ "ms": ms }), "ran")
         })
     }
 }
@@ -567,4 +569,74 @@ async fn full_disk_required_child() {
     let error = env.error.as_ref().expect("refused");
     assert_eq!(error.code, toolbelt_core::ErrorCode::Unavailable);
     assert!(env.text.contains("no space"), "{}", env.text);
+}
+
+/// Bytes of every file under `dir`.
+fn bytes_under(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                total += m.len();
+            }
+        }
+    }
+    total
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncated_gigabyte_and_an_ignored_tree_cost_nothing_to_keep() {
+    let f = fixture(Settings::default());
+    let r = f.root.path();
+    // A sparse file of 1 GiB: its size is what the checkpoint sees.
+    fs::File::create(r.join("huge.bin"))
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    fs::write(r.join("small.txt"), "small").unwrap();
+    fs::write(r.join(".gitignore"), "build/\n").unwrap();
+    // 5,000 ignored files (the walk does not enter an ignored directory, so
+    // their number does not matter; making them is slow on some disks).
+    for d in 0..50 {
+        let dir = r.join(format!("build/d{d}"));
+        fs::create_dir_all(&dir).unwrap();
+        for i in 0..100 {
+            fs::write(dir.join(format!("o{i}")), "object").unwrap();
+        }
+    }
+    // The first walk reads the workspace once.
+    call(&f, "sh", json!({"command": "echo warm > warm.txt"})).await;
+    let state = f.checkpoints.dir().to_path_buf();
+    let kept_before = bytes_under(&state);
+    let started = std::time::Instant::now();
+    let env = call(
+        &f,
+        "sh",
+        json!({"command": "truncate -s 0 huge.bin; echo changed > small.txt; rm -rf build"}),
+    )
+    .await;
+    // What the checkpoint added to the call: its time less the command's own.
+    let overhead = started.elapsed().as_secs_f64() - env.data["ms"].as_f64().unwrap() / 1e3;
+    assert!(overhead < 1.0, "{overhead} s");
+    let grown = bytes_under(&state) - kept_before;
+    assert!(grown < 1 << 20, "the state grew by {grown} bytes");
+    let id = env.context.checkpoint.unwrap();
+    let record = get_checkpoint(f.checkpoints_store().await, parse_id(&id).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let paths: Vec<&str> = record.files.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["huge.bin", "small.txt"], "the ignored tree is not recorded");
+    let huge = &record.files[0];
+    assert!(!huge.captured && huge.note.as_deref().unwrap().contains("not captured"));
+    let outcome = f.checkpoints.rewind(&rewind_to(&id)).await.unwrap();
+    assert_eq!(fs::read_to_string(r.join("small.txt")).unwrap(), "small");
+    assert_eq!(fs::metadata(r.join("huge.bin")).unwrap().len(), 0, "left alone");
+    assert_eq!(outcome.skipped.len(), 1, "{:?}", outcome.skipped);
+    assert!(!r.join("build").exists(), "the ignored tree is not restored");
 }
