@@ -364,7 +364,7 @@ def test_the_page_in_a_browser(server: Server, browser: webdriver.Chrome, artifa
     assert background != "rgb(255, 255, 255)", background
     d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                       {"width": 640, "height": 900, "deviceScaleFactor": 2, "mobile": False})
-    for tab in ["tools", "calls", "todos", "planner", "runs", "cron"]:
+    for tab in ["tools", "calls", "todos", "planner", "runs", "cron", "checkpoints"]:
         d.find_element(By.ID, f"tab-{tab}").click()
         overflow = d.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 1, f"{tab} at 200%: {overflow}px wider than the window"
@@ -549,3 +549,60 @@ def test_a_prompt_jobs_question_answered_on_the_page(toolbelt_bin: str, tmp_path
             assert errors == [], errors
         finally:
             stop_server(server)
+
+
+def test_checkpoints_a_diff_and_a_restore_shown_as_a_dry_run_first(server: Server, browser: webdriver.Chrome,
+                                                                   artifacts: Path) -> None:
+    d = browser
+    notes = server.root / "notes.txt"
+    server.call("write_file", {"path": "notes.txt", "content": "first\n"})
+    server.call("write_file", {"path": "notes.txt", "content": "second\n"})
+    d.get(f"{server.base}/")
+    log_in(d, server)
+    d.find_element(By.ID, "tab-checkpoints").click()
+    wait(d, lambda drv: len(drv.find_elements(By.CSS_SELECTOR, "#checkpoints tr")) == 2, "the checkpoints")
+    cells = [td.text for td in d.find_elements(By.CSS_SELECTOR, "#checkpoints tr")[0].find_elements(By.TAG_NAME, "td")]
+    assert cells[0] == "cp-2" and cells[2] == "write_file" and cells[3] == "api" and cells[4] == "1", cells
+
+    # The diff of cp-2.
+    d.find_element(By.CSS_SELECTOR, "#checkpoints button[data-checkpoint='cp-2']").click()
+    diff = wait(d, ec.visibility_of_element_located((By.CSS_SELECTOR, "#checkpoint-detail pre.diff")), "the diff")
+    assert "-first" in diff.text and "+second" in diff.text, diff.text
+    assert d.find_element(By.CSS_SELECTOR, "#checkpoint-detail pre.diff .del").text == "-first"
+    shot(d, artifacts, "16-checkpoint-diff")
+
+    # Restore: the dry run first, nothing changed until confirmed.
+    d.find_element(By.ID, "restore-plan").click()
+    confirm = wait(d, ec.element_to_be_clickable((By.ID, "restore-confirm")), "the dry run")
+    assert "restore: notes.txt" in d.find_element(By.ID, "restore").text
+    assert notes.read_text() == "second\n"
+    shot(d, artifacts, "17-restore-dry-run")
+    confirm.click()
+    done = wait(d, ec.visibility_of_element_located((By.ID, "restore-done")), "the restore")
+    assert "Restored 1 file" in done.text and "cp-3" in done.text, done.text
+    assert notes.read_text() == "first\n"
+    # The restore is a checkpoint of its own, made from the page.
+    wait(d, lambda drv: drv.find_elements(By.CSS_SELECTOR, "#checkpoints tr td")[0].text == "cp-3", "the restore listed")
+    cells = [td.text for td in d.find_elements(By.CSS_SELECTOR, "#checkpoints tr")[0].find_elements(By.TAG_NAME, "td")]
+    assert cells[2] == "rewind (to before cp-2)" and cells[3] == "web", cells
+
+    # A file changed by hand since: the conflict is named, and the rest can go on.
+    other = server.root / "other.txt"
+    server.call("write_file", {"path": "other.txt", "content": "third\n"})
+    other.write_text("by hand\n")
+    d.find_element(By.ID, "checkpoints-refresh").click()
+    button = wait(d, ec.element_to_be_clickable((By.CSS_SELECTOR, "#checkpoints button[data-checkpoint='cp-4']")),
+                  "cp-4")
+    button.click()
+    wait(d, ec.text_to_be_present_in_element((By.CSS_SELECTOR, "#checkpoint-detail h3"), "cp-4"), "cp-4's diff")
+    d.find_element(By.ID, "restore-plan").click()
+    alert = wait(d, ec.visibility_of_element_located((By.CSS_SELECTOR, "#restore .error")), "the conflict")
+    assert "other.txt" in alert.text, alert.text
+    shot(d, artifacts, "18-restore-conflict")
+    d.find_element(By.ID, "restore-skip-conflicts").click()
+    wait(d, ec.text_to_be_present_in_element((By.ID, "restore"), "Nothing would be restored"), "the plan without it")
+    assert "left alone: other.txt" in d.find_element(By.ID, "restore").text
+    assert other.read_text() == "by hand\n"
+    # The 409 of the dry run is what the browser logs as a failed resource.
+    errors = [e for e in console_errors(d) if "409" not in e["message"]]
+    assert errors == [], errors

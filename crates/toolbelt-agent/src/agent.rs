@@ -13,7 +13,7 @@ use toolbelt_core::human::plural;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::{BatchMode, CallOptions, Registry, Status, ToolCall, error_chain};
+use toolbelt_core::{BatchMode, CallOptions, Origin, Registry, Status, ToolCall, error_chain};
 use toolbelt_wire::calls::{
     ParsedCall, TextParseError, calls_in_text, parse_text_reply, to_observation,
 };
@@ -72,6 +72,12 @@ pub struct Agent {
     started: bool,
     resumed: bool,
     call_seq: u64,
+    /// The turns started so far in this run (the current one's number once one
+    /// has started: 1 is the run's first prompt).
+    turn: u32,
+    /// Where its calls come from (`agent`, `subagent` with its parent, `cron` with
+    /// its job); each call's origin adds the run and the turn.
+    origin: Origin,
     /// The subagents this agent starts: their reports come into the conversation.
     subagents: Option<Arc<dyn Spawner>>,
 }
@@ -114,7 +120,37 @@ impl Agent {
             started: false,
             resumed: false,
             call_seq: 0,
+            turn: 0,
+            origin: Origin::new("agent"),
             subagents: None,
+        }
+    }
+
+    /// Says where this agent's calls come from (by default `agent`): a subagent's
+    /// parent run, a scheduled job. Each call's origin is this one with the run's
+    /// id and the turn filled in; its subagents' calls carry it too, as
+    /// `subagent` with this run as their parent.
+    pub fn set_origin(&mut self, origin: Origin) {
+        self.origin = origin;
+        self.bind_subagents();
+    }
+
+    /// Where the calls of the current turn come from.
+    pub fn origin(&self) -> Origin {
+        self.origin.clone().in_turn(&self.run_id, self.turn)
+    }
+
+    /// The turns started so far (the current one's number during a turn).
+    pub fn turns(&self) -> u32 {
+        self.turn
+    }
+
+    /// Hands the subagents this run's events, id and origin.
+    fn bind_subagents(&self) {
+        if let Some(s) = &self.subagents {
+            let mut origin = self.origin.clone();
+            origin.run_id = Some(self.run_id.clone());
+            s.bind(self.journal.events().clone(), &self.run_id, &origin);
         }
     }
 
@@ -123,8 +159,8 @@ impl Agent {
     /// progress goes into this agent's events, and the reports of background ones
     /// into its conversation, before its next model call.
     pub fn set_subagents(&mut self, subagents: impl Spawner + 'static) {
-        subagents.bind(self.journal.events().clone(), &self.run_id);
         self.subagents = Some(Arc::new(subagents));
+        self.bind_subagents();
     }
 
     /// Continues the conversation of the transcript at `path` (its later turns are
@@ -142,9 +178,7 @@ impl Agent {
         let loaded = transcript::load(path)?;
         let mut agent = Agent::new(registry, provider, options, events);
         agent.run_id = loaded.run_id;
-        if let Some(s) = &agent.subagents {
-            s.bind(agent.journal.events().clone(), &agent.run_id);
-        }
+        agent.turn = loaded.turns;
         agent.messages = loaded.messages;
         agent.usage = loaded.usage;
         agent
@@ -187,11 +221,10 @@ impl Agent {
         self.window.forget();
         self.journal.set_transcript(None);
         self.run_id = new_run_id();
+        self.turn = 0;
         self.started = false;
         self.resumed = false;
-        if let Some(s) = &self.subagents {
-            s.bind(self.journal.events().clone(), &self.run_id);
-        }
+        self.bind_subagents();
     }
 
     /// Compacts the history now (`/compact`): old tool results shortened, older
@@ -207,6 +240,9 @@ impl Agent {
     /// conversation is kept whatever happens, so the next turn goes on from it.
     pub async fn run(&mut self, prompt: &str, cancel: &CancellationToken) -> RunOutcome {
         self.ensure_started();
+        self.turn += 1;
+        // Where the turn starts: a rewind to it forks the transcript here.
+        self.record(&json!({"type": "turn", "turn": self.turn}));
         self.push(Message::user(prompt));
         let turn_start = self.messages.len() - 1;
         let mut state = TurnState {
@@ -605,6 +641,7 @@ impl Agent {
         }
         let opts = CallOptions {
             cancel: Some(cancel.child_token()),
+            origin: Some(self.origin()),
             ..CallOptions::default()
         };
         let envelopes = if to_run.is_empty() {

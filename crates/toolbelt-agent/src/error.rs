@@ -56,6 +56,16 @@ pub enum AgentError {
         /// The ids of the runs it names.
         matches: Vec<String>,
     },
+    /// A run has no such turn to go back to.
+    #[error("run {id} has no turn {turn} (turns run: {turns})")]
+    NoSuchTurn {
+        /// The run.
+        id: String,
+        /// The turn asked for.
+        turn: u32,
+        /// The turns it has.
+        turns: u32,
+    },
 }
 
 /// A subagent could not be run. Its message, with its causes, is the result its

@@ -3,6 +3,7 @@
 
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
+use toolbelt_core::Origin;
 
 use crate::events::EventTx;
 
@@ -12,8 +13,9 @@ use crate::events::EventTx;
 /// loop knows no more of it than this.
 pub trait Spawner: Send + Sync + std::fmt::Debug {
     /// Sends the subagents' events to `events`, and records `run_id` as the parent
-    /// run of the background subagents started from now on.
-    fn bind(&self, events: EventTx, run_id: &str);
+    /// run of the subagents started from now on; their calls come from `origin`
+    /// (the agent's, with its run), as `subagent` with `run_id` as their parent.
+    fn bind(&self, events: EventTx, run_id: &str, origin: &Origin);
 
     /// The reports of background subagents that ended and were not yet delivered,
     /// as messages for the model; they count as delivered from now on.

@@ -1,7 +1,13 @@
 //! Transcripts: every run is a JSONL file, `<dir>/<run_id>.jsonl`, one event a line
-//! (`run`, `message`, `envelope`, `usage`, `notice`, `compaction`, `reset`, `end`),
-//! each with its `time`. A run is resumed from its messages: the last `reset` (the
-//! whole history after a compaction) and the messages after it.
+//! (`run`, `turn`, `message`, `envelope`, `usage`, `notice`, `compaction`, `reset`,
+//! `end`), each with its `time`. A run is resumed from its messages: the last
+//! `reset` (the whole history after a compaction) and the messages after it.
+//!
+//! Each turn starts with a `turn` line (`"turn": 1` for the run's first prompt;
+//! older transcripts have none, and a turn starts with the first user message
+//! after the run's start or the previous turn's end). A run can be [`fork`]ed
+//! before one of its turns: the new run's transcript is the old one's lines up to
+//! that turn, its `run` line saying where it came from (`forked_from`).
 //!
 //! # Security
 //! A transcript holds what the model and the tools said; it never holds the API key
@@ -11,8 +17,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
 
 use crate::error::AgentError;
 use crate::message::{Message, Usage};
@@ -117,6 +123,8 @@ pub struct Loaded {
     pub messages: Vec<Message>,
     /// Tokens used so far.
     pub usage: Usage,
+    /// The turns it has run (the next one is `turns + 1`).
+    pub turns: u32,
 }
 
 /// Reads the conversation of a transcript. Lines that cannot be read (a line cut by
@@ -128,7 +136,9 @@ pub fn load(path: &Path) -> Result<Loaded, AgentError> {
     let mut messages = Vec::new();
     let mut usage = Usage::default();
     let mut is_run = false;
+    let mut turns = TurnTracker::default();
     each_event(path, |event| {
+        turns.see(0, &event);
         match event.get("type").and_then(Value::as_str) {
             Some("run") => is_run = true,
             Some("message") => {
@@ -167,6 +177,253 @@ pub fn load(path: &Path) -> Result<Loaded, AgentError> {
         run_id: run_id_of(path),
         messages,
         usage,
+        turns: turns.count(),
+    })
+}
+
+/// Where each turn of a transcript starts, from its events in order.
+#[derive(Debug, Default)]
+struct TurnTracker {
+    starts: Vec<TurnStart>,
+    /// The line of each start, as `starts`.
+    lines: Vec<usize>,
+    ends: u32,
+    /// The next user message starts a turn unless a `turn` line did.
+    expect_prompt: bool,
+}
+
+impl TurnTracker {
+    /// Takes in `event`, the transcript's line `line` (from 0).
+    fn see(&mut self, line: usize, event: &Value) {
+        let time = || {
+            event
+                .get("time")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        match event.get("type").and_then(Value::as_str) {
+            Some("run") => self.expect_prompt = true,
+            Some("end") => {
+                self.ends += 1;
+                self.expect_prompt = true;
+            }
+            Some("turn") => {
+                let turn = event
+                    .get("turn")
+                    .and_then(Value::as_u64)
+                    .and_then(|t| u32::try_from(t).ok())
+                    .unwrap_or_else(|| self.count() + 1);
+                self.start(line, turn, time());
+            }
+            Some("message")
+                if self.expect_prompt
+                    && event
+                        .get("message")
+                        .and_then(|m| m.get("role"))
+                        .and_then(Value::as_str)
+                        == Some("user") =>
+            {
+                let turn = self.count() + 1;
+                self.start(line, turn, time());
+            }
+            _ => {}
+        }
+    }
+
+    fn start(&mut self, line: usize, turn: u32, time: String) {
+        self.expect_prompt = false;
+        let at_ms = chrono::DateTime::parse_from_rfc3339(&time)
+            .ok()
+            .map(|t| t.timestamp_millis());
+        self.starts.push(TurnStart { turn, time, at_ms });
+        self.lines.push(line);
+    }
+
+    /// The turns started (a turn cut short by a crash counts).
+    fn count(&self) -> u32 {
+        self.starts.last().map_or(0, |s| s.turn).max(self.ends)
+    }
+
+    /// The line where `turn` starts.
+    fn line_of(&self, turn: u32) -> Option<usize> {
+        self.starts
+            .iter()
+            .zip(&self.lines)
+            .find(|(s, _)| s.turn == turn)
+            .map(|(_, l)| *l)
+    }
+}
+
+/// Where one turn of a run starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TurnStart {
+    /// Its number (1 is the run's first prompt).
+    pub turn: u32,
+    /// When it started (RFC 3339), as the transcript says.
+    pub time: String,
+    /// The same in milliseconds since the Unix epoch, when it can be read.
+    pub at_ms: Option<i64>,
+}
+
+/// The run a run was forked from, and the turn it was forked before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkedFrom {
+    /// The run forked.
+    pub run_id: String,
+    /// The turn the fork goes back to: the new run has the turns before it, and
+    /// its next turn takes this number.
+    pub turn: u32,
+}
+
+/// A run's turns, as [`turns`] reads them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Turns {
+    /// The run.
+    pub run_id: String,
+    /// Where each turn started, in order.
+    pub starts: Vec<TurnStart>,
+    /// The turns run (a turn cut short counts).
+    pub count: u32,
+    /// The run it was forked from, if it was.
+    pub forked_from: Option<ForkedFrom>,
+}
+
+impl Turns {
+    /// Where turn `turn` started.
+    pub fn start(&self, turn: u32) -> Option<&TurnStart> {
+        self.starts.iter().find(|s| s.turn == turn)
+    }
+}
+
+/// A line of a transcript as written (with its newline, which the last line may
+/// lack), and what it says when it is JSON.
+type Line = (Vec<u8>, Option<Value>);
+
+/// A transcript's lines.
+fn lines_of(path: &Path) -> Result<Vec<Line>, AgentError> {
+    let bytes = fs::read(path).map_err(|source| AgentError::Transcript {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(bytes
+        .split_inclusive(|b| *b == b'\n')
+        .map(|line| (line.to_vec(), serde_json::from_slice::<Value>(line).ok()))
+        .collect())
+}
+
+/// The turns of the transcript at `path`, and where each started.
+///
+/// # Errors
+/// The file cannot be read, or holds no run.
+pub fn turns(path: &Path) -> Result<Turns, AgentError> {
+    let lines = lines_of(path)?;
+    let mut tracker = TurnTracker::default();
+    let mut forked_from = None;
+    let mut is_run = false;
+    for (i, (_, event)) in lines.iter().enumerate() {
+        let Some(event) = event else { continue };
+        if !is_run && event.get("type").and_then(Value::as_str) == Some("run") {
+            is_run = true;
+            forked_from = event
+                .get("forked_from")
+                .and_then(|f| serde_json::from_value::<ForkedFrom>(f.clone()).ok());
+        }
+        tracker.see(i, event);
+    }
+    if !is_run {
+        return Err(AgentError::NotATranscript {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(Turns {
+        run_id: run_id_of(path),
+        count: tracker.count(),
+        starts: tracker.starts,
+        forked_from,
+    })
+}
+
+/// A run made by [`fork`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Forked {
+    /// The new run's id.
+    pub run_id: String,
+    /// Its transcript.
+    pub path: PathBuf,
+    /// Where it came from.
+    pub from: ForkedFrom,
+}
+
+/// Forks the run of the transcript at `path` before its turn `turn`: a new run,
+/// beside it, whose transcript is the lines of this one up to that turn (its
+/// `run` line with the new id, the time of the fork and `forked_from`), then a
+/// notice saying so. The transcript at `path` is left as it is. The new run is
+/// resumed like any other; its next turn is number `turn`.
+///
+/// # Errors
+/// The file cannot be read or holds no run, the run has no turn `turn`, or the new
+/// transcript cannot be written.
+pub fn fork(path: &Path, turn: u32) -> Result<Forked, AgentError> {
+    let lines = lines_of(path)?;
+    let mut tracker = TurnTracker::default();
+    for (i, (_, event)) in lines.iter().enumerate() {
+        if let Some(event) = event {
+            tracker.see(i, event);
+        }
+    }
+    let from = ForkedFrom {
+        run_id: run_id_of(path),
+        turn,
+    };
+    let Some(cut) = tracker.line_of(turn) else {
+        return Err(AgentError::NoSuchTurn {
+            id: from.run_id,
+            turn,
+            turns: tracker.count(),
+        });
+    };
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let mut run_id = new_run_id();
+    while run_id == from.run_id || dir.join(format!("{run_id}.jsonl")).exists() {
+        run_id = new_run_id();
+    }
+    let mut out = Transcript::create(dir, &run_id)?;
+    let new_path = out.path.clone();
+    let failed = |source: io::Error| AgentError::Transcript {
+        path: new_path.clone(),
+        source,
+    };
+    let mut run_seen = false;
+    for (raw, event) in &lines[..cut] {
+        match event {
+            Some(Value::Object(map))
+                if !run_seen && map.get("type").and_then(Value::as_str) == Some("run") =>
+            {
+                run_seen = true;
+                let mut run = map.clone();
+                run.remove("time");
+                run.insert("run_id".into(), Value::String(run_id.clone()));
+                run.insert("forked_from".into(), json!(from));
+                out.write(&Value::Object(run)).map_err(failed)?;
+            }
+            _ => {
+                out.file.write_all(raw).map_err(failed)?;
+                if !raw.ends_with(b"\n") {
+                    out.file.write_all(b"\n").map_err(failed)?;
+                }
+            }
+        }
+    }
+    out.write(&json!({
+        "type": "notice",
+        "message": format!("forked from run {} before its turn {turn}", from.run_id),
+    }))
+    .map_err(failed)?;
+    Ok(Forked {
+        run_id,
+        path: new_path,
+        from,
     })
 }
 

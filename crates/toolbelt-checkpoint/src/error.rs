@@ -60,6 +60,9 @@ pub enum CheckpointError {
     /// `--undo` with no rewind to undo.
     #[error("there is no rewind to undo in this workspace")]
     NoRewind,
+    /// The work on a blocking thread failed (a panic).
+    #[error("the checkpoint's work failed")]
+    Task(#[from] tokio::task::JoinError),
     /// A checkpoint is required and none could be taken.
     #[error("no space left for checkpoints")]
     NoSpace,

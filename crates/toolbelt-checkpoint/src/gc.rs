@@ -108,8 +108,7 @@ impl Checkpoints {
                 }
                 (removed, freed, kept)
             })
-            .await
-            .unwrap_or((0, 0, 0));
+            .await?;
             out.removed += removed;
             out.freed_bytes += freed;
             out.kept_bytes = kept;

@@ -51,14 +51,16 @@ pub(crate) struct Walked {
 
 /// Walks `root` in parallel, honouring `.gitignore`, `.ignore` and git's global
 /// excludes (in a directory without git too), hidden files included, `.git`
-/// skipped, links not followed; stops at `deadline`.
-pub(crate) fn walk(root: &Path, deadline: Instant) -> Walked {
+/// and the directories `skip` (a state directory inside the workspace) skipped, links
+/// not followed; stops at `deadline`.
+pub(crate) fn walk(root: &Path, skip: &[PathBuf], deadline: Instant) -> Walked {
     let shared = Shared {
         root,
         deadline,
         found: Mutex::new(Vec::new()),
         cut: AtomicBool::new(false),
     };
+    let skip: Vec<PathBuf> = skip.to_vec();
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
     WalkBuilder::new(root)
         .hidden(false)
@@ -70,11 +72,12 @@ pub(crate) fn walk(root: &Path, deadline: Instant) -> Walked {
         .require_git(false)
         .follow_links(false)
         .threads(threads)
-        .filter_entry(|e| {
+        .filter_entry(move |e| {
             e.depth() == 0
-                || !NEVER_WALKED
+                || !(NEVER_WALKED
                     .iter()
                     .any(|n| e.file_name() == std::ffi::OsStr::new(n))
+                    || skip.iter().any(|s| e.path() == s))
         })
         .build_parallel()
         .visit(&mut Builder(&shared));

@@ -37,9 +37,9 @@ use std::time::Duration;
 pub use blobs::{Blobs, hash_bytes};
 pub use error::CheckpointError;
 pub use gc::Collected;
-pub use workspace::Checkpoints;
 pub use rewind::{Conflicts, RewindItem, RewindOutcome, RewindPlan, RewindRequest};
 pub use show::{FileDiff, checkpoint_diff};
+pub use workspace::Checkpoints;
 
 /// How checkpoints are taken and kept (`[checkpoints]` in the configuration).
 #[derive(Debug, Clone, PartialEq, Eq)]

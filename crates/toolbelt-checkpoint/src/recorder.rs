@@ -15,8 +15,8 @@ use toolbelt_store::{CheckpointRecord, FileChange, FileState, insert_checkpoint}
 
 use crate::error::CheckpointError;
 use crate::index::{Entry, Index, index_path, walk};
-use crate::workspace::{Checkpoints, Inner, absolute_clean};
 use crate::observe::{Captured, DIR, FILE, Stat, capture, same_state, stat};
+use crate::workspace::{Checkpoints, Inner, absolute_clean};
 
 /// Where a call came from and what it was, for its record.
 #[derive(Clone)]
@@ -405,7 +405,7 @@ fn refresh(
     index: &mut Index,
     deadline: Instant,
 ) -> Result<Refreshed, CheckpointError> {
-    let walked = walk(root, deadline);
+    let walked = walk(root, &inner.skip, deadline);
     let mut out = Refreshed {
         stored: 0,
         cut: walked.cut,
@@ -474,7 +474,7 @@ fn diff(
     index: &mut Index,
     deadline: Instant,
 ) -> Result<Diffed, CheckpointError> {
-    let walked = walk(root, deadline);
+    let walked = walk(root, &inner.skip, deadline);
     let mut out = Diffed {
         changes: Vec::new(),
         stored: 0,

@@ -166,8 +166,7 @@ impl Checkpoints {
                 .map(|(path, (first, last))| plan_item(&inner2, path, &first, &last))
                 .collect::<Vec<_>>()
         })
-        .await
-        .unwrap_or_default();
+        .await?;
         Ok(RewindPlan {
             to: id,
             undoes: records.iter().map(|r| crate::display_id(r.id)).collect(),
@@ -183,7 +182,10 @@ impl Checkpoints {
     /// (nothing is changed then); a file cannot be written (what was done is
     /// finished by [`Checkpoints::recover`]).
     pub async fn rewind(&self, request: &RewindRequest) -> Result<RewindOutcome, CheckpointError> {
-        self.recover()?;
+        // One rewind of the workspace at a time, across processes: held to the end.
+        let dir = self.inner.dir.clone();
+        let _lock = tokio::task::spawn_blocking(move || RewindLock::take(&dir)).await??;
+        self.recover_locked()?;
         let mut plan = self.plan_rewind(request).await?;
         let conflicts = plan.conflicts();
         if !conflicts.is_empty() && !request.skip_conflicts && !request.force {
@@ -217,9 +219,8 @@ impl Checkpoints {
         // The rewind's own checkpoint: what each path is now, kept first.
         let inner = std::sync::Arc::clone(&self.inner);
         let todo2 = todo.clone();
-        let (changes, stored) = tokio::task::spawn_blocking(move || own_checkpoint(&inner, &todo2))
-            .await
-            .map_err(|_| CheckpointError::NotFound("the rewind task failed".into()))??;
+        let (changes, stored) =
+            tokio::task::spawn_blocking(move || own_checkpoint(&inner, &todo2)).await??;
         let store = self.inner.store.store().await?;
         let own = insert_checkpoint(
             store,
@@ -241,9 +242,7 @@ impl Checkpoints {
         .await?;
         let inner = std::sync::Arc::clone(&self.inner);
         let restored = todo.len();
-        tokio::task::spawn_blocking(move || execute(&inner, &todo))
-            .await
-            .map_err(|_| CheckpointError::NotFound("the rewind task failed".into()))??;
+        tokio::task::spawn_blocking(move || execute(&inner, &todo)).await??;
         Ok(RewindOutcome {
             plan,
             restored,
@@ -277,6 +276,15 @@ impl Checkpoints {
     /// # Errors
     /// A path cannot be written (the journal is kept for the next try).
     pub fn recover(&self) -> Result<bool, CheckpointError> {
+        if !self.inner.dir.join(JOURNAL).exists() {
+            return Ok(false);
+        }
+        let _lock = RewindLock::take(&self.inner.dir)?;
+        self.recover_locked()
+    }
+
+    /// [`Checkpoints::recover`], the rewind lock already held.
+    fn recover_locked(&self) -> Result<bool, CheckpointError> {
         let path = self.inner.dir.join(JOURNAL);
         let text = match fs::read(&path) {
             Ok(t) => t,
@@ -298,6 +306,26 @@ impl Checkpoints {
         apply(&self.inner, &steps)?;
         let _ = fs::remove_file(&path);
         Ok(true)
+    }
+}
+
+/// The lock of the workspace's rewinds (`rewind.lock`, `flock`ed), held while alive.
+struct RewindLock(#[allow(dead_code)] fs::File);
+
+impl RewindLock {
+    /// Waits for the lock.
+    fn take(dir: &Path) -> Result<RewindLock, CheckpointError> {
+        fs::create_dir_all(dir).map_err(|e| CheckpointError::io("make", dir, e))?;
+        let path = dir.join("rewind.lock");
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| CheckpointError::io("open", &path, e))?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| CheckpointError::io("lock", &path, e.into()))?;
+        Ok(RewindLock(file))
     }
 }
 

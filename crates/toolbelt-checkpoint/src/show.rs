@@ -73,8 +73,7 @@ pub async fn checkpoint_diff(
             })
             .collect::<Vec<_>>()
     })
-    .await
-    .unwrap_or_default();
+    .await?;
     Ok((record, diffs))
 }
 
@@ -108,7 +107,18 @@ pub(crate) fn text_diff(
     let out = diff
         .unified_diff()
         .context_radius(CONTEXT_LINES)
-        .header(&format!("a/{old_path}"), &format!("b/{new_path}"))
+        .header(
+            &if before.kind == crate::observe::ABSENT {
+                "/dev/null".to_string()
+            } else {
+                format!("a/{old_path}")
+            },
+            &if after.kind == crate::observe::ABSENT {
+                "/dev/null".to_string()
+            } else {
+                format!("b/{new_path}")
+            },
+        )
         .to_string();
     Some(out)
 }

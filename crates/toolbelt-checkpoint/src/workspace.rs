@@ -27,6 +27,9 @@ pub(crate) struct Inner {
     pub roots: Vec<PathBuf>,
     /// `<state>/checkpoints`.
     pub dir: PathBuf,
+    /// What a walk leaves out: the state directory, when it is in the workspace
+    /// (toolbelt's own files, the checkpoints' content among them).
+    pub skip: Vec<PathBuf>,
     pub blobs: Blobs,
     /// The stat index of each root, loaded on first use.
     pub indexes: Mutex<HashMap<PathBuf, Arc<Mutex<Index>>>>,
@@ -51,6 +54,10 @@ impl Checkpoints {
         roots: Vec<PathBuf>,
     ) -> Checkpoints {
         let dir = state_dir.join("checkpoints");
+        let skip = vec![absolute_clean(
+            &std::env::current_dir().unwrap_or_default(),
+            state_dir,
+        )];
         // `/w/.` and `/w/` are the workspace `/w`.
         let roots: Vec<PathBuf> = roots
             .iter()
@@ -68,6 +75,7 @@ impl Checkpoints {
                 roots,
                 blobs: Blobs::new(dir.join("objects")),
                 dir,
+                skip,
                 indexes: Mutex::default(),
             }),
         }
@@ -199,4 +207,3 @@ pub(crate) fn absolute_clean(cwd: &Path, path: &Path) -> PathBuf {
     }
     out
 }
-

@@ -63,6 +63,17 @@ pub enum PolicyError {
         /// the sentence, in parentheses, and most reasons are this crate's own.
         reason: String,
     },
+    /// A `domain:` specifier whose host the URL parser refuses (`a<b.com`).
+    #[error("permission rule {rule:?} has an invalid domain {domain:?}")]
+    BadHost {
+        /// The rule as written.
+        rule: String,
+        /// The text after `domain:`.
+        domain: String,
+        /// Why the URL parser refuses it.
+        #[source]
+        source: url::ParseError,
+    },
     /// A URL tool's rule without `domain:`.
     #[error(
         "permission rule {rule:?}: rules for {tool} take `domain:HOST`, e.g. `{tool}(domain:example.com)`"

@@ -48,7 +48,9 @@
 //! commands named `env`, `xargs`, `find`, `bash` and `eval`. Rules that allow such
 //! programs allow what they run.
 
-use tree_sitter::{Node, Parser};
+use std::sync::Arc;
+
+use tree_sitter::{LanguageError, Node, Parser, Tree};
 
 /// How deep the syntax tree may nest before the line is refused (a guard for the
 /// recursion, far beyond any real command).
@@ -88,12 +90,17 @@ impl SimpleCommand {
 #[error("the command could not be parsed: {reason}")]
 pub struct UnparsedCommand {
     reason: String,
+    /// The grammar's error, when it did not load (it cannot, compiled in); shared,
+    /// as this is a plain value (`Clone`, `Eq`).
+    #[source]
+    grammar: Option<Arc<LanguageError>>,
 }
 
 impl UnparsedCommand {
     fn new(reason: impl Into<String>) -> UnparsedCommand {
         UnparsedCommand {
             reason: reason.into(),
+            grammar: None,
         }
     }
 
@@ -117,12 +124,19 @@ impl UnparsedCommand {
 /// The result is meant for permission checks: when in doubt it errs, and the
 /// caller should treat an error as "ask".
 pub fn simple_commands(command: &str) -> Result<Vec<SimpleCommand>, UnparsedCommand> {
+    let tree = parse(command)?;
+    commands_in(command, &tree)
+}
+
+/// The syntax tree of `command`, refused when the parser finds an error in it.
+pub(crate) fn parse(command: &str) -> Result<Tree, UnparsedCommand> {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_bash::LANGUAGE.into())
-        // The grammar's error as text: `UnparsedCommand` is a plain value (`Clone`,
-        // `Eq`) and this cannot happen with the grammar compiled in.
-        .map_err(|e| UnparsedCommand::new(format!("the shell grammar did not load: {e}")))?;
+        .map_err(|e| UnparsedCommand {
+            reason: "the shell grammar did not load".into(),
+            grammar: Some(Arc::new(e)),
+        })?;
     let tree = parser
         .parse(ascii_shadow(command).as_ref(), None)
         .ok_or_else(|| UnparsedCommand::new("the parser gave up"))?;
@@ -131,12 +145,31 @@ pub fn simple_commands(command: &str) -> Result<Vec<SimpleCommand>, UnparsedComm
         let at = first_error(root).map_or(0, |n| n.start_byte());
         return Err(UnparsedCommand::new(format!("a syntax error at byte {at}")));
     }
+    Ok(tree)
+}
+
+/// The simple commands of `command`, whose tree [`parse`] gave.
+pub(crate) fn commands_in(
+    command: &str,
+    tree: &Tree,
+) -> Result<Vec<SimpleCommand>, UnparsedCommand> {
     let mut walker = Walker {
         src: command,
         out: Vec::new(),
     };
-    walker.walk(root, 0)?;
+    walker.walk(tree.root_node(), 0)?;
     Ok(walker.out)
+}
+
+/// The literal value of the command name `node` of `src` (`"rm"` and `\rm` are
+/// `rm`), `None` when it is not a literal word.
+pub(crate) fn literal_name(src: &str, node: Node<'_>) -> Option<String> {
+    Walker {
+        src,
+        out: Vec::new(),
+    }
+    .command_name(node)
+    .ok()
 }
 
 /// The line as the parser reads it: every non-ASCII character becomes as many `@`
@@ -443,7 +476,7 @@ impl<'s> Walker<'s> {
 }
 
 /// Removes the backslash before each character `escapes` accepts.
-fn unescape(text: &str, escapes: impl Fn(char) -> bool) -> String {
+pub(crate) fn unescape(text: &str, escapes: impl Fn(char) -> bool) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
     while let Some(c) = chars.next() {

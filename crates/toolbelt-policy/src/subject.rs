@@ -66,7 +66,12 @@ impl DomainPattern {
                 return Err(bad("not a host name"));
             }
             Err(_) => {
-                HostName::from_url_host(url::Host::parse(host).map_err(|e| bad(&e.to_string()))?)
+                let host = url::Host::parse(host).map_err(|source| PolicyError::BadHost {
+                    rule: rule.to_string(),
+                    domain: domain.to_string(),
+                    source,
+                })?;
+                HostName::from_url_host(host)
             }
         };
         if subdomains_only && matches!(host, HostName::Ip(_)) {

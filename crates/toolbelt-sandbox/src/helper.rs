@@ -22,9 +22,9 @@ use nix::sched::{CloneFlags, unshare};
 use nix::sys::statvfs::{FsFlags, statvfs};
 use nix::unistd::{Gid, Uid};
 
-use crate::git;
 use crate::mode::{Plan, SandboxMode};
 use crate::probe::Support;
+use crate::{chain, git};
 
 /// Exit code of the helper when the sandbox cannot be set up (as `env(1)` and
 /// container runtimes use 125 for their own failures).
@@ -90,19 +90,6 @@ impl From<landlock::RulesetError> for SetupError {
     fn from(e: landlock::RulesetError) -> SetupError {
         SetupError::Landlock(e)
     }
-}
-
-/// `e` and its causes, joined by `: `: how the helper, a process of its own, says an
-/// error where it leaves (on stderr, or in the probe's problems).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
 }
 
 /// Runs the helper with the arguments after [`crate::HELPER_ARG`]; returns the

@@ -113,6 +113,19 @@ pub enum SandboxError {
     TempDir(#[from] std::io::Error),
 }
 
+/// `e` and its causes, joined by `: `: how the helper, a process of its own, and the
+/// probe say an error where it leaves (on stderr, or in the probe's problems).
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 /// Runs the helper and exits when this process was started as one (first
 /// argument [`HELPER_ARG`]); otherwise records that this program can serve as
 /// its own helper and returns. Call it first thing in `main`, before any thread

@@ -2,8 +2,8 @@
 //! every part for real.
 
 use std::fmt::Write as _;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
@@ -36,29 +36,11 @@ impl Support {
     /// Probes with `helper` (a program that answers [`crate::HELPER_ARG`]).
     #[must_use]
     pub fn probe_with(helper: &Path) -> Support {
-        let output = Command::new(helper)
-            .args([crate::HELPER_ARG, "probe"])
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped())
-            .output();
-        let failed = |why: String| Support {
-            problems: vec![why],
+        // Why the helper could not answer is the probe's one problem.
+        ask(helper).unwrap_or_else(|e| Support {
+            problems: vec![crate::chain(&e)],
             ..Support::default()
-        };
-        match output {
-            Ok(out) if out.status.success() => serde_json::from_slice(&out.stdout)
-                .unwrap_or_else(|e| failed(format!("the sandbox probe answered badly: {e}"))),
-            Ok(out) => failed(format!(
-                "the sandbox probe {} failed ({}): {}",
-                helper.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
-            Err(e) => failed(format!(
-                "the sandbox helper {} cannot start: {e}",
-                helper.display()
-            )),
-        }
+        })
     }
 
     /// Probes once per process with the helper [`crate::locate_helper`] finds.
@@ -83,29 +65,34 @@ impl Support {
     /// # Errors
     /// [`SandboxError::Unsupported`] saying what is missing.
     pub fn check(&self, mode: SandboxMode, network: bool) -> Result<(), SandboxError> {
-        let refuse = |missing: String| {
-            Err(SandboxError::Unsupported {
+        match self.missing(mode, network) {
+            None => Ok(()),
+            Some(missing) => Err(SandboxError::Unsupported {
                 mode,
                 network,
                 missing,
                 problems: self.problems.clone(),
-            })
-        };
+            }),
+        }
+    }
+
+    /// What `mode` with the network on or off needs that this machine lacks.
+    fn missing(&self, mode: SandboxMode, network: bool) -> Option<String> {
         if mode != SandboxMode::None {
             match self.landlock_abi {
                 Some(abi) if abi >= MIN_LANDLOCK_ABI => {}
                 Some(abi) => {
-                    return refuse(format!(
+                    return Some(format!(
                         "Landlock ABI {MIN_LANDLOCK_ABI} or later (this kernel has {abi})"
                     ));
                 }
-                None => return refuse("Landlock".to_string()),
+                None => return Some("Landlock".to_string()),
             }
         }
         if !network && !self.network_namespace {
-            return refuse("network namespaces".to_string());
+            return Some("network namespaces".to_string());
         }
-        Ok(())
+        None
     }
 
     /// A few lines for people: what is available and which modes hold.
@@ -125,13 +112,10 @@ impl Support {
         let _ = writeln!(text, "pid namespace: {}", yes(self.pid_namespace));
         for mode in SandboxMode::ALL {
             for network in [true, false] {
-                let verdict = match self.check(mode, network) {
-                    Ok(()) if mode == SandboxMode::None && network => "no sandbox".to_string(),
-                    Ok(()) => "enforced".to_string(),
-                    Err(SandboxError::Unsupported { missing, .. }) => {
-                        format!("refused: needs {missing}")
-                    }
-                    Err(e) => format!("refused: {e}"),
+                let verdict = match self.missing(mode, network) {
+                    None if mode == SandboxMode::None && network => "no sandbox".to_string(),
+                    None => "enforced".to_string(),
+                    Some(missing) => format!("refused: needs {missing}"),
                 };
                 let net = if network { "on" } else { "off" };
                 let _ = writeln!(text, "mode {mode}, network {net}: {verdict}");
@@ -142,6 +126,48 @@ impl Support {
         }
         text
     }
+}
+
+/// Why the helper could not say what this machine supports.
+#[derive(Debug, thiserror::Error)]
+enum ProbeError {
+    #[error("the sandbox helper {} cannot start", helper.display())]
+    Start {
+        helper: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The helper failed; its standard error says why (text: it comes from
+    /// another process).
+    #[error("the sandbox probe {} failed ({status}): {stderr}", helper.display())]
+    Failed {
+        helper: PathBuf,
+        status: ExitStatus,
+        stderr: String,
+    },
+    #[error("the sandbox probe answered badly")]
+    Answer(#[source] serde_json::Error),
+}
+
+/// What `helper` finds this machine supports.
+fn ask(helper: &Path) -> Result<Support, ProbeError> {
+    let out = Command::new(helper)
+        .args([crate::HELPER_ARG, "probe"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|source| ProbeError::Start {
+            helper: helper.to_path_buf(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(ProbeError::Failed {
+            helper: helper.to_path_buf(),
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    serde_json::from_slice(&out.stdout).map_err(ProbeError::Answer)
 }
 
 #[cfg(test)]
@@ -211,6 +237,27 @@ mod tests {
         assert!(
             report.contains("mode read-only, network off: refused: needs network namespaces\n"),
             "{report}"
+        );
+    }
+
+    #[test]
+    fn a_helper_that_cannot_answer_is_the_probes_one_problem() {
+        let problems = |helper: &str| Support::probe_with(Path::new(helper)).problems;
+        assert_eq!(
+            problems("/nonexistent/toolbelt-sandbox"),
+            vec![
+                "the sandbox helper /nonexistent/toolbelt-sandbox cannot start: No such file \
+                 or directory (os error 2)"
+                    .to_string()
+            ]
+        );
+        assert_eq!(
+            problems("/bin/echo"),
+            vec!["the sandbox probe answered badly: expected value at line 1 column 1".to_string()]
+        );
+        assert_eq!(
+            problems("/bin/false"),
+            vec!["the sandbox probe /bin/false failed (exit status: 1): ".to_string()]
         );
     }
 

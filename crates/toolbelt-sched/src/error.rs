@@ -15,6 +15,17 @@ pub enum SchedError {
         /// How to write it instead.
         hint: String,
     },
+    /// A cron expression croner refuses.
+    #[error("schedule {text:?} is not a valid cron expression")]
+    Cron {
+        /// The schedule as written.
+        text: String,
+        /// How to write it instead.
+        hint: String,
+        /// What croner finds wrong with it.
+        #[source]
+        source: croner::errors::CronError,
+    },
     /// A time zone that is not an IANA name.
     #[error("unknown time zone {zone:?}")]
     TimeZone {
@@ -32,6 +43,9 @@ pub enum SchedError {
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
     },
+    /// The attachments of a message cannot be encoded for the outbox.
+    #[error("the attachments cannot be encoded")]
+    Attachments(#[source] serde_json::Error),
     /// A request naming no configured channel, or not fitting the channel.
     #[error("{0}")]
     Request(String),
@@ -47,10 +61,16 @@ impl SchedError {
             SchedError::Schedule { message, hint } => {
                 ToolError::new(ErrorCode::InvalidParams, message).hint(hint)
             }
+            SchedError::Cron { ref hint, .. } => {
+                ToolError::new(ErrorCode::InvalidParams, error_chain(&self)).hint(hint.clone())
+            }
             e @ SchedError::TimeZone { .. } => ToolError::new(ErrorCode::InvalidParams, error_chain(&e))
                 .hint("use an IANA time zone name such as \"Europe/Berlin\", \"America/New_York\", \"Asia/Shanghai\" or \"UTC\""),
             e @ SchedError::Config { .. } => ToolError::new(ErrorCode::DependencyMissing, error_chain(&e))
                 .hint("the channel is not usable as configured; tell the user, who can fix toolbelt.toml or the environment"),
+            e @ SchedError::Attachments(_) => {
+                ToolError::new(ErrorCode::InvalidParams, error_chain(&e))
+            }
             SchedError::Request(m) => ToolError::new(ErrorCode::InvalidParams, m),
             SchedError::Store(e) => e.into(),
         }

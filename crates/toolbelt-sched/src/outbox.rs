@@ -150,9 +150,7 @@ impl Outbox {
         let media = if message.media.is_empty() {
             None
         } else {
-            Some(serde_json::to_string(&message.media).map_err(|e| {
-                SchedError::Request(format!("the attachments cannot be encoded: {e}"))
-            })?)
+            Some(serde_json::to_string(&message.media).map_err(SchedError::Attachments)?)
         };
         let id = uuid::Uuid::now_v7().to_string();
         let store = self.store.store().await?;

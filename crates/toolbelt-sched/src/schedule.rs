@@ -139,9 +139,11 @@ impl Schedule {
             .build();
         match parser.parse(text) {
             Ok(cron) => Ok(Schedule::Cron(Box::new(cron))),
-            Err(e) => Err(bad(format!(
-                "schedule {text:?} is not a valid cron expression: {e}"
-            ))),
+            Err(source) => Err(SchedError::Cron {
+                text: text.to_string(),
+                hint: CRON_HINT.into(),
+                source,
+            }),
         }
     }
 

@@ -16,6 +16,7 @@ fn berlin() -> Zone {
 fn message_and_hint(e: SchedError) -> (String, String) {
     match e {
         SchedError::Schedule { message, hint } => (message, hint),
+        SchedError::Cron { ref hint, .. } => (toolbelt_core::error_chain(&e), hint.clone()),
         other => panic!("not a schedule error: {other:?}"),
     }
 }
@@ -58,6 +59,26 @@ fn bad_cron_expressions_say_why_and_how() {
         assert!(message.contains(text), "{message}");
         assert!(hint.contains("5 fields"), "{hint}");
     }
+}
+
+#[test]
+fn a_bad_cron_expression_reads_as_before_with_croners_words_last() {
+    let text = "61 * * * *";
+    let croner = CronParser::builder()
+        .seconds(Seconds::Optional)
+        .year(Year::Disallowed)
+        .build()
+        .parse(text)
+        .unwrap_err();
+    let e = Schedule::parse(text, Zone::utc())
+        .unwrap_err()
+        .into_tool_error();
+    assert_eq!(e.code, toolbelt_core::ErrorCode::InvalidParams);
+    assert_eq!(
+        e.message,
+        format!("schedule \"61 * * * *\" is not a valid cron expression: {croner}")
+    );
+    assert_eq!(e.hint.as_deref(), Some(CRON_HINT));
 }
 
 #[test]

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use toolbelt_core::error_chain;
 use toolbelt_store::{
     Claim, CronJob, FireMode, Firing, PromptRunRecord, StoreHandle, claim_firing, due_cron_jobs,
     make_cron_job_due, next_cron_due, prune_cron_firings, record_prompt_run,
@@ -37,7 +38,7 @@ pub fn next_fire(job: &CronJob, after: i64) -> Option<i64> {
     let schedule = match Schedule::parse(&job.schedule, zone) {
         Ok(s) => s,
         Err(e) => {
-            tracing::error!(job = %job.name, "stored schedule cannot be read: {e}");
+            tracing::error!(job = %job.name, "stored schedule cannot be read: {}", error_chain(&e));
             return None;
         }
     };

@@ -215,7 +215,8 @@ impl Grep {
     /// # Errors
     ///
     /// [`SearchError::Pattern`] for a regex that does not compile,
-    /// [`SearchError::Glob`] and [`SearchError::UnknownFileType`] for bad filters.
+    /// [`SearchError::GlobSyntax`] and [`SearchError::UnknownFileType`] for bad
+    /// filters.
     pub fn new(mut opts: GrepOptions) -> Result<Grep, SearchError> {
         opts.before_context = opts.before_context.min(MAX_CONTEXT_LINES);
         opts.after_context = opts.after_context.min(MAX_CONTEXT_LINES);
@@ -452,15 +453,11 @@ fn build_matcher(o: &GrepOptions) -> Result<RegexMatcher, SearchError> {
     } else {
         b.line_terminator(Some(b'\n')).dot_matches_new_line(false);
     }
-    b.build(&o.pattern).map_err(|e| {
-        let mut reason = e.to_string();
-        if !o.multiline && reason.contains(r#"literal "\n""#) {
-            reason.push_str(" (set multiline=true to match across lines)");
-        }
-        SearchError::Pattern {
-            pattern: o.pattern.clone(),
-            reason,
-        }
+    b.build(&o.pattern).map_err(|error| SearchError::Pattern {
+        pattern: o.pattern.clone(),
+        line_break: !o.multiline
+            && matches!(error.kind(), grep_regex::ErrorKind::NotAllowed(l) if l == "\n"),
+        error,
     })
 }
 

@@ -43,32 +43,47 @@ pub use walk::{
     Budget, MAX_REPORTED_ERRORS, MAX_THREADS, Opener, Stop, Withhold, display_path, file_type_names,
 };
 
+/// How globs are written, said after a glob that cannot be used.
+const GLOB_HINT: &str = "Use `*` within a name, `**` across directories, `{a,b}` for \
+                         alternatives and `[abc]` for character classes.";
+
 /// Why a search could not start. Messages are written for the model.
+///
+/// A parser's error is said inside the sentence, before what to do: it is no
+/// source, so that a joined chain does not say it again.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SearchError {
     /// The regular expression does not compile.
     #[error(
-        "invalid regular expression {pattern:?}: {reason}\nEscape special characters \
-         (e.g. `\\(`, `\\.`) or set fixed_strings=true to search for the text literally."
+        "invalid regular expression {pattern:?}: {error}{}\nEscape special characters \
+         (e.g. `\\(`, `\\.`) or set fixed_strings=true to search for the text literally.",
+        if *line_break { " (set multiline=true to match across lines)" } else { "" }
     )]
     Pattern {
         /// The pattern as given.
         pattern: String,
-        /// The compiler's explanation, as text: a hint is added to it, and the
-        /// message goes on after it.
-        reason: String,
+        /// Why it does not compile.
+        error: grep_regex::Error,
+        /// The pattern holds a line break, which only a multiline search matches:
+        /// the message says so.
+        line_break: bool,
     },
-    /// A glob does not parse.
-    #[error(
-        "invalid glob {glob:?}: {reason}\nUse `*` within a name, `**` across directories, \
-         `{{a,b}}` for alternatives and `[abc]` for character classes."
-    )]
+    /// A glob that cannot be used: absolute, empty, or not one globset reads.
+    #[error("invalid glob {glob:?}: {reason}\n{GLOB_HINT}")]
     Glob {
         /// The glob as given.
         glob: String,
-        /// The parser's explanation, as text: the message goes on after it.
+        /// Why not.
         reason: String,
+    },
+    /// A glob that does not parse.
+    #[error("invalid glob {glob:?}: {error}\n{GLOB_HINT}")]
+    GlobSyntax {
+        /// The glob (or the globs, space-separated) as given.
+        glob: String,
+        /// The parser's error.
+        error: ignore::Error,
     },
     /// A file type name is not in ripgrep's table.
     #[error("unknown file type {name:?}; did you mean one of: {}? Or filter with a glob such as \"*.ext\" instead.", similar.join(", "))]
@@ -77,5 +92,14 @@ pub enum SearchError {
         name: String,
         /// Known names close to it.
         similar: Vec<String>,
+    },
+    /// ripgrep's table cannot select the file types asked for.
+    #[error("the file types {names:?} cannot be selected")]
+    FileTypes {
+        /// The names as given.
+        names: Vec<String>,
+        /// Why.
+        #[source]
+        source: ignore::Error,
     },
 }

@@ -9,7 +9,7 @@ use crate::tree::TreeError;
 /// INVALID_PARAMS: a pattern, glob or file type that the model must fix.
 impl From<SearchError> for ToolError {
     fn from(e: SearchError) -> ToolError {
-        ToolError::new(ErrorCode::InvalidParams, e.to_string())
+        ToolError::new(ErrorCode::InvalidParams, error_chain(&e))
     }
 }
 

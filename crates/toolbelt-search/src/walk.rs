@@ -234,14 +234,14 @@ fn overrides(root: &Path, globs: &[String]) -> Result<Option<Override>, SearchEr
     }
     let mut b = OverrideBuilder::new(root);
     for g in globs {
-        b.add(g).map_err(|e| SearchError::Glob {
+        b.add(g).map_err(|error| SearchError::GlobSyntax {
             glob: g.clone(),
-            reason: e.to_string(),
+            error,
         })?;
     }
-    let o = b.build().map_err(|e| SearchError::Glob {
+    let o = b.build().map_err(|error| SearchError::GlobSyntax {
         glob: globs.join(" "),
-        reason: e.to_string(),
+        error,
     })?;
     Ok(Some(o))
 }
@@ -262,9 +262,9 @@ fn types(names: &[String]) -> Result<Option<Types>, SearchError> {
         }
         b.select(n);
     }
-    let t = b.build().map_err(|e| SearchError::UnknownFileType {
-        name: format!("{names:?}: {e}"),
-        similar: Vec::new(),
+    let t = b.build().map_err(|source| SearchError::FileTypes {
+        names: names.to_vec(),
+        source,
     })?;
     Ok(Some(t))
 }

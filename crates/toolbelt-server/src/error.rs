@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use toolbelt_core::error_chain;
 use toolbelt_store::StoreError;
+use toolbelt_wire::batch::BatchError;
 
 /// Why a request was refused. Handlers return it with `?`; a store's failure
 /// converts into it.
@@ -70,12 +71,10 @@ pub(crate) enum ApiError {
     /// No tool of that name.
     #[error("no tool is named {0:?}; see GET /v1/tools")]
     UnknownTool(String),
-    /// A batch that cannot be read.
-    ///
-    /// The text of the batch's error, which words its cause itself, mid-sentence,
-    /// with what to do: joining its chain again would repeat the cause.
-    #[error("{0}")]
-    InvalidBatch(String),
+    /// A batch that cannot be read: its error words its own cause (mid-sentence,
+    /// with what to do).
+    #[error(transparent)]
+    InvalidBatch(BatchError),
     /// A query parameter (or a value the store refused) is invalid.
     #[error("{0}")]
     InvalidParams(String),

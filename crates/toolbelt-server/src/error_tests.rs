@@ -165,11 +165,14 @@ async fn every_refusal_keeps_its_status_code_message_and_header() {
             ),
         ),
         (
-            ApiError::InvalidBatch("the batch is empty".into()),
+            ApiError::InvalidBatch(toolbelt_wire::batch::BatchError::TooManyCalls { calls: 1001 }),
             None,
             400,
             None,
-            body("INVALID_BATCH", "the batch is empty"),
+            body(
+                "INVALID_BATCH",
+                "the batch has 1001 calls; at most 1000 run at once, split it",
+            ),
         ),
         (
             ApiError::NoStore,

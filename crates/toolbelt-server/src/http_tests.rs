@@ -397,9 +397,9 @@ async fn openapi_describes_every_route_and_tool() {
     ] {
         assert!(paths.contains_key(route), "{route}");
     }
-    // Four routes, the page's twelve endpoints, the two of the questions, and one
-    // route per tool.
-    assert_eq!(paths.len(), 4 + 12 + 2 + registry.definitions().len());
+    // Four routes, the page's twelve endpoints, the two of the questions, the four
+    // of the checkpoints, and one route per tool.
+    assert_eq!(paths.len(), 4 + 12 + 2 + 4 + registry.definitions().len());
     for spec in registry.definitions() {
         let reference = &doc["paths"][format!("/v1/tools/{}", spec.name)]["post"]["requestBody"]["content"]
             ["application/json"]["schema"]["$ref"];

@@ -15,7 +15,7 @@ use toolbelt_core::sync::lock;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
-use toolbelt_core::{Answer, Answers, AskError, Asker, BoxFuture, Question, error_chain};
+use toolbelt_core::{Answer, Answers, AskError, Asker, BoxFuture, Question};
 
 /// How long questions wait for an answer by default (10 minutes).
 pub const DEFAULT_ANSWER_WAIT: Duration = Duration::from_secs(10 * 60);
@@ -460,9 +460,8 @@ fn check_answer(at: &str, a: ReplyAnswer, question: &Question) -> Result<Answer,
 
 /// A fresh id: `q-` and random hex.
 fn new_id() -> Result<String, AskError> {
-    let hex = crate::random_hex(ID_BYTES)
-        // `AskError` carries the text the model reads: the cause joins it here.
-        .map_err(|e| AskError::Failed(format!("no randomness for an id: {}", error_chain(&e))))?;
+    let hex =
+        crate::random_hex(ID_BYTES).map_err(|e| AskError::caused("no randomness for an id", e))?;
     Ok(format!("q-{hex}"))
 }
 

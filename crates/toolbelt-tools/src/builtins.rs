@@ -1,14 +1,20 @@
 //! Registration of every built-in tool: [`register_builtins_with`] sets them up
 //! from [`BuiltinOptions`]; [`register_messaging`] adds `message` and `cron` where
-//! channels or prompt runs make them useful.
+//! channels or prompt runs make them useful; [`register_checkpoints`] adds the
+//! checkpoint tools where checkpoints are kept.
 
 use std::sync::Arc;
 
+use toolbelt_checkpoint::Checkpoints;
 use toolbelt_core::{Registry, RegistryError};
 use toolbelt_exec::Shells;
 use toolbelt_sandbox::Sandbox;
 use toolbelt_store::StoreHandle;
 
+use crate::checkpoints::AskBeforeRewind;
+use crate::checkpoints::checkpoint_diff::CheckpointDiff;
+use crate::checkpoints::checkpoint_list::CheckpointList;
+use crate::checkpoints::rewind::RewindTool;
 use crate::coding::ask_user::AskUser;
 use crate::coding::read_output::ReadOutput;
 use crate::coding::think::Think;
@@ -155,4 +161,24 @@ pub fn register_messaging(
         return Ok(true);
     }
     Ok(false)
+}
+
+/// Registers `checkpoint_list`, `checkpoint_diff` and `rewind` on `checkpoints`,
+/// and makes every rewind wait for the person's approval unless a rule decides
+/// it (a rule that allows `rewind` lets it run; a dry run is never asked about).
+/// Call it after the permission rules are in place ([`crate::apply_policy`]):
+/// it wraps the registry's authorizer as it is then.
+///
+/// # Errors
+/// A tool of the same name is already registered.
+pub fn register_checkpoints(
+    registry: &mut Registry,
+    checkpoints: &Checkpoints,
+) -> Result<(), RegistryError> {
+    registry.register_typed(CheckpointList::new(checkpoints.clone()))?;
+    registry.register_typed(CheckpointDiff::new(checkpoints.clone()))?;
+    registry.register(RewindTool::new(checkpoints.clone()))?;
+    let authorizer = Arc::clone(registry.authorizer());
+    registry.set_authorizer(Arc::new(AskBeforeRewind::new(authorizer)));
+    Ok(())
 }

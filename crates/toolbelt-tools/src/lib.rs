@@ -1,11 +1,13 @@
 //! The built-in tools of toolbelt, one folder per toolset (`files/`, `search/`,
-//! `shell/`, `web/`, `todo/`, `planner/`, `message/`, `schedule/`, `skill/`, and
-//! `coding/` for `think`, `ask_user` and `read_output`), each tool one `<tool>.rs`
-//! with its description for models in a `<tool>.md` beside it, and what a set's
-//! tools share in its `mod.rs`; what several sets share lives beside them (the
-//! workspace, the delivery of a message, the store). The tools kept in the store
-//! hold only the shared [`StoreHandle`]; the errors of the crates below convert
-//! into [`ToolError`](toolbelt_core::ToolError) with `From`, so a tool writes `?`.
+//! `shell/`, `web/`, `todo/`, `planner/`, `message/`, `schedule/`, `skill/`,
+//! `checkpoints/`, and `coding/` for `think`, `ask_user` and `read_output`), each
+//! tool one `<tool>.rs` with its description for models in a `<tool>.md` beside
+//! it, and what a set's tools share in its `mod.rs`; what several sets share
+//! lives beside them (the workspace, the delivery of a message, the store). The
+//! tools kept in the store hold only the shared [`StoreHandle`]; the errors of
+//! the crates below convert into [`ToolError`](toolbelt_core::ToolError) with
+//! `From`, so a tool writes `?` (those of `toolbelt-checkpoint` through a
+//! function of their toolset).
 //!
 //! Other crates reach the tools through registration, not by type:
 //!
@@ -13,7 +15,9 @@
 //!   up by [`BuiltinOptions`] (the sandbox of shell commands, [`WebOptions`], the
 //!   store, the [`Skills`], the permission rules);
 //!   [`register_messaging`] registers `message` when a channel is configured,
-//!   `cron` when a channel is or jobs can run prompts.
+//!   `cron` when a channel is or jobs can run prompts; [`register_checkpoints`]
+//!   registers `checkpoint_list`, `checkpoint_diff` and `rewind` when the
+//!   workspace keeps checkpoints (a rewind waits for the person's approval).
 //! - The tools: `think`, `ask_user` and `read_output`; `read_file`, `write_file`,
 //!   `edit_file`, `multi_edit`, `apply_patch` and `list_dir` on the workspace's
 //!   files; `grep` and `glob`; `web_fetch` and `web_search`; `bash` and the
@@ -36,6 +40,7 @@
 //! ```
 
 mod builtins;
+mod checkpoints;
 mod coding;
 mod delivery;
 mod describe;
@@ -54,7 +59,10 @@ mod toolsets;
 mod web;
 mod workspace;
 
-pub use builtins::{BuiltinOptions, register_builtins, register_builtins_with, register_messaging};
+pub use builtins::{
+    BuiltinOptions, register_builtins, register_builtins_with, register_checkpoints,
+    register_messaging,
+};
 pub use coding::ask_user::AskUser;
 pub use files::read_file::MAX_READ_BYTES;
 pub use permissions::apply_policy;

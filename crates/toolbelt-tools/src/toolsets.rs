@@ -96,6 +96,12 @@ pub const TOOLSETS: &[Toolset] = &[
         &[],
     ),
     Toolset::new(
+        "checkpoints",
+        "See and undo what calls changed in the files (when checkpoints are kept).",
+        &["checkpoint_list", "checkpoint_diff", "rewind"],
+        &[],
+    ),
+    Toolset::new(
         "minimal",
         "The least a coding agent works with, for small models: read, write and edit files, the shell, grep and glob.",
         &[

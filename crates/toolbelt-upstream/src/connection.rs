@@ -346,11 +346,19 @@ impl Server {
         let name = self.spec.name.clone();
         let me = self.me.clone();
         tokio::spawn(async move {
-            let reason = match service.waiting().await {
-                Ok(reason) => format!("{reason:?}"),
-                Err(e) => error_chain(&e),
-            };
-            tracing::debug!(target: "toolbelt::upstream", server = %name, "the connection ended: {reason}");
+            match service.waiting().await {
+                Ok(reason) => tracing::debug!(
+                    target: "toolbelt::upstream",
+                    server = %name,
+                    "the connection ended: {reason:?}"
+                ),
+                Err(e) => tracing::debug!(
+                    target: "toolbelt::upstream",
+                    server = %name,
+                    "the connection ended: {}",
+                    error_chain(&e)
+                ),
+            }
             if let Some(server) = me.upgrade() {
                 server.closed().await;
             }

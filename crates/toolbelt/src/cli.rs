@@ -140,6 +140,34 @@ pub enum Command {
     /// their status, error code, duration, bytes returned and arguments (secrets
     /// redacted).
     Log(LogArgs),
+    /// What each tool call changed in the files: list the checkpoints, show one,
+    /// see its diff, prune old ones.
+    ///
+    /// Every call that may change files (write_file, edit_file, apply_patch, bash,
+    /// ...) gets a checkpoint, cp-N, with each path's state before and after it;
+    /// `toolbelt rewind cp-N` puts the files back as they were before it. Turned on
+    /// by default; [checkpoints] in toolbelt.toml sets what is kept.
+    ///
+    /// Exit status: 0 ok, 1 when checkpoints are off or the checkpoint is unknown,
+    /// 2 for bad usage.
+    #[command(after_help = CHECKPOINTS_HELP)]
+    Checkpoints(CheckpointsArgs),
+    /// Put the files back as they were before a checkpoint: every path that
+    /// checkpoint and the ones after it changed (created files are removed,
+    /// deleted and moved ones come back, modes are restored).
+    ///
+    /// The plan is printed first; then it asks (y/N), or takes --yes. A file
+    /// changed outside toolbelt since toolbelt last wrote it is a conflict: nothing
+    /// is changed unless --skip-conflicts (rewind the others) or --force
+    /// (overwrite it too). A rewind is itself a checkpoint: `toolbelt rewind
+    /// --undo` takes it back.
+    ///
+    /// Exit status: 0 when rewound (or nothing to do, or a dry run), 1 for
+    /// conflicts, an unknown or pruned checkpoint, a declined confirmation, or
+    /// checkpoints turned off, 2 for bad usage (also: no --yes and standard input
+    /// is not a terminal).
+    #[command(after_help = REWIND_HELP)]
+    Rewind(RewindArgs),
     /// Work on a task with a model and the tools: interactively, or with -p to its
     /// final answer.
     ///
@@ -170,6 +198,20 @@ pub enum Command {
     /// this machine cannot enforce, a bad config file).
     Doctor(DoctorArgs),
 }
+
+/// Examples under `toolbelt checkpoints --help`.
+const CHECKPOINTS_HELP: &str = "Examples:
+  toolbelt checkpoints list               the last 20, newest first
+  toolbelt checkpoints show cp-12         each path it changed, before and after
+  toolbelt checkpoints diff cp-12         its changes as unified diffs
+  toolbelt rewind cp-12                   the files as they were before cp-12";
+
+/// Examples under `toolbelt rewind --help`.
+const REWIND_HELP: &str = "Examples:
+  toolbelt rewind cp-12 --dry-run         what it would do, changing nothing
+  toolbelt rewind cp-12 --files 'src/**'  only the paths under src/
+  toolbelt rewind cp-12 --yes             without asking
+  toolbelt rewind --undo --yes            take the last rewind back";
 
 /// How to add the server to an MCP client, shown by `toolbelt mcp --help`.
 const MCP_CLIENT_HELP: &str = r#"Add toolbelt to an MCP client's configuration (Claude Desktop, Cursor, ...):
@@ -444,8 +486,23 @@ pub struct AgentArgs {
     /// Continue run ID (a unique prefix will do; --list shows the runs).
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
+    /// With --resume or --continue: go back to before the run's turn TURN (1 is its
+    /// first prompt): a new run with the conversation before it (the old run stays
+    /// as it was), and the files as they were then. Then -p runs its prompt in the
+    /// new run; without -p the screen opens on it (on a terminal).
+    #[arg(long, value_name = "TURN", value_parser = clap::value_parser!(u32).range(1..))]
+    pub rewind_to: Option<u32>,
+    /// With --rewind-to: only the files (no new run).
+    #[arg(long, requires = "rewind_to", conflicts_with_all = ["conversation", "both", "prompt"])]
+    pub code: bool,
+    /// With --rewind-to: only the conversation (the files stay as they are).
+    #[arg(long, requires = "rewind_to", conflicts_with = "both")]
+    pub conversation: bool,
+    /// With --rewind-to: the conversation and the files (the default).
+    #[arg(long, requires = "rewind_to")]
+    pub both: bool,
     /// List the runs and exit.
-    #[arg(long, conflicts_with_all = ["prompt", "continue_latest", "resume"])]
+    #[arg(long, conflicts_with_all = ["prompt", "continue_latest", "resume", "rewind_to"])]
     pub list: bool,
 }
 
@@ -519,6 +576,92 @@ pub enum CronCommand {
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `toolbelt checkpoints`.
+#[derive(Debug, Args)]
+pub struct CheckpointsArgs {
+    #[command(subcommand)]
+    pub action: CheckpointsAction,
+}
+
+/// What `toolbelt checkpoints` does.
+#[derive(Debug, Subcommand)]
+pub enum CheckpointsAction {
+    /// The workspace's checkpoints, newest first: id, time, tool, where the call
+    /// came from, how many paths it changed, and whether it is partial or pruned.
+    List {
+        /// How many to show.
+        #[arg(long, default_value_t = 20, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+        limit: i64,
+        /// Only those older than this one (the next page: `--before cp-40`).
+        #[arg(long, value_name = "ID")]
+        before: Option<String>,
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One checkpoint: each path it changed, how (created, modified, deleted,
+    /// renamed, mode), its kind and size before and after, and whether its content
+    /// before was kept (a path not captured cannot be rewound).
+    Show {
+        /// The checkpoint (cp-12, or 12).
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One checkpoint's changes as unified diffs (binary files, links and
+    /// directories are named without one).
+    Diff {
+        /// The checkpoint (cp-12, or 12).
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prune now what is past [checkpoints] max_age_days and max_total_mib (the
+    /// oldest first) and remove the content nothing refers to any more. This also
+    /// happens by itself as content is kept.
+    Gc {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Arguments of `toolbelt rewind`.
+#[derive(Debug, Args)]
+pub struct RewindArgs {
+    /// The checkpoint to go back to (cp-12, or 12): the files become as they were
+    /// before it (`toolbelt checkpoints list` shows the ids).
+    #[arg(required_unless_present = "undo", conflicts_with = "undo")]
+    pub id: Option<String>,
+    /// Take the last rewind back (rewinds to the checkpoint that rewind took of
+    /// itself).
+    #[arg(long)]
+    pub undo: bool,
+    /// Only paths matching this glob (repeatable; `src/**`, `*.rs`); the others
+    /// are left as they are.
+    #[arg(long = "files", value_name = "GLOB")]
+    pub files: Vec<String>,
+    /// Print the plan and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Rewind without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Leave the files in conflict (changed outside toolbelt since it last wrote
+    /// them) as they are and rewind the others.
+    #[arg(long, conflicts_with = "force")]
+    pub skip_conflicts: bool,
+    /// Rewind the files in conflict too, overwriting what was changed outside
+    /// toolbelt (the rewind's own checkpoint keeps it: --undo brings it back).
+    #[arg(long)]
+    pub force: bool,
+    /// Print the plan and the outcome as JSON.
     #[arg(long)]
     pub json: bool,
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::{BoxFuture, Registry};
+use toolbelt_core::{BoxFuture, Origin, Registry};
 use toolbelt_sched::{ChannelConfig, Channels, Messaging, PromptRun, PromptRunner};
 use toolbelt_server::PendingQuestions;
 use toolbelt_store::{CronJob, StoreHandle};
@@ -109,8 +109,13 @@ impl PromptRunner for AgentJobs {
                 }
                 None => Arc::clone(&tools.registry),
             };
+            let origin = Origin {
+                job: Some(job.name.clone()),
+                ..Origin::new("cron")
+            };
             let (outcome, text, run_id) =
-                model::run_unattended(registry, &self.settings, prompt, &cancel, &run_id).await;
+                model::run_unattended(registry, &self.settings, prompt, &cancel, &run_id, origin)
+                    .await;
             PromptRun {
                 outcome: outcome.as_str().to_string(),
                 text,

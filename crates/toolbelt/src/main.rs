@@ -105,6 +105,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve(args) => commands::serve::run(args, ws, &file.mcp),
         Command::Mcp(flags) => commands::mcp::run(&flags, ws, &file.mcp, &global),
         Command::Log(args) => commands::log::run(&args, &ws.store),
+        Command::Checkpoints(args) => commands::checkpoints::run(args.action, &ws),
+        Command::Rewind(args) => commands::checkpoints::rewind(&args, &ws),
         Command::Agent(args) => commands::agent::run(args, ws, &file.agent),
         Command::Cron(args) => commands::cron::run(args, ws),
         Command::Doctor(_) | Command::McpServers(_) => unreachable!("answered above"),

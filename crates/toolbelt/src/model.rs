@@ -12,7 +12,9 @@ use toolbelt_agent::{
     Agent, AgentOptions, AgentTypes, Outcome, Provider, SubagentLimits, SubagentModel,
     SubagentSettings, Subagents, build_provider,
 };
-use toolbelt_core::{Approval, ApprovalRequest, Approver, BoxFuture, Registry, error_chain};
+use toolbelt_core::{
+    Approval, ApprovalRequest, Approver, BoxFuture, Origin, Registry, error_chain,
+};
 use toolbelt_store::StoreHandle;
 
 use crate::config::{AgentConfig, SubagentsConfig};
@@ -174,7 +176,8 @@ pub fn configure_subagents_for_jobs(
 
 /// Runs `prompt` on `registry` to its end or until `cancel`, without anyone to
 /// approve calls (its approver is the caller's: [`Unattended`]), its transcript in
-/// `<state>/agent/runs`. Returns the outcome, the answer (or what ended the run)
+/// `<state>/agent/runs`, its calls from `origin` (`cron` with the job; the run and
+/// turn are added). Returns the outcome, the answer (or what ended the run)
 /// and the run's id, which is put in `run_id` too as soon as the run has it
 /// (before its first call).
 pub async fn run_unattended(
@@ -183,6 +186,7 @@ pub async fn run_unattended(
     prompt: &str,
     cancel: &CancellationToken,
     run_id: &OnceLock<String>,
+    origin: Origin,
 ) -> (Outcome, String, String) {
     let mut settings = settings.clone();
     if let Some(learnt) = settings.ask_server().await {
@@ -197,6 +201,7 @@ pub async fn run_unattended(
     // Nobody watches the events: the transcript keeps the run.
     let (events_tx, _events_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut agent = Agent::new(registry, provider, options, events_tx);
+    agent.set_origin(origin);
     let _ = run_id.set(agent.run_id().to_string());
     let ended = agent.run(prompt, cancel).await;
     (ended.outcome, ended.message, agent.run_id().to_string())

@@ -135,6 +135,11 @@ impl Workspace {
             toolbelt_tools::apply_policy(&mut registry, policy)
                 .context("invalid [permissions] in the config file")?;
         }
+        // After the rules: a rewind asks first unless one of them decides it.
+        let checkpoints = checkpoints(&file.checkpoints, &registry, &store, state_dir);
+        if let Some(checkpoints) = &checkpoints {
+            toolbelt_tools::register_checkpoints(&mut registry, checkpoints)?;
+        }
         toolbelt_tools::register_messaging(&mut registry, &messaging)?;
         let subagents = if for_agent || AgentSettings::for_jobs(&file.agent).is_ok() {
             let roots = registry.session().roots().to_vec();
@@ -159,7 +164,6 @@ impl Workspace {
         registry
             .select(&selection, toolbelt_tools::TOOLSETS)
             .context("invalid --tools, TOOLBELT_TOOLS or [tools]")?;
-        let checkpoints = checkpoints(&file.checkpoints, &registry, &store, state_dir);
         registry.set_checkpointer(
             checkpoints
                 .clone()

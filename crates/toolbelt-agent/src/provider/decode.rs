@@ -6,9 +6,11 @@
 //! The client in `http` sends, retries and reads; it hands each event to a
 //! decoder and takes back a [`ModelResponse`] or a [`Failure`].
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use toolbelt_core::error_chain;
 
 use super::{ModelResponse, StopReason, StreamEvent, StreamSink};
 use crate::message::ModelCall;
@@ -20,7 +22,8 @@ pub(crate) const MAX_ERROR_MESSAGE_CHARS: usize = 500;
 ///
 /// Its causes are text, not typed: the client replaces the API key in them before
 /// they leave, should a server have echoed it, and an attempt's failure is cloned
-/// into the retry notice.
+/// into the retry notice. The one typed cause is the JSON parser's, which names a
+/// place in the text, never the text itself.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Failure {
     /// An error status, or an error event that stands for one.
@@ -42,6 +45,25 @@ pub(crate) enum Failure {
     NoFirstByte(String),
     /// The answer cannot be read (not the format it should be): not retried.
     Malformed(String),
+    /// The answer, or an event of it, is not JSON: not retried.
+    NotJson {
+        /// What is not JSON, and the start of its text.
+        message: String,
+        /// The parser's error.
+        source: JsonError,
+    },
+}
+
+/// The parser's error for a text that is not JSON: shared, as a [`Failure`] is
+/// cloned; two are equal when they find the same fault at the same place.
+#[derive(Debug, Clone)]
+pub(crate) struct JsonError(pub(crate) Arc<serde_json::Error>);
+
+impl PartialEq for JsonError {
+    fn eq(&self, other: &JsonError) -> bool {
+        let (a, b) = (&self.0, &other.0);
+        a.classify() == b.classify() && a.line() == b.line() && a.column() == b.column()
+    }
 }
 
 impl Failure {
@@ -55,6 +77,20 @@ impl Failure {
         }
     }
 
+    /// [`Failure::NotJson`]: `what` (`the answer`) is not JSON; `text`, quoted up to
+    /// `max` characters, is what it reads.
+    pub(crate) fn not_json(
+        what: &str,
+        text: &str,
+        max: usize,
+        source: serde_json::Error,
+    ) -> Failure {
+        Failure::NotJson {
+            message: format!("{what} is not JSON ({:?})", clip(text, max)),
+            source: JsonError(Arc::new(source)),
+        }
+    }
+
     pub(crate) fn retryable(&self) -> bool {
         match self {
             Failure::Status {
@@ -63,7 +99,7 @@ impl Failure {
                 ..
             } => should_retry.unwrap_or_else(|| retryable_status(*status)),
             Failure::Connection(_) | Failure::Incomplete(_) | Failure::NoFirstByte(_) => true,
-            Failure::Malformed(_) => false,
+            Failure::Malformed(_) | Failure::NotJson { .. } => false,
         }
     }
 
@@ -79,6 +115,9 @@ impl Failure {
             }
             Failure::NoFirstByte(m) => m.clone(),
             Failure::Malformed(m) => m.clone(),
+            Failure::NotJson { message, source } => {
+                format!("{message}: {}", error_chain(&*source.0))
+            }
         }
     }
 }
@@ -195,14 +234,10 @@ pub(crate) fn error_event(error: &Value, default: u16) -> Failure {
 /// Parses one event's JSON data.
 ///
 /// # Errors
-/// [`Failure::Malformed`] naming the text.
+/// [`Failure::NotJson`] quoting the text.
 pub(crate) fn parse_data(data: &str) -> Result<Value, Failure> {
-    serde_json::from_str(data).map_err(|e| {
-        Failure::Malformed(format!(
-            "an event of the answer is not JSON ({e}): {}",
-            clip(data, 200)
-        ))
-    })
+    serde_json::from_str(data)
+        .map_err(|e| Failure::not_json("an event of the answer", data, 200, e))
 }
 
 /// `text`'s first `max` characters, with `…` when cut.

@@ -456,13 +456,8 @@ impl Http {
             return Err(error);
         }
         let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-            Failure::Malformed(format!(
-                "the answer is not JSON ({e}): {}",
-                clip(
-                    String::from_utf8_lossy(&bytes).trim(),
-                    MAX_ERROR_MESSAGE_CHARS
-                )
-            ))
+            let text = String::from_utf8_lossy(&bytes);
+            Failure::not_json("the answer", text.trim(), MAX_ERROR_MESSAGE_CHARS, e)
         })?;
         if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
             return Err(error_event(error, 500));
@@ -532,6 +527,10 @@ impl Http {
             Failure::Incomplete(m) => Failure::Incomplete(redact(m)),
             Failure::NoFirstByte(m) => Failure::NoFirstByte(redact(m)),
             Failure::Malformed(m) => Failure::Malformed(redact(m)),
+            Failure::NotJson { message, source } => Failure::NotJson {
+                message: redact(message),
+                source,
+            },
         }
     }
 
@@ -557,6 +556,7 @@ impl Http {
                 provider,
                 message: format!("the stream ended before the answer did: {message}"),
                 attempts,
+                source: None,
             },
             Failure::NoFirstByte(message) => ProviderError::Connection {
                 provider,
@@ -568,6 +568,13 @@ impl Http {
                 provider,
                 message,
                 attempts,
+                source: None,
+            },
+            Failure::NotJson { message, source } => ProviderError::Stream {
+                provider,
+                message,
+                attempts,
+                source: Some(source.0),
             },
         }
     }

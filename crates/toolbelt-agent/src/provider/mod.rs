@@ -334,6 +334,9 @@ pub enum ProviderError {
         message: String,
         /// Attempts made.
         attempts: u32,
+        /// The parser's error, for an answer that is not JSON.
+        #[source]
+        source: Option<Arc<serde_json::Error>>,
     },
     /// The call was cancelled.
     #[error("cancelled")]

@@ -41,7 +41,7 @@ use futures::future::BoxFuture;
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 use toolbelt_core::sync::lock;
-use toolbelt_core::{Registry, RegistryError, error_chain};
+use toolbelt_core::{Origin, Registry, RegistryError, error_chain};
 use toolbelt_store::{StoreHandle, SubagentProgress, SubagentTask};
 
 pub use crate::tool_names::{EXPLORE_TOOLS, SUBAGENT_TOOLS};
@@ -197,6 +197,8 @@ struct Level {
     depth: usize,
     events: Mutex<Option<EventTx>>,
     run_id: Mutex<Option<String>>,
+    /// Where its calls come from (with its run): its subagents' calls say so too.
+    origin: Mutex<Origin>,
     /// Reports of its background subagents not yet in its conversation: (id, text).
     reports: Mutex<Vec<(String, String)>>,
     /// Its background subagents still running.
@@ -212,6 +214,7 @@ impl Level {
             depth,
             events: Mutex::new(None),
             run_id: Mutex::new(None),
+            origin: Mutex::new(Origin::new("agent")),
             reports: Mutex::new(Vec::new()),
             running: Mutex::new(BTreeSet::new()),
             changed: Notify::new(),
@@ -509,6 +512,14 @@ impl Subagents {
         options.transcript_dir = options.transcript_dir.map(|d| d.join("subagents"));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let mut agent = Agent::new(Arc::new(registry), provider, options, tx);
+        // The parent's origin (its job, its MCP session...), as a subagent of its run.
+        agent.set_origin(Origin {
+            front_end: "subagent".into(),
+            run_id: None,
+            turn: None,
+            parent_run_id: lock(&self.level.run_id).clone(),
+            ..lock(&self.level.origin).clone()
+        });
         if let Some(nested) = nested {
             agent.set_subagents(nested);
         }
@@ -789,9 +800,10 @@ impl Subagents {
 
 /// The loop's side of the subagents: one level, the agent that started them.
 impl Spawner for Subagents {
-    fn bind(&self, events: EventTx, run_id: &str) {
+    fn bind(&self, events: EventTx, run_id: &str, origin: &Origin) {
         *lock(&self.level.events) = Some(events);
         *lock(&self.level.run_id) = Some(run_id.to_string());
+        *lock(&self.level.origin) = origin.clone();
     }
 
     fn take_reports(&self) -> BoxFuture<'_, Vec<String>> {
@@ -835,8 +847,16 @@ pub(crate) fn finish_state(
     limits: &SubagentLimits,
 ) -> (String, String) {
     match end {
-        Err(e) if cancel.is_cancelled() => ("stopped".into(), error_chain(e)),
-        Err(e) => ("failed".into(), error_chain(e)),
+        // The result is kept in the subagent's snapshot, which the store records:
+        // the cause is joined into it.
+        Err(e) => {
+            let state = if cancel.is_cancelled() {
+                "stopped"
+            } else {
+                "failed"
+            };
+            (state.into(), error_chain(e))
+        }
         Ok(end) if end.outcome == Outcome::FinalAnswer => ("done".into(), end.message.clone()),
         Ok(end) => {
             let why = if end.timed_out {

@@ -2,6 +2,7 @@
 
 mod agent;
 mod local;
+mod origins;
 mod providers;
 mod scripted;
 mod subagents;

@@ -1380,6 +1380,34 @@ async fn the_key_never_shows_in_errors() {
 }
 
 #[tokio::test]
+async fn an_answer_that_is_not_json_is_quoted_and_the_parser_says_why_last() {
+    timed(async {
+        let server = Server::start(vec![
+            json_reply(200, "", "<html>Bad gateway</html>"),
+            chunked_sse("data: {\"choices\": [\n\n", true),
+        ])
+        .await;
+        let p = provider(config(ProviderKind::OpenAi, &server.base, fast_retry(2)));
+        let (result, events) = call(p.as_ref(), &hello()).await;
+        assert_eq!(
+            toolbelt_core::error_chain(&result.unwrap_err()),
+            "openai's answer could not be read: the answer is not JSON \
+             (\"<html>Bad gateway</html>\"): expected value at line 1 column 1"
+        );
+        let (result, _) = call(p.as_ref(), &hello()).await;
+        assert_eq!(
+            toolbelt_core::error_chain(&result.unwrap_err()),
+            "openai's answer could not be read: an event of the answer is not JSON \
+             (\"{\\\"choices\\\": [\"): EOF while parsing a list at line 1 column 13"
+        );
+        // Not retried: another attempt reads the same.
+        assert_eq!(retries(&events), Vec::new());
+        assert_eq!(server.requests().len(), 2);
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_silent_stream_times_out_and_is_retried() {
     timed(async {
         let first = openai_sse(&[delta(json!({"content": "Hé"}))], false);

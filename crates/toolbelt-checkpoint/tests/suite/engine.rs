@@ -631,12 +631,59 @@ async fn a_truncated_gigabyte_and_an_ignored_tree_cost_nothing_to_keep() {
         .unwrap()
         .unwrap();
     let paths: Vec<&str> = record.files.iter().map(|c| c.path.as_str()).collect();
-    assert_eq!(paths, ["huge.bin", "small.txt"], "the ignored tree is not recorded");
+    assert_eq!(
+        paths,
+        ["huge.bin", "small.txt"],
+        "the ignored tree is not recorded"
+    );
     let huge = &record.files[0];
     assert!(!huge.captured && huge.note.as_deref().unwrap().contains("not captured"));
     let outcome = f.checkpoints.rewind(&rewind_to(&id)).await.unwrap();
     assert_eq!(fs::read_to_string(r.join("small.txt")).unwrap(), "small");
-    assert_eq!(fs::metadata(r.join("huge.bin")).unwrap().len(), 0, "left alone");
+    assert_eq!(
+        fs::metadata(r.join("huge.bin")).unwrap().len(),
+        0,
+        "left alone"
+    );
     assert_eq!(outcome.skipped.len(), 1, "{:?}", outcome.skipped);
-    assert!(!r.join("build").exists(), "the ignored tree is not restored");
+    assert!(
+        !r.join("build").exists(),
+        "the ignored tree is not restored"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_directory_inside_the_workspace_is_not_walked() {
+    let root = TempDir::new().unwrap();
+    let state = root.path().join(".state");
+    let mut registry = Registry::new(Session::new(root.path()).with_state_dir(&state));
+    registry
+        .register(Shell(
+            ToolSpec::describe("sh", "Runs a command.").permission("shell:exec"),
+        ))
+        .unwrap();
+    let store = StoreHandle::lazy(Location::in_state_dir(&state));
+    let checkpoints = Checkpoints::new(
+        Settings::default(),
+        store,
+        &state,
+        vec![root.path().to_path_buf()],
+    );
+    registry.set_checkpointer(Some(Arc::new(checkpoints.clone())));
+    for n in 0..2 {
+        let env = registry
+            .execute("sh", json!({"command": format!("echo {n} > a.txt")}))
+            .await;
+        let id = env.context.checkpoint.unwrap();
+        let record = get_checkpoint(checkpoints.store().await.unwrap(), parse_id(&id).unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        let paths: Vec<&str> = record.files.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["a.txt"],
+            "the state directory's own files are not changes"
+        );
+    }
 }

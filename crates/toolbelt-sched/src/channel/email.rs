@@ -171,14 +171,18 @@ impl Email {
         }?;
         match self.transport.send(built).await {
             Ok(_) => Ok(()),
-            Err(e) if e.is_permanent() => Err(refused(format!(
-                "the SMTP server refused the mail: {}",
-                toolbelt_core::error_chain(&e)
-            ))),
-            Err(e) => Err(SendError::Retry {
-                detail: format!("SMTP: {}", toolbelt_core::error_chain(&e)),
-                retry_after: None,
-            }),
+            // The detail is stored in the outbox row: the cause is joined into it.
+            Err(e) => {
+                let why = toolbelt_core::error_chain(&e);
+                Err(if e.is_permanent() {
+                    refused(format!("the SMTP server refused the mail: {why}"))
+                } else {
+                    SendError::Retry {
+                        detail: format!("SMTP: {why}"),
+                        retry_after: None,
+                    }
+                })
+            }
         }
     }
 }

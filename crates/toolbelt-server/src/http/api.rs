@@ -1,17 +1,18 @@
 //! The JSON API's own routes: the health check, the tool list and the OpenAPI
 //! document, one tool call, a batch of calls; and the answer to a route that
-//! does not exist.
+//! does not exist. Each call carries where it came from ([`caller_origin`]): the
+//! API, or the web page.
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path as UrlPath, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
-use toolbelt_core::{BatchMode, CallOptions, Envelope, ErrorCode, Registry, ToolCall};
+use toolbelt_core::{BatchMode, CallOptions, Envelope, ErrorCode, Origin, Registry, ToolCall};
 
 use super::body::read_body;
 use crate::error::ApiError;
@@ -21,6 +22,22 @@ pub(super) struct AppState {
     pub(super) registry: Arc<Registry>,
     pub(super) openapi: Value,
     pub(super) max_body_bytes: usize,
+    /// Whether the server asks for a token.
+    pub(super) token_required: bool,
+}
+
+/// Where a request's calls come from: `web` for the page (a request without a
+/// bearer token, authenticated by the page's session cookie, or from the page of
+/// a server that asks for no token), `api` otherwise. The server holds one token,
+/// without a label, so no `token` is named.
+pub(super) fn caller_origin(headers: &HeaderMap, token_required: bool) -> Origin {
+    let bearer = super::security::bearer(headers).is_some();
+    let same_origin_page = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|site| site.eq_ignore_ascii_case("same-origin"));
+    let page = !bearer && (token_required || same_origin_page);
+    Origin::new(if page { "web" } else { "api" })
 }
 
 pub(super) async fn healthz() -> Response {
@@ -42,6 +59,7 @@ pub(super) async fn openapi(State(state): State<Arc<AppState>>) -> Response {
 pub(super) async fn call_tool(
     State(state): State<Arc<AppState>>,
     UrlPath(name): UrlPath<String>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = read_body(body, state.max_body_bytes)?;
@@ -61,7 +79,8 @@ pub(super) async fn call_tool(
             }
         }
     };
-    let (options, _cancel_on_drop) = cancelled_when_dropped();
+    let (mut options, _cancel_on_drop) = cancelled_when_dropped();
+    options.origin = Some(caller_origin(&headers, state.token_required));
     let envelope = state
         .registry
         .execute_call(ToolCall::new(name, arguments), options)
@@ -91,14 +110,13 @@ fn cancelled_when_dropped() -> (CallOptions, DropGuard) {
 /// runs nothing and is answered 400.
 pub(super) async fn call_batch(
     State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = read_body(body, state.max_body_bytes)?;
-    let calls = match toolbelt_wire::batch::parse_calls(&body) {
-        Ok(calls) => calls,
-        Err(message) => return Err(ApiError::InvalidBatch(message.to_string())),
-    };
-    let (options, _cancel_on_drop) = cancelled_when_dropped();
+    let calls = toolbelt_wire::batch::parse_calls(&body).map_err(ApiError::InvalidBatch)?;
+    let (mut options, _cancel_on_drop) = cancelled_when_dropped();
+    options.origin = Some(caller_origin(&headers, state.token_required));
     let envelopes = state
         .registry
         .execute_batch_with(calls, BatchMode::Sequential, &options)

@@ -11,6 +11,9 @@
 //!   `/v1/tools/{name}/schemas`: what the web page reads (see [`crate::web`]).
 //! - `GET /v1/questions`, `POST /v1/questions/{id}`: the questions of agent runs
 //!   waiting for an answer, and their answers.
+//! - `GET /v1/checkpoints`, `GET /v1/checkpoints/{id}`, `GET
+//!   /v1/checkpoints/{id}/diff`, `POST /v1/checkpoints/{id}/restore`: what each
+//!   call changed in the files, and putting them back (a dry run by default).
 //! - `/mcp`: MCP streamable HTTP (POST, GET for the server stream, DELETE).
 //! - `GET /`, `/assets/...`, `POST /login`, `POST /logout`: the web page.
 //!
@@ -26,11 +29,13 @@
 //!
 //! The modules: `serve` runs the accept loop, `guard` puts the checks of
 //! `security` in front of every route, `api` holds the JSON API's routes and
-//! `openapi` their description, `mcp_endpoint` the MCP endpoint, `body` reads
-//! request bodies, `token` keeps the generated token.
+//! `openapi` their description, `checkpoints` the checkpoint routes,
+//! `mcp_endpoint` the MCP endpoint, `body` reads request bodies, `token` keeps
+//! the generated token.
 
 mod api;
 pub(crate) mod body;
+mod checkpoints;
 mod guard;
 mod mcp_endpoint;
 mod openapi;
@@ -107,6 +112,10 @@ pub struct ServeConfig {
     /// `/v1/questions` (and on the web page); `toolbelt serve` asks through the
     /// same ones in its scheduled jobs.
     pub questions: PendingQuestions,
+    /// The served workspace's checkpoints, listed, shown and restored at
+    /// `/v1/checkpoints` (and on the web page); without them those routes answer
+    /// 501.
+    pub checkpoints: Option<toolbelt_checkpoint::Checkpoints>,
     /// How long a connection may wait for its first request, stay idle, and take
     /// to send a request body.
     pub(crate) deadlines: Deadlines,
@@ -138,6 +147,7 @@ impl ServeConfig {
             mcp: crate::mcp::McpOptions::default(),
             upstreams: None,
             questions: PendingQuestions::new(),
+            checkpoints: None,
             deadlines: Deadlines::default(),
         }
     }
@@ -163,6 +173,7 @@ impl std::fmt::Debug for ServeConfig {
                 &self.login_code.as_ref().map(|_| "<redacted>"),
             )
             .field("questions", &self.questions)
+            .field("checkpoints", &self.checkpoints)
             .finish()
     }
 }
@@ -202,7 +213,14 @@ fn build_router(
         openapi: openapi::openapi_document(&registry),
         registry: Arc::clone(&registry),
         max_body_bytes: config.max_body_bytes,
+        token_required: config.token.is_some(),
     });
+    let checkpoint_routes = checkpoints::routes(Arc::new(checkpoints::CheckpointState {
+        checkpoints: config.checkpoints.clone(),
+        token_required: config.token.is_some(),
+        max_body_bytes: config.max_body_bytes,
+        restoring: tokio::sync::Mutex::new(()),
+    }));
     let token_digest = config.token.as_deref().map(|t| security::digest(t.trim()));
     let web = Arc::new(Web::new(
         token_digest,
@@ -222,6 +240,7 @@ fn build_router(
         .route("/v1/openapi.json", get(api::openapi))
         .with_state(state)
         .merge(page_api)
+        .merge(checkpoint_routes)
         .merge(web::questions::routes(
             config.questions.clone(),
             config.max_body_bytes,

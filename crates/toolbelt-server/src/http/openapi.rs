@@ -91,6 +91,7 @@ pub(super) fn openapi_document(registry: &Registry) -> Value {
     );
     web::api::openapi_paths(&mut paths, &unauthorized);
     web::questions::openapi_paths(&mut paths, &unauthorized);
+    super::checkpoints::openapi_paths(&mut paths, &unauthorized);
     let mut tools = BTreeMap::new();
     for spec in registry.definitions() {
         tools.insert(spec.name.clone(), spec);

@@ -316,7 +316,10 @@ impl McpServer {
             }
             match rebuild(dirs) {
                 Ok(registry) => server.replace(registry),
-                Err(e) => tracing::warn!("cannot use the client's roots: {e}"),
+                Err(e) => tracing::warn!(
+                    "cannot use the client's roots: {}",
+                    toolbelt_core::error_chain(&*e)
+                ),
             }
         });
     }
@@ -375,10 +378,7 @@ impl McpServer {
             approver,
             asker,
             put_off: channel.as_ref().and_then(crate::elicit::Channel::put_off),
-            origin: Some(toolbelt_core::Origin {
-                client: client.clone(),
-                ..registry.origin().clone()
-            }),
+            origin: Some(call_origin(&context, registry.origin(), client.clone())),
         };
         let structured = self.structured_for(client.as_deref());
         let env = registry
@@ -428,6 +428,31 @@ pub(super) fn call_result(env: Envelope, structured: bool) -> CallToolResult {
     // Required from 2026-07-28 on; rmcp strips it again for older peers.
     result.result_type = Some(ResultType::COMPLETE);
     result
+}
+
+/// Where a call comes from: `mcp-http` with its `Mcp-Session-Id` for a request
+/// over HTTP (rmcp puts the request's parts in the context), else the registry's
+/// origin (`mcp` when it names no front end); with the client's name.
+fn call_origin(
+    context: &RequestContext<RoleServer>,
+    base: &toolbelt_core::Origin,
+    client: Option<String>,
+) -> toolbelt_core::Origin {
+    let mut origin = toolbelt_core::Origin {
+        client,
+        ..base.clone()
+    };
+    if let Some(parts) = context.extensions.get::<axum::http::request::Parts>() {
+        origin.front_end = "mcp-http".into();
+        origin.session = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+    } else if origin.front_end.is_empty() {
+        origin.front_end = "mcp".into();
+    }
+    origin
 }
 
 /// The client's `clientInfo.name`: from the request's `_meta` (2026-07-28, no

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolbelt_core::{
     Answer, Answers, AskError, Category, ErrorCode, Hints, Question, QuestionOption, Reply,
-    ToolContext, ToolError, ToolResult, ToolSpec, TypedTool, Violation,
+    ToolContext, ToolError, ToolResult, ToolSpec, TypedTool, Violation, error_chain,
 };
 
 /// The longest header, in characters.
@@ -176,9 +176,12 @@ impl TypedTool for AskUser {
                 Ok(Reply::new(out, text))
             }
             Err(AskError::Unsupported(why)) => Err(nobody_to_ask(&why)),
-            Err(AskError::Failed(why)) => Err(ToolError::new(
+            Err(e) => Err(ToolError::new(
                 ErrorCode::Unavailable,
-                format!("the questions could not be put to the user: {why}"),
+                format!(
+                    "the questions could not be put to the user: {}",
+                    error_chain(&e)
+                ),
             )
             .hint("ask the questions in your reply instead")),
         }

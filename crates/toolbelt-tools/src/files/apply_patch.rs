@@ -135,11 +135,49 @@ impl TypedTool for ApplyPatch {
             )
     }
 
+    /// Every file the patch adds, updates or deletes, and both ends of a move, as
+    /// written (nothing for a dry run); every file when the patch does not parse
+    /// (the call then fails, and the walk is the safe side).
+    fn changes(&self, args: &serde_json::Value) -> Option<toolbelt_core::Changes> {
+        if crate::files::dry_run(args) {
+            return Some(toolbelt_core::Changes::Nothing);
+        }
+        let text = args.get("patch")?.as_str()?;
+        Some(
+            patch::parse(text).map_or(toolbelt_core::Changes::Unknown, |parsed| {
+                toolbelt_core::Changes::Paths(patch_paths(&parsed))
+            }),
+        )
+    }
+
     async fn call(&self, ctx: &ToolContext, p: ApplyPatchParams) -> ToolResult<ApplyPatchOutput> {
         let ws = workspace(ctx)?;
         let scope_roots: Vec<PathBuf> = ctx.session().roots().to_vec();
         blocking(move || run(&ws, scope_roots, &p.patch, p.dry_run)).await
     }
+}
+
+/// The paths of `parsed` as written, each once, in patch order: every section's
+/// path and every move's destination.
+fn patch_paths(parsed: &patch::Patch) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = Vec::with_capacity(parsed.ops.len());
+    let mut add = |path: &str| {
+        let path = PathBuf::from(path);
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    };
+    for op in &parsed.ops {
+        add(op.path());
+        if let FileOp::Update {
+            move_to: Some(dest),
+            ..
+        } = op
+        {
+            add(dest);
+        }
+    }
+    paths
 }
 
 /// A file the patch touches, as found on disk.

@@ -121,6 +121,11 @@ impl TypedTool for EditFile {
             )
     }
 
+    /// The file it writes (nothing for a dry run).
+    fn changes(&self, args: &serde_json::Value) -> Option<toolbelt_core::Changes> {
+        crate::files::path_changes(args)
+    }
+
     async fn call(&self, ctx: &ToolContext, p: EditFileParams) -> ToolResult<EditFileOutput> {
         let request = EditRequest {
             path: p.path,

@@ -11,7 +11,10 @@ pub(crate) mod multi_edit;
 pub(crate) mod read_file;
 pub(crate) mod write_file;
 
-use toolbelt_core::Hints;
+use std::path::PathBuf;
+
+use serde_json::Value;
+use toolbelt_core::{Changes, Hints};
 
 /// The hints of every tool that changes files: it may overwrite data, and two
 /// calls must not run at once.
@@ -19,3 +22,20 @@ pub(crate) const WRITE_HINTS: Hints = Hints::writes().destructive();
 
 /// The largest file a tool reads whole into memory to change it.
 pub(crate) const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What a call of a tool that changes the one file its `path` argument names may
+/// change: that path as given (the checkpointer resolves it against the session's
+/// directory), or nothing for a `dry_run`. `None` (the default, every file) when
+/// there is no such argument.
+pub(crate) fn path_changes(args: &Value) -> Option<Changes> {
+    if dry_run(args) {
+        return Some(Changes::Nothing);
+    }
+    let path = args.get("path")?.as_str()?;
+    Some(Changes::Paths(vec![PathBuf::from(path)]))
+}
+
+/// Whether the arguments ask for a dry run, which writes nothing.
+pub(crate) fn dry_run(args: &Value) -> bool {
+    args.get("dry_run").and_then(Value::as_bool) == Some(true)
+}

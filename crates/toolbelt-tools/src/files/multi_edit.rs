@@ -116,6 +116,11 @@ impl TypedTool for MultiEdit {
             )
     }
 
+    /// The file it writes (nothing for a dry run).
+    fn changes(&self, args: &serde_json::Value) -> Option<toolbelt_core::Changes> {
+        crate::files::path_changes(args)
+    }
+
     async fn call(&self, ctx: &ToolContext, p: MultiEditParams) -> ToolResult<MultiEditOutput> {
         let request = EditRequest {
             path: p.path,

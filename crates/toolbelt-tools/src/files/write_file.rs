@@ -183,6 +183,11 @@ impl TypedTool for WriteFile {
         out
     }
 
+    /// The file it writes (nothing for a dry run).
+    fn changes(&self, args: &serde_json::Value) -> Option<toolbelt_core::Changes> {
+        crate::files::path_changes(args)
+    }
+
     async fn call(&self, ctx: &ToolContext, p: WriteFileParams) -> ToolResult<WriteFileOutput> {
         let ws = workspace(ctx)?;
         blocking(move || write(&ws, p)).await

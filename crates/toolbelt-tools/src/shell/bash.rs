@@ -167,6 +167,19 @@ impl TypedTool for Bash {
             )
     }
 
+    /// Nothing for a command line that certainly only reads
+    /// ([`toolbelt_policy::read_only_command`]), run with no variables of its own
+    /// (`env` can set `PATH`, `LD_PRELOAD` or `GIT_EXTERNAL_DIFF`), in the
+    /// foreground or the background; anything in the workspace otherwise.
+    fn changes(&self, args: &serde_json::Value) -> Option<toolbelt_core::Changes> {
+        let command = args.get("command")?.as_str()?;
+        let own_env = args
+            .get("env")
+            .is_some_and(|env| !env.is_null() && env.as_array().is_none_or(|e| !e.is_empty()));
+        (!own_env && toolbelt_policy::read_only_command(command))
+            .then_some(toolbelt_core::Changes::Nothing)
+    }
+
     async fn call(&self, ctx: &ToolContext, p: BashParams) -> ToolResult<BashOutput> {
         let session = ctx.session();
         let ws = workspace(ctx)?;

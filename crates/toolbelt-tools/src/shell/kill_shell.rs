@@ -57,6 +57,12 @@ impl TypedTool for KillShell {
             )
     }
 
+    /// Nothing: it only signals a process (what the process wrote before was
+    /// the checkpoint of the `bash` call that started it).
+    fn changes(&self, _args: &serde_json::Value) -> Option<toolbelt_core::Changes> {
+        Some(toolbelt_core::Changes::Nothing)
+    }
+
     async fn call(&self, _ctx: &ToolContext, p: KillShellParams) -> ToolResult<ShellReport> {
         self.shells.kill(&p.shell_id).await?;
         let read = self.shells.read(&p.shell_id)?;

@@ -60,6 +60,13 @@ impl TypedTool for WriteStdin {
             )
     }
 
+    /// Nothing when it sends nothing (a read of the new output); otherwise the
+    /// default, anything: the text may make the process write.
+    fn changes(&self, args: &serde_json::Value) -> Option<toolbelt_core::Changes> {
+        (args.get("chars").and_then(serde_json::Value::as_str) == Some(""))
+            .then_some(toolbelt_core::Changes::Nothing)
+    }
+
     async fn call(&self, ctx: &ToolContext, p: WriteStdinParams) -> ToolResult<ShellReport> {
         self.shells
             .write_stdin(&p.shell_id, p.chars.as_bytes())

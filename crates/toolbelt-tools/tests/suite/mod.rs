@@ -5,6 +5,8 @@
 mod apply_patch;
 mod background;
 mod bash;
+mod changes;
+mod checkpoints;
 mod edit_file;
 mod escapes;
 mod glob;

@@ -18,10 +18,18 @@ const MAX_TOTAL_TOKENS: usize = 17_500;
 /// descriptions, and more counted.
 const MAX_FULL_SKILL_TOKENS: usize = 3_200;
 
-/// Every built-in tool, `message` and `cron` with one channel.
+/// Every built-in tool, `message` and `cron` with one channel, and the checkpoint
+/// tools.
 fn catalogue(dir: &std::path::Path) -> Vec<ToolSpec> {
     let mut registry = super::registry_with(Session::new(dir));
     super::messaging::register(&mut registry, dir, &[]);
+    let checkpoints = toolbelt_checkpoint::Checkpoints::new(
+        toolbelt_checkpoint::Settings::default(),
+        toolbelt_store::StoreHandle::lazy(toolbelt_store::Location::in_state_dir(dir)),
+        dir,
+        vec![dir.to_path_buf()],
+    );
+    toolbelt_tools::register_checkpoints(&mut registry, &checkpoints).unwrap();
     registry.definitions()
 }
 
@@ -133,8 +141,14 @@ fn the_toolsets_match_the_tools_categories() {
             other => panic!("a category without a toolset: {other}"),
         }
     }
+    // The checkpoint tools work on files, and have a set of their own.
+    const CHECKPOINT_TOOLS: [&str; 3] = ["checkpoint_list", "checkpoint_diff", "rewind"];
     for spec in &specs {
-        let set = set_of_category(spec.category.as_str());
+        let set = if CHECKPOINT_TOOLS.contains(&spec.name.as_str()) {
+            "checkpoints"
+        } else {
+            set_of_category(spec.category.as_str())
+        };
         let set = TOOLSETS.iter().find(|s| s.name == set).unwrap();
         assert!(
             set.members(TOOLSETS).contains(spec.name.as_str()),

@@ -9,9 +9,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use toolbelt_agent::TypeProblem;
+use toolbelt_checkpoint::Checkpoints;
+use toolbelt_core::human::{human_bytes, plural};
 use toolbelt_core::state::StateLocation;
 use toolbelt_sandbox::{Sandbox, SandboxMode, Support};
-use toolbelt_store::Location;
+use toolbelt_store::{Location, StoreHandle, list_checkpoints};
 use toolbelt_tools::{SkillScan, Skills};
 use toolbelt_upstream::{ServerState, ServerStatus};
 
@@ -44,6 +46,31 @@ struct Report {
     skill_scan: SkillScan,
     /// The agent types' names (joined), the directories searched, the types skipped.
     agent_types: Option<(String, Vec<PathBuf>, Vec<TypeProblem>)>,
+    /// Checkpoints: on or off, where, how many, how much.
+    checkpoints: Option<CheckpointsReport>,
+}
+
+/// What turns checkpoints off from the environment.
+const OFF_BY_ENV: &str = "TOOLBELT_CHECKPOINTS=off";
+
+/// What `doctor` says of checkpoints.
+struct CheckpointsReport {
+    enabled: bool,
+    /// What turned them off.
+    off_by: Option<&'static str>,
+    /// `<state>/checkpoints`.
+    dir: PathBuf,
+    /// This workspace's checkpoints, and how many of them are pruned (`None`:
+    /// the store cannot be read).
+    count: Option<(usize, usize)>,
+    /// Bytes under `dir`.
+    bytes: u64,
+    /// A rewind a kill cut short was finished now.
+    recovered: bool,
+    /// A rewind cut short that cannot be finished yet.
+    unrecovered: Option<toolbelt_checkpoint::CheckpointError>,
+    /// The store cannot be read.
+    unreadable: Option<anyhow::Error>,
 }
 
 /// Checks `settings` (whose errors are problems to report, not failures) and
@@ -114,6 +141,9 @@ fn check(settings: Result<Settings>) -> Report {
         "unknown".to_string()
     };
     let settings = settings.ok().filter(|_| ok);
+    // Before the workspace is built: building it finishes a cut-short rewind
+    // quietly, and the doctor says so.
+    let checkpoints = settings.as_ref().map(checkpoints_report);
     let (tools, servers) = settings
         .as_ref()
         .and_then(|s| Workspace::build(s, false, false).ok())
@@ -159,7 +189,153 @@ fn check(settings: Result<Settings>) -> Report {
         skills,
         skill_scan,
         agent_types,
+        checkpoints,
     }
+}
+
+/// Checkpoints as `toolbelt doctor` reports them; a rewind journal a kill left is
+/// finished first. A SQLite store that does not exist yet is not created.
+fn checkpoints_report(s: &Settings) -> CheckpointsReport {
+    let settings = s.file.checkpoints.settings();
+    let dir = s.state_dir.join("checkpoints");
+    let mut report = CheckpointsReport {
+        enabled: settings.enabled,
+        off_by: None,
+        dir: dir.clone(),
+        count: None,
+        bytes: 0,
+        recovered: false,
+        unrecovered: None,
+        unreadable: None,
+    };
+    if !settings.enabled {
+        report.bytes = dir_bytes(&dir);
+        let by_env = std::env::var("TOOLBELT_CHECKPOINTS")
+            .is_ok_and(|v| matches!(v.trim(), "off" | "0" | "false" | "no"));
+        report.off_by = Some(if by_env {
+            OFF_BY_ENV
+        } else {
+            "[checkpoints] enabled = false"
+        });
+        return report;
+    }
+    let checkpoints = Checkpoints::new(
+        settings,
+        StoreHandle::lazy(s.store.clone()),
+        &s.state_dir,
+        s.roots.clone(),
+    );
+    match checkpoints.recover() {
+        Ok(done) => report.recovered = done,
+        Err(e) => report.unrecovered = Some(e),
+    }
+    report.bytes = dir_bytes(&dir);
+    if let Location::Sqlite(path) = &s.store
+        && !path.exists()
+    {
+        report.count = Some((0, 0));
+        return report;
+    }
+    let counted = runtime::start(Threads::One).and_then(|rt| {
+        rt.block_on(async {
+            let store = toolbelt_store::Store::open(&s.store)
+                .await
+                .context("the store cannot be opened")?;
+            let all = list_checkpoints(&store, checkpoints.workspace(), None, i64::MAX)
+                .await
+                .context("cannot read the checkpoints")?;
+            store.close().await;
+            let pruned = all.iter().filter(|r| r.status == "pruned").count();
+            anyhow::Ok((all.len(), pruned))
+        })
+    });
+    match counted {
+        Ok(c) => report.count = Some(c),
+        Err(e) => report.unreadable = Some(e),
+    }
+    report
+}
+
+/// The bytes of the files under `dir` (0 when it is not there).
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// `doctor`'s line on checkpoints (and one more when a rewind was finished).
+fn checkpoints_text(c: &CheckpointsReport) -> String {
+    let mut text = if c.enabled {
+        let count = c.count.map_or_else(
+            || "the count is unknown".to_string(),
+            |(n, pruned)| {
+                let mut t = format!("{n} {}", plural(n as u64, "checkpoint"));
+                if pruned > 0 {
+                    let _ = write!(t, " ({pruned} pruned)");
+                }
+                t
+            },
+        );
+        format!(
+            "checkpoints: on, kept in {}: {count}, {} on disk\n",
+            c.dir.display(),
+            human_bytes(c.bytes)
+        )
+    } else {
+        let how = if c.off_by == Some(OFF_BY_ENV) {
+            "unset TOOLBELT_CHECKPOINTS"
+        } else {
+            "set [checkpoints] enabled = true in the config file (or remove the line)"
+        };
+        format!(
+            "checkpoints: off ({}): what the calls change is not kept and cannot be rewound; \
+             to turn them on, {how}\n",
+            c.off_by.unwrap_or("turned off")
+        )
+    };
+    if c.recovered {
+        text.push_str(
+            "checkpoints: finished a rewind that was cut short (its journal was left by a kill)\n",
+        );
+    }
+    if let Some(p) = checkpoints_problem(c) {
+        let _ = writeln!(text, "warning: checkpoints: {p}");
+    }
+    text
+}
+
+/// What went wrong with checkpoints, as a line.
+fn checkpoints_problem(c: &CheckpointsReport) -> Option<String> {
+    match (&c.unrecovered, &c.unreadable) {
+        (Some(e), _) => Some(format!(
+            "a rewind that was cut short cannot be finished: {}",
+            toolbelt_core::error_chain(e)
+        )),
+        (None, Some(e)) => Some(format!("{e:#}")),
+        (None, None) => None,
+    }
+}
+
+/// `doctor --json`'s `checkpoints`.
+fn checkpoints_json(c: &CheckpointsReport) -> Value {
+    json!({
+        "enabled": c.enabled,
+        "off_by": c.off_by,
+        "dir": c.dir,
+        "count": c.count.map(|(n, _)| n),
+        "pruned": c.count.map(|(_, p)| p),
+        "bytes": c.bytes,
+        "recovered_rewind": c.recovered,
+        "problem": checkpoints_problem(c),
+    })
 }
 
 /// The store as `toolbelt doctor` reports it. A SQLite file that does not exist yet
@@ -218,6 +394,7 @@ fn report_json(r: &Report) -> Value {
                 .map(|p| json!({"path": p.path, "message": p.message}))
                 .collect::<Vec<_>>(),
         })),
+        "checkpoints": r.checkpoints.as_ref().map(checkpoints_json),
         "problems": r.problems,
     })
 }
@@ -264,6 +441,9 @@ fn report_text(r: &Report) -> String {
     }
     if let Some(store) = &r.store {
         let _ = writeln!(text, "store: {store}");
+    }
+    if let Some(c) = &r.checkpoints {
+        text.push_str(&checkpoints_text(c));
     }
     let _ = writeln!(text, "shell: {}", toolbelt_exec::default_shell().display());
     let _ = writeln!(

@@ -75,7 +75,7 @@ pub fn run(flags: &McpFlags, ws: Workspace, mcp: &McpConfig, g: &Global) -> Resu
         let g = g.clone();
         let logs = Arc::clone(&logs);
         server = server.with_client_roots(move |roots| {
-            let mut ws = for_roots(&g, roots, &upstreams).map_err(|e| format!("{e:#}"))?;
+            let mut ws = for_roots(&g, roots, &upstreams)?;
             let writer = runtime::start_call_log(&mut ws.registry, &ws.store, ws.call_log);
             ws.attach_subagents();
             toolbelt_core::sync::lock(&logs).push(writer);

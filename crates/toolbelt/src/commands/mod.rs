@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod batch;
 pub mod call;
+pub mod checkpoints;
 pub mod cron;
 pub mod doctor;
 pub mod log;

@@ -43,6 +43,8 @@ pub fn run(args: ServeArgs, mut ws: Workspace, mcp: &McpConfig) -> Result<ExitCo
     // The web page reads the call log, todos and planner from the tools' store.
     config.store = Some(ws.store.clone());
     config.upstreams = Some(Arc::clone(&ws.upstreams));
+    // The checkpoints the registry takes, listed and restored at /v1/checkpoints.
+    config.checkpoints = ws.checkpoints.clone();
     if open && config.token.is_some() {
         config.login_code =
             Some(toolbelt_server::web::new_login_code().context("cannot make a login code")?);

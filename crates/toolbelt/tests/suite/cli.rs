@@ -278,6 +278,15 @@ fn library_definitions(root: &Path) -> Vec<toolbelt_core::ToolSpec> {
         },
     )
     .unwrap();
+    // And, with checkpoints on (the default), the checkpoint tools.
+    let state = root.join(".toolbelt");
+    let checkpoints = toolbelt_checkpoint::Checkpoints::new(
+        toolbelt_checkpoint::Settings::default(),
+        toolbelt_store::StoreHandle::lazy(toolbelt_store::Location::in_state_dir(&state)),
+        &state,
+        vec![root.to_path_buf()],
+    );
+    toolbelt_tools::register_checkpoints(&mut registry, &checkpoints).unwrap();
     registry.definitions()
 }
 
@@ -354,7 +363,8 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
     assert_eq!(run.code, 0, "{run:#?}");
     let tools = stdout_json(&run);
     let tools = tools.as_array().unwrap();
-    assert_eq!(tools.len(), 35);
+    // The 35 built-in tools and the 3 checkpoint tools.
+    assert_eq!(tools.len(), 38);
     let mut checked = 0;
     for tool in tools {
         let function = &tool["function"];
@@ -369,7 +379,7 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
     // One object per tool, plus set_todo_list's todo, multi_edit's edit,
     // update_todos' added and updated todos, update_project's updates, and
     // ask_user's questions and their options.
-    assert_eq!(checked, 42);
+    assert_eq!(checked, 45);
 }
 
 #[test]
@@ -462,7 +472,7 @@ fn schema_usage_errors_exit_2() {
     let run = toolbelt(dir.path(), &["schema", "nope"]);
     assert_usage_error(
         &run,
-        "unknown tool \"nope\"; available: analyze_patterns, apply_patch, ask_user, bash, bash_output, complete_task, create_goal, create_project, create_task, delete_project, edit_file, get_project, glob, grep, kill_shell, link_goal_to_project, list_dir, list_goals, list_projects, list_reviews, list_shells, list_tasks, multi_edit, read_file, read_output, set_todo_list, skill, think, update_project, update_todos, web_fetch, web_search, write_file, write_review, write_stdin",
+        "unknown tool \"nope\"; available: analyze_patterns, apply_patch, ask_user, bash, bash_output, checkpoint_diff, checkpoint_list, complete_task, create_goal, create_project, create_task, delete_project, edit_file, get_project, glob, grep, kill_shell, link_goal_to_project, list_dir, list_goals, list_projects, list_reviews, list_shells, list_tasks, multi_edit, read_file, read_output, rewind, set_todo_list, skill, think, update_project, update_todos, web_fetch, web_search, write_file, write_review, write_stdin",
     );
 }
 
@@ -714,6 +724,8 @@ fn claude_profile_exposes_todo_write() {
             "AskUserQuestion",
             "Bash",
             "BashOutput",
+            "checkpoint_diff",
+            "checkpoint_list",
             "complete_task",
             "create_goal",
             "create_project",
@@ -734,6 +746,7 @@ fn claude_profile_exposes_todo_write() {
             "MultiEdit",
             "Read",
             "read_output",
+            "rewind",
             "TodoWrite",
             "skill",
             "think",
@@ -802,6 +815,8 @@ fn config_file_in_the_root_sets_the_profile() {
             "ask_user",
             "Bash",
             "bash_output",
+            "checkpoint_diff",
+            "checkpoint_list",
             "complete_task",
             "create_goal",
             "create_project",
@@ -822,6 +837,7 @@ fn config_file_in_the_root_sets_the_profile() {
             "multi_edit",
             "ReadFile",
             "read_output",
+            "rewind",
             "SetTodoList",
             "skill",
             "Think",
@@ -844,6 +860,8 @@ fn config_file_in_the_root_sets_the_profile() {
             "ask_user",
             "bash",
             "bash_output",
+            "checkpoint_diff",
+            "checkpoint_list",
             "complete_task",
             "create_goal",
             "create_project",
@@ -864,6 +882,7 @@ fn config_file_in_the_root_sets_the_profile() {
             "multi_edit",
             "read_file",
             "read_output",
+            "rewind",
             "set_todo_list",
             "skill",
             "think",
@@ -895,6 +914,8 @@ fn explicit_config_file_is_used() {
             "AskUserQuestion",
             "Bash",
             "BashOutput",
+            "checkpoint_diff",
+            "checkpoint_list",
             "complete_task",
             "create_goal",
             "create_project",
@@ -915,6 +936,7 @@ fn explicit_config_file_is_used() {
             "MultiEdit",
             "Read",
             "read_output",
+            "rewind",
             "TodoWrite",
             "skill",
             "think",
@@ -1092,8 +1114,9 @@ fn bash_memory(root: &Path, command: &str, timeout_secs: u64) -> (Value, u64, u6
     (serde_json::from_str(&out).unwrap(), baseline, peak)
 }
 
-/// `toolbelt call bash`, with the call log off: the memory checks measure the
-/// command's buffers, not the store the log would open and write to after it. One
+/// `toolbelt call bash`, with the call log and checkpoints off: the memory checks
+/// measure the command's buffers, not the store the log would open and write to
+/// after it. One
 /// malloc arena: on a loaded machine, each blocking thread that happens to start
 /// would otherwise touch an arena of its own, which is noise, not buffering.
 /// The output is saved whole: into `<root>/.state`, removed with the root.
@@ -1114,6 +1137,8 @@ fn command_for_bash(root: &Path, args: &str) -> Child {
         ],
     )
     .env("MALLOC_ARENA_MAX", "1")
+    // Nor the checkpoint's walks and records after it, for the same reason.
+    .env("TOOLBELT_CHECKPOINTS", "off")
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .spawn()

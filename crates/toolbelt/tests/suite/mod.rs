@@ -3,7 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod agent;
+mod agent_rewind;
 mod agent_tui;
+mod checkpoints;
 mod cli;
 mod cron;
 mod docs;

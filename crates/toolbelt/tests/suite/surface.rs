@@ -27,8 +27,20 @@ const FORMATS: [&str; 7] = [
 /// Profiles whose schemas are kept as digests.
 const OTHER_PROFILES: [&str; 5] = ["claude", "kimi", "seed001", "seed002", "seed003"];
 /// Every command, for its `--help`.
-const COMMANDS: [&str; 11] = [
-    "", "tools", "schema", "call", "batch", "serve", "mcp", "log", "agent", "cron", "doctor",
+const COMMANDS: [&str; 13] = [
+    "",
+    "tools",
+    "schema",
+    "call",
+    "batch",
+    "serve",
+    "mcp",
+    "log",
+    "agent",
+    "cron",
+    "checkpoints",
+    "rewind",
+    "doctor",
 ];
 
 fn surface_dir() -> PathBuf {

@@ -1,6 +1,6 @@
 'use strict';
-// The toolbelt page: tools, call log, todos, planner, agent runs, cron jobs, and the questions agent runs
-// wait on. Plain DOM, no framework; every request goes to this server with the session cookie.
+// The toolbelt page: tools, call log, todos, planner, agent runs, cron jobs, checkpoints, and the questions
+// agent runs wait on. Plain DOM, no framework; every request goes to this server with the session cookie.
 (function () {
   var SVG_NS = 'http://www.w3.org/2000/svg';
 
@@ -53,7 +53,11 @@
       return response.json().then(function (body) {
         if (!response.ok && !(body && body.status)) {
           var message = body && body.error ? body.error.message : response.statusText;
-          throw new Error(message);
+          var error = new Error(message);
+          // What a refusal carries besides its message (the conflicts of a restore).
+          error.status = response.status;
+          error.body = body;
+          throw error;
         }
         return body;
       });
@@ -120,9 +124,10 @@
 
   // ------------------------------------------------------------ tabs
 
-  var tabs = ['tools', 'calls', 'todos', 'planner', 'runs', 'cron'];
+  var tabs = ['tools', 'calls', 'todos', 'planner', 'runs', 'cron', 'checkpoints'];
   // Tabs read again each time they are shown.
-  var reload = { todos: loadTodos, planner: loadPlanner, runs: loadRuns, cron: loadCron };
+  var reload = { todos: loadTodos, planner: loadPlanner, runs: loadRuns, cron: loadCron,
+    checkpoints: function () { loadCheckpoints(false); } };
   var loaded = {};
 
   function selectTab(name, focus) {
@@ -875,6 +880,143 @@
   }
   $('cron-refresh').addEventListener('click', loadCron);
 
+  // ------------------------------------------------------------ checkpoints
+
+  // A checkpoint per tool call that changed files. Restoring one is shown as a dry run first (what each file
+  // becomes, which were changed by hand since), and done only when confirmed.
+  var checkpointsBefore = null;
+
+  function checkpointStatus(c) {
+    return badge(c.status, c.status === 'complete' ? 'status-success' : c.status === 'pruned' ? 'status-error' : 'status-partial');
+  }
+
+  function loadCheckpoints(more) {
+    var body = $('checkpoints');
+    if (!more) { clear(body); checkpointsBefore = null; }
+    var q = new URLSearchParams({ limit: '50' });
+    if (more && checkpointsBefore) q.set('before', String(checkpointsBefore));
+    return api('/v1/checkpoints?' + q.toString()).then(function (page) {
+      $('checkpoints-workspace').textContent = page.workspace;
+      page.checkpoints.forEach(function (c) {
+        body.appendChild(el('tr', null, [
+          el('td', null, [el('button', { type: 'button', class: 'link mono', 'data-checkpoint': c.id, text: c.id,
+            onclick: function () { showCheckpoint(c.id); } })]),
+          el('td', null, [timeEl(c.at_ms)]),
+          el('td', { class: 'mono', text: c.tool + (c.rewind_of ? ' (to before ' + c.rewind_of + ')' : '') }),
+          el('td', { text: c.origin_text }),
+          el('td', { text: String(c.file_count) }),
+          el('td', null, [checkpointStatus(c), c.problem ? el('div', { class: 'muted', text: c.problem }) : null])
+        ]));
+      });
+      checkpointsBefore = page.next_before;
+      $('checkpoints-more').hidden = !page.next_before;
+      $('checkpoints-empty').hidden = body.children.length > 0;
+    }).catch(function (e) { showError($('checkpoint-detail'), e); });
+  }
+  $('checkpoints-refresh').addEventListener('click', function () { loadCheckpoints(false); });
+  $('checkpoints-more').addEventListener('click', function () { loadCheckpoints(true); });
+
+  // A unified diff, its lines coloured by what they do.
+  function diffBlock(text) {
+    var pre = el('pre', { class: 'diff' });
+    text.split('\n').forEach(function (line, i, all) {
+      if (i === all.length - 1 && line === '') return;
+      var cls = /^(\+\+\+|---)/.test(line) ? 'hunk' : line[0] === '+' ? 'add' : line[0] === '-' ? 'del' : line.slice(0, 2) === '@@' ? 'hunk' : null;
+      pre.appendChild(el('span', cls ? { class: cls } : null, [line + '\n']));
+    });
+    return pre;
+  }
+
+  function showCheckpoint(id) {
+    var root = clear($('checkpoint-detail'));
+    root.appendChild(el('p', { class: 'muted', text: 'Loading…' }));
+    api('/v1/checkpoints/' + encodeURIComponent(id) + '/diff').then(function (body) {
+      clear(root);
+      var c = body.checkpoint;
+      root.appendChild(el('h3', null, ['Checkpoint ', el('span', { class: 'mono', text: c.id }), ' ', checkpointStatus(c)]));
+      root.appendChild(el('p', { class: 'muted' }, [timeEl(c.at_ms), ' · ', el('span', { class: 'mono', text: c.tool }), ' · from ' + c.origin_text +
+        ' · ' + c.file_count + (c.file_count === 1 ? ' file' : ' files')]));
+      if (c.problem) root.appendChild(el('p', { class: 'error', text: c.problem }));
+      var restore = el('div', { id: 'restore' });
+      root.appendChild(el('p', null, [el('button', { type: 'button', id: 'restore-plan', class: 'primary',
+        text: 'Restore to before ' + c.id + '…', disabled: c.status === 'pruned',
+        onclick: function () { planRestore(c.id, restore, false); } })]));
+      root.appendChild(restore);
+      body.files.forEach(function (f) {
+        var what = f.path + (f.renamed_from ? ' (renamed from ' + f.renamed_from + ')' : '');
+        var summary = el('summary', null, [el('span', { class: 'mono', text: what }), ' ', badge(f.change)]);
+        var inside = f.diff ? diffBlock(f.diff)
+          : el('p', { class: 'muted', text: !f.captured ? 'Its content before was not kept' + (f.note ? ' (' + f.note + ').' : '.')
+            : 'No text diff (empty, binary, or not a regular file).' });
+        root.appendChild(el('details', { class: 'call', open: body.files.length <= 5 }, [summary, inside]));
+      });
+      root.focus();
+    }).catch(function (e) { showError(root, e); });
+  }
+
+  function restoreRequest(id, options) {
+    return api('/v1/checkpoints/' + encodeURIComponent(id) + '/restore', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(options) });
+  }
+
+  function planList(plan, skipping) {
+    var list = el('ul', { class: 'plan' });
+    plan.items.forEach(function (item) {
+      var left = item.skipped || (item.conflict && skipping);
+      var text = item.action === 'none' ? 'already as it was: ' + item.path
+        : left ? 'left alone: ' + item.path + (item.skipped ? ' (' + item.skipped + ')' : ' (changed by hand since)')
+        : item.action + ': ' + item.path + (item.conflict ? ' (changed by hand since!)' : '');
+      list.appendChild(el('li', { class: item.conflict ? 'conflict' : left || item.action === 'none' ? 'skip' : null, text: text }));
+    });
+    return list;
+  }
+
+  // The dry run, then a confirmation that restores for real with the same options.
+  function planRestore(id, target, skipConflicts) {
+    clear(target).appendChild(el('p', { class: 'muted', text: 'Working out what would change…' }));
+    var options = { dry_run: true, skip_conflicts: skipConflicts };
+    restoreRequest(id, options).then(function (outcome) {
+      clear(target);
+      var plan = outcome.plan;
+      var n = outcome.restored;
+      target.appendChild(el('p', { role: 'status', text: n === 0 ? 'Nothing would be restored to before ' + plan.to + ':'
+        : 'Restoring undoes ' + plan.undoes.join(', ') + ' and changes ' + n + (n === 1 ? ' file' : ' files') + ':' }));
+      target.appendChild(planList(plan, skipConflicts));
+      if (n === 0) return;
+      target.appendChild(el('p', { class: 'row' }, [
+        el('button', { type: 'button', id: 'restore-confirm', class: 'primary', text: 'Restore ' + n + (n === 1 ? ' file' : ' files'),
+          onclick: function () { doRestore(id, target, skipConflicts); } }),
+        el('button', { type: 'button', text: 'Cancel', onclick: function () { clear(target); } })
+      ]));
+    }).catch(function (e) {
+      if (e.status !== 409 || !e.body) { showError(target, e); return; }
+      clear(target);
+      target.appendChild(el('p', { class: 'error', role: 'alert', text: e.message }));
+      if (e.body.plan) target.appendChild(planList(e.body.plan, false));
+      target.appendChild(el('p', { class: 'row' }, [
+        el('button', { type: 'button', id: 'restore-skip-conflicts', text: 'Leave those files alone and restore the others…',
+          onclick: function () { planRestore(id, target, true); } }),
+        el('button', { type: 'button', text: 'Cancel', onclick: function () { clear(target); } })
+      ]));
+    });
+  }
+
+  function doRestore(id, target, skipConflicts) {
+    clear(target).appendChild(el('p', { class: 'muted', text: 'Restoring…' }));
+    restoreRequest(id, { dry_run: false, skip_conflicts: skipConflicts }).then(function (outcome) {
+      clear(target);
+      var n = outcome.restored;
+      target.appendChild(el('p', { role: 'status', id: 'restore-done', text: 'Restored ' + n + (n === 1 ? ' file' : ' files') + ' to before ' + outcome.plan.to + '.' +
+        (outcome.checkpoint ? ' This restore is checkpoint ' + outcome.checkpoint + ': restore that one to undo it.' : '') }));
+      if (outcome.skipped.length) {
+        target.appendChild(el('ul', { class: 'plan' }, outcome.skipped.map(function (s) {
+          return el('li', { class: 'skip', text: 'left alone: ' + s[0] + ' (' + s[1] + ')' });
+        })));
+      }
+      loadCheckpoints(false);
+    }).catch(function (e) { showError(target, e); });
+  }
+
   // ------------------------------------------------------------ questions
 
   // The questions of agent runs waiting for an answer, above every tab. Polled; a set already shown keeps what
@@ -1012,7 +1154,7 @@
 
   // ------------------------------------------------------------ start
 
-  var first = /^#(tools|calls|todos|planner|runs|cron)$/.exec(window.location.hash);
+  var first = /^#(tools|calls|todos|planner|runs|cron|checkpoints)$/.exec(window.location.hash);
   selectTab(first ? first[1] : 'tools', false);
   if (!loaded.tools) { loaded.tools = true; loadTools(); }
   pollQuestions();

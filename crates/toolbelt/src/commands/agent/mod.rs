@@ -4,6 +4,8 @@
 //!   answer, prints it on standard output and the progress on standard error;
 //!   `--json` prints the run's events instead, one JSON object a line.
 //! - Without a prompt, on a terminal: the interactive screen ([`tui`]).
+//! - `--resume ID --rewind-to TURN`: back to before a turn of a run ([`rewind`]):
+//!   the conversation in a new run, the files through their checkpoints.
 //!
 //! The tools are the same registry the other commands build (roots, profile,
 //! permission rules, sandbox, output budget, store, call log); calls an `ask` rule
@@ -17,6 +19,7 @@ mod ask;
 mod event;
 mod picker;
 mod render;
+mod rewind;
 mod tui;
 
 use std::io::{IsTerminal, Read};
@@ -62,6 +65,7 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
         call_log,
         subagents,
         upstreams,
+        checkpoints,
         ..
     } = ws;
     let state_dir = registry.session().state_dir().to_path_buf();
@@ -69,8 +73,7 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
     if args.list {
         return list(&runs_dir, args.json);
     }
-    let mut settings = AgentSettings::for_command(&args, config)?;
-    let resume = match (&args.resume, args.continue_latest) {
+    let mut resume = match (&args.resume, args.continue_latest) {
         // The error of `find` says it all: no run, which runs the prefix fits, or
         // why the folder cannot be read (its cause).
         (Some(id), _) => Some(transcript::find(&runs_dir, id)?),
@@ -86,8 +89,20 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
         ),
         (None, false) => None,
     };
-    let prompt = prompt(&args)?;
     let rt = runtime::start(Threads::Many)?;
+    if args.rewind_to.is_some() {
+        let Some(path) = &resume else {
+            bail!("--rewind-to needs the run to go back in: --resume ID or --continue");
+        };
+        // Only -p gives the new run a prompt; without it the screen opens on it.
+        let goes_on = !args.code && (args.prompt.is_some() || std::io::stdin().is_terminal());
+        match rewind::run(&rt, &args, path, &runs_dir, checkpoints.as_ref(), goes_on)? {
+            rewind::Next::Exit(code) => return Ok(code),
+            rewind::Next::Resume(forked) => resume = Some(forked),
+        }
+    }
+    let mut settings = AgentSettings::for_command(&args, config)?;
+    let prompt = prompt(&args)?;
     if let Some(learnt) = rt.block_on(settings.ask_server()) {
         eprintln!("toolbelt: {learnt}");
     }
