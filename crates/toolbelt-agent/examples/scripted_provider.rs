@@ -62,8 +62,8 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let script: Script = match std::fs::read_to_string(&path)
-        .map_err(|e| e.to_string())
-        .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
+        .map_err(Box::<dyn std::error::Error>::from)
+        .and_then(|text| serde_json::from_str(&text).map_err(Into::into))
     {
         Ok(script) => script,
         Err(e) => {
