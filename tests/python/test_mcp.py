@@ -42,6 +42,9 @@ BUILTINS = {
     "edit_file",
     "multi_edit",
     "apply_patch",
+    "checkpoint_list",
+    "checkpoint_diff",
+    "rewind",
     "list_dir",
     "glob",
     "grep",
@@ -458,6 +461,15 @@ async def call_every_builtin(client: Client, root: Path) -> set[str]:
     assert match, f"the grep output was not saved: {env['text'][-400:]}"
     env = await call("read_output", {"output_id": match.group(1), "offset": 10, "limit": 3})
     assert "line 9 needle" in env["text"]
+
+    # The calls above that changed files left checkpoints: listed, shown, and a
+    # rewind's dry run (the pick_first user approves it) changes nothing.
+    env = await call("checkpoint_list", {"limit": 5})
+    newest = env["data"]["checkpoints"][0]["id"]
+    env = await call("checkpoint_diff", {"checkpoint": newest})
+    assert env["data"]["files"], env["text"]
+    env = await call("rewind", {"checkpoint": newest, "dry_run": True})
+    assert env["data"]["dry_run"] is True
 
     return called
 

@@ -5,6 +5,7 @@
 mod agent;
 mod agent_rewind;
 mod agent_tui;
+mod agent_tui_rewind;
 mod checkpoints;
 mod cli;
 mod cron;

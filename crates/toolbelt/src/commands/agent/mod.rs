@@ -5,7 +5,8 @@
 //!   `--json` prints the run's events instead, one JSON object a line.
 //! - Without a prompt, on a terminal: the interactive screen ([`tui`]).
 //! - `--resume ID --rewind-to TURN`: back to before a turn of a run ([`rewind`]):
-//!   the conversation in a new run, the files through their checkpoints.
+//!   the conversation in a new run, the files through their checkpoints; on the
+//!   screen, `/rewind` ([`rewind_screen`]).
 //!
 //! The tools are the same registry the other commands build (roots, profile,
 //! permission rules, sandbox, output budget, store, call log); calls an `ask` rule
@@ -20,6 +21,7 @@ mod event;
 mod picker;
 mod render;
 mod rewind;
+mod rewind_screen;
 mod tui;
 
 use std::io::{IsTerminal, Read};
@@ -153,6 +155,28 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
         subagents.attach(&registry);
     }
     let registry = Arc::new(registry);
+    // What `/rewind` makes to go on with a forked run: an agent like this one.
+    let resume_agent: rewind_screen::Resume = {
+        let registry = Arc::clone(&registry);
+        let provider = Arc::clone(&provider);
+        let options = options.clone();
+        let events = events_tx.clone();
+        let subagents = subagents.clone();
+        Box::new(move |path: &Path| {
+            let mut agent = Agent::resume(
+                Arc::clone(&registry),
+                Arc::clone(&provider),
+                options.clone(),
+                events.clone(),
+                path,
+            )
+            .context("cannot continue the run")?;
+            if let Some(subagents) = &subagents {
+                agent.set_subagents(subagents.clone());
+            }
+            Ok(agent)
+        })
+    };
     let mut agent = match &resume {
         Some(path) => Agent::resume(Arc::clone(&registry), provider, options, events_tx, path)
             .context("cannot continue the run")?,
@@ -184,6 +208,11 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
                 registry: Arc::clone(&registry),
                 history: state_dir.join("agent").join("history"),
                 resumed: resume.is_some(),
+                rewinder: rewind_screen::Rewinder {
+                    runs_dir: model::runs_dir(&registry),
+                    checkpoints,
+                    resume: resume_agent,
+                },
             })?;
             ExitCode::SUCCESS
         }

@@ -68,6 +68,8 @@ pub struct Picker<'q> {
     ticked: Vec<bool>,
     /// The own answer, while it is typed.
     typing: Option<String>,
+    /// The last entry offers an answer in one's own words.
+    own_answer: bool,
 }
 
 /// The lines of a picker, and where the terminal's cursor goes (the line and
@@ -89,12 +91,40 @@ impl<'q> Picker<'q> {
             cursor: 0,
             ticked: vec![false; question.options.len()],
             typing: None,
+            own_answer: true,
         }
+    }
+
+    /// The same without the entry for an answer in one's own words: one of the
+    /// options is the answer.
+    pub fn options_only(mut self) -> Picker<'q> {
+        self.own_answer = false;
+        self
+    }
+
+    /// The same with the cursor on option `i` (the last one when past it).
+    pub fn with_cursor(mut self, i: usize) -> Picker<'q> {
+        self.cursor = i.min(self.last());
+        self
+    }
+
+    /// The entry under the cursor (the option picked, once one is).
+    pub fn cursor(&self) -> usize {
+        self.cursor
     }
 
     /// The index of the own-answer entry.
     fn own(&self) -> usize {
         self.question.options.len()
+    }
+
+    /// The index of the last entry.
+    fn last(&self) -> usize {
+        if self.own_answer {
+            self.own()
+        } else {
+            self.own().saturating_sub(1)
+        }
     }
 
     /// Handles one key.
@@ -136,10 +166,10 @@ impl<'q> Picker<'q> {
             KeyCode::Up | KeyCode::Char('k') | KeyCode::BackTab => self.up(),
             KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab => self.down(),
             KeyCode::Home => self.cursor = 0,
-            KeyCode::End => self.cursor = self.own(),
+            KeyCode::End => self.cursor = self.last(),
             KeyCode::Char(c @ '1'..='9') => {
                 let i = c as usize - '1' as usize;
-                if i <= self.own() {
+                if i <= self.last() {
                     self.cursor = i;
                     return if self.question.multi_select {
                         self.tick(i)
@@ -161,7 +191,7 @@ impl<'q> Picker<'q> {
     }
 
     fn down(&mut self) {
-        self.cursor = (self.cursor + 1).min(self.own());
+        self.cursor = (self.cursor + 1).min(self.last());
     }
 
     /// Space or a number in a multi-select question: ticks the option (or starts
@@ -268,6 +298,7 @@ impl<'q> Picker<'q> {
         let head = format!("{} {}. ", marker(here), own + 1);
         let mut caret = None;
         match &self.typing {
+            _ if !self.own_answer => {}
             Some(text) => {
                 let start = head.width() + OWN_PROMPT.width();
                 let shown = tail(text, width.saturating_sub(start + 1));
@@ -284,7 +315,12 @@ impl<'q> Picker<'q> {
         } else if q.multi_select {
             format!(
                 "↑↓ move · Space or 1-{} tick · Enter confirm · Esc decline",
-                own + 1
+                self.last() + 1
+            )
+        } else if !self.own_answer {
+            format!(
+                "↑↓ move · 1-{} pick · Enter confirm · Esc cancel",
+                self.last() + 1
             )
         } else {
             format!("↑↓ move · 1-{} pick · Enter confirm · Esc decline", own + 1)
@@ -455,6 +491,69 @@ pub fn ask(p: Paint, questions: &[Question]) -> Outcome {
     }
     let _ = terminal::disable_raw_mode();
     outcome.unwrap_or(Outcome::Answered(answers))
+}
+
+/// Puts `question` to the person as a choice of its options alone (no answer
+/// in one's own words), the cursor first on option `cursor`: the index of the
+/// option picked, or `None` when they chose none (Esc, Ctrl-C, Ctrl-D). The
+/// question and the choice stay on the screen.
+pub fn choose(p: Paint, question: &Question, cursor: usize) -> Option<usize> {
+    if question.options.is_empty() {
+        return None;
+    }
+    if terminal::enable_raw_mode().is_err() {
+        return choose_by_line(p, question);
+    }
+    let mut picker = Picker::new(question, None)
+        .options_only()
+        .with_cursor(cursor);
+    let mut view = View::default();
+    let step = loop {
+        view.draw(&picker, p);
+        match event::read() {
+            Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => match picker.key(key) {
+                Step::Stay => {}
+                done => break done,
+            },
+            Ok(_) => {}
+            Err(_) => break Step::Declined,
+        }
+    };
+    let picked = matches!(step, Step::Answered(_)).then(|| picker.cursor());
+    let answer = picked.map(|i| Answer {
+        header: question.header.clone(),
+        selected: vec![question.options[i].label.clone()],
+        text: None,
+    });
+    let mut lines = answered_lines(p, question, answer.as_ref());
+    if answer.is_none()
+        && let Some(last) = lines.last_mut()
+    {
+        *last = format!("  {} {}", p.green("→"), p.yellow("cancelled"));
+    }
+    view.replace(&lines);
+    let _ = terminal::disable_raw_mode();
+    picked
+}
+
+/// Without raw mode: the options printed whole, one picked by its number.
+fn choose_by_line(p: Paint, q: &Question) -> Option<usize> {
+    println!("{}", title(p, q, None, usize::MAX));
+    println!("{}", q.question);
+    for (n, option) in q.options.iter().enumerate() {
+        println!("  {}. {}", n + 1, option.label);
+    }
+    print!("A number (an empty line cancels): ");
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    line.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=q.options.len()).contains(n))
+        .map(|n| n - 1)
 }
 
 /// A picker on the terminal in raw mode: how far its first line is above the
@@ -726,6 +825,38 @@ mod tests {
             press(&mut picker, KeyCode::Enter),
             answer(&["SQLite"], Some("and Redis"))
         );
+    }
+
+    #[test]
+    fn a_choice_of_options_only_has_no_own_answer() {
+        let q = question(false);
+        let mut picker = Picker::new(&q, None).options_only().with_cursor(9);
+        assert_eq!(picker.cursor(), 2);
+        assert_eq!(press(&mut picker, KeyCode::Down), Step::Stay);
+        assert_eq!(picker.cursor(), 2);
+        // The number past the options does nothing; End stays on the last one.
+        assert_eq!(press(&mut picker, KeyCode::Char('4')), Step::Stay);
+        press(&mut picker, KeyCode::Home);
+        press(&mut picker, KeyCode::End);
+        assert_eq!(picker.cursor(), 2);
+        assert_eq!(
+            picker.draw(PLAIN, 79, 40).lines,
+            vec![
+                "Database",
+                "Which database should the service use?",
+                "  1. PostgreSQL",
+                "     A server; the team runs one already.",
+                "  2. SQLite",
+                "     One file, nothing to run.",
+                "› 3. None",
+                "↑↓ move · 1-3 pick · Enter confirm · Esc cancel",
+            ]
+        );
+        assert_eq!(
+            press(&mut picker, KeyCode::Char('2')),
+            answer(&["SQLite"], None)
+        );
+        assert_eq!(picker.cursor(), 1);
     }
 
     #[test]

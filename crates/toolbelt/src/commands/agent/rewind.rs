@@ -10,6 +10,7 @@
 //!   as their parent) taken since the turn started; a run forked before turn F
 //!   goes back through the run it came from for turns before F.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -20,7 +21,7 @@ use toolbelt_agent::transcript::{self, Forked};
 use toolbelt_checkpoint::{CheckpointError, Checkpoints, RewindOutcome, RewindRequest};
 use toolbelt_core::Origin;
 use toolbelt_core::human::plural;
-use toolbelt_store::list_checkpoints;
+use toolbelt_store::{get_checkpoint, list_checkpoints};
 
 use crate::cli::AgentArgs;
 use crate::commands::{out, out_json};
@@ -30,7 +31,7 @@ const PAGE: i64 = 200;
 
 /// What is rewound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Half {
+pub(super) enum Half {
     Code,
     Conversation,
     Both,
@@ -55,8 +56,15 @@ struct Scope {
 
 /// The files' side of a rewind: the checkpoint gone back to and what became of
 /// the files; none when the run changed no file from the turn on.
-struct Files {
+pub(super) struct Files {
     rewound: Option<(String, RewindOutcome)>,
+}
+
+/// What a rewind did: the files' side (unless only the conversation was
+/// rewound) and the new run (unless only the files were).
+pub(super) struct Done {
+    pub files: Option<Files>,
+    pub forked: Option<Forked>,
 }
 
 /// Rewinds run `path` (in `runs_dir`) to before turn `turn`, as `args` say.
@@ -84,6 +92,48 @@ pub(super) fn run(
     } else {
         Half::Both
     };
+    let run_id = transcript::turns(path)?.run_id;
+    let Done { files, forked } = rewind(rt, half, path, runs_dir, checkpoints, turn)?;
+    let text = report(&run_id, turn, files.as_ref(), forked.as_ref());
+    if args.json && !goes_on {
+        out_json(&json!({
+            "run_id": run_id,
+            "turn": turn,
+            "forked": forked,
+            "files": files.as_ref().map(|f| json!({
+                "checkpoint": f.rewound.as_ref().map(|r| &r.0),
+                "rewind": f.rewound.as_ref().map(|r| &r.1),
+            })),
+        }))?;
+    } else if goes_on {
+        for line in text.lines() {
+            eprintln!("toolbelt: {line}");
+        }
+    } else {
+        out(&text)?;
+    }
+    Ok(match forked {
+        Some(f) if goes_on => Next::Resume(f.path),
+        _ => Next::Exit(ExitCode::SUCCESS),
+    })
+}
+
+/// Rewinds run `path` (in `runs_dir`) to before turn `turn`: the files first
+/// (unless `half` is the conversation alone), then the conversation forked
+/// (unless it is the code alone). Nothing is forked when the files cannot be
+/// rewound.
+///
+/// # Errors
+/// The run has no such turn, checkpoints are off (for the files), the files
+/// conflict or cannot be restored, the new transcript cannot be written.
+pub(super) fn rewind(
+    rt: &Runtime,
+    half: Half,
+    path: &Path,
+    runs_dir: &Path,
+    checkpoints: Option<&Checkpoints>,
+    turn: u32,
+) -> Result<Done> {
     let turns = transcript::turns(path)?;
     if turns.start(turn).is_none() {
         bail!(toolbelt_agent::AgentError::NoSuchTurn {
@@ -108,32 +158,16 @@ pub(super) fn run(
     } else {
         Some(transcript::fork(path, turn).context("cannot fork the run")?)
     };
-    let text = report(&turns.run_id, turn, files.as_ref(), forked.as_ref());
-    if args.json && !goes_on {
-        out_json(&json!({
-            "run_id": turns.run_id,
-            "turn": turn,
-            "forked": forked,
-            "files": files.as_ref().map(|f| json!({
-                "checkpoint": f.rewound.as_ref().map(|r| &r.0),
-                "rewind": f.rewound.as_ref().map(|r| &r.1),
-            })),
-        }))?;
-    } else if goes_on {
-        for line in text.lines() {
-            eprintln!("toolbelt: {line}");
-        }
-    } else {
-        out(&text)?;
-    }
-    Ok(match forked {
-        Some(f) if goes_on => Next::Resume(f.path),
-        _ => Next::Exit(ExitCode::SUCCESS),
-    })
+    Ok(Done { files, forked })
 }
 
 /// What was done, in a few lines.
-fn report(run_id: &str, turn: u32, files: Option<&Files>, forked: Option<&Forked>) -> String {
+pub(super) fn report(
+    run_id: &str,
+    turn: u32,
+    files: Option<&Files>,
+    forked: Option<&Forked>,
+) -> String {
     let mut text = String::new();
     if let Some(f) = forked {
         text.push_str(&format!(
@@ -272,6 +306,127 @@ async fn first_checkpoint(checkpoints: &Checkpoints, scopes: &[Scope]) -> Result
         }
     }
     Ok(first)
+}
+
+/// The first checkpoint a rewind of run `path` to before its turn `turn` goes
+/// back to (none when the run changed no file from that turn on).
+///
+/// # Errors
+/// A transcript or the checkpoint records cannot be read.
+pub(super) async fn first_of_turn(
+    checkpoints: &Checkpoints,
+    path: &Path,
+    runs_dir: &Path,
+    turn: u32,
+) -> Result<Option<i64>> {
+    let scopes = scopes(path, runs_dir, turn)?;
+    first_checkpoint(checkpoints, &scopes).await
+}
+
+/// The runs whose turns make up run `path`'s history: each with the turns that
+/// are its own (from the first, up to the second, excluded). A run forked
+/// before turn F owns its turns from F on; the run it came from, those before.
+fn owners(path: &Path, runs_dir: &Path) -> Result<Vec<(String, u32, u32)>> {
+    let mut owners = Vec::new();
+    let mut turns = transcript::turns(path)?;
+    let mut end = u32::MAX;
+    loop {
+        let first = turns.forked_from.as_ref().map_or(1, |f| f.turn);
+        owners.push((turns.run_id.clone(), first, end));
+        end = end.min(first);
+        let Some(from) = turns.forked_from.take() else {
+            break;
+        };
+        if end <= 1 || owners.iter().any(|o| o.0 == from.run_id) {
+            break;
+        }
+        match transcript::find(runs_dir, &from.run_id) {
+            Ok(p) => turns = transcript::turns(&p)?,
+            Err(_) => break,
+        }
+    }
+    Ok(owners)
+}
+
+/// The paths each turn of run `path` changed, by the checkpoints its calls took
+/// (and its subagents' while the turn ran), in the order first changed; turns
+/// that changed none are left out.
+///
+/// # Errors
+/// A transcript or the checkpoint records cannot be read.
+pub(super) async fn files_by_turn(
+    checkpoints: &Checkpoints,
+    path: &Path,
+    runs_dir: &Path,
+) -> Result<BTreeMap<u32, Vec<String>>> {
+    let owners = owners(path, runs_dir)?;
+    let starts: Vec<(u32, i64)> = transcript::turns(path)?
+        .starts
+        .iter()
+        .map(|s| (s.turn, s.at_ms.unwrap_or(0)))
+        .collect();
+    let Some(oldest) = starts.iter().map(|s| s.1).min() else {
+        return Ok(BTreeMap::new());
+    };
+    let owns = |run: &str, turn: u32| {
+        owners
+            .iter()
+            .any(|(r, first, end)| r == run && (*first..*end).contains(&turn))
+    };
+    let turn_of = |origin: &Origin, at_ms: i64| -> Option<u32> {
+        if let (Some(run), Some(turn)) = (&origin.run_id, origin.turn)
+            && owns(run, turn)
+        {
+            return Some(turn);
+        }
+        // A subagent's: the turn of its parent that was running then.
+        let parent = origin.parent_run_id.as_deref()?;
+        let turn = starts.iter().filter(|s| s.1 <= at_ms).map(|s| s.0).max()?;
+        owns(parent, turn).then_some(turn)
+    };
+    let store = checkpoints
+        .store()
+        .await
+        .context("the checkpoint records cannot be read")?;
+    let mut found = Vec::new();
+    let mut before = None;
+    loop {
+        let page = list_checkpoints(store, checkpoints.workspace(), before, PAGE)
+            .await
+            .context("the checkpoint records cannot be read")?;
+        let Some(last) = page.last() else { break };
+        before = Some(last.id);
+        for record in &page {
+            let Ok(origin) = serde_json::from_str::<Origin>(&record.origin) else {
+                continue;
+            };
+            if let Some(turn) = turn_of(&origin, record.at_ms) {
+                found.push((record.id, turn));
+            }
+        }
+        if last.at_ms < oldest || page.len() < PAGE as usize {
+            break;
+        }
+    }
+    // Oldest first, so each turn's paths are in the order they were changed.
+    found.sort_unstable();
+    let mut files: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for (id, turn) in found {
+        let Some(record) = get_checkpoint(store, id)
+            .await
+            .context("the checkpoint records cannot be read")?
+        else {
+            continue;
+        };
+        let paths = files.entry(turn).or_default();
+        for f in record.files {
+            if !paths.contains(&f.path) {
+                paths.push(f.path);
+            }
+        }
+    }
+    files.retain(|_, paths| !paths.is_empty());
+    Ok(files)
 }
 
 /// Whether a checkpoint from `origin` taken at `at_ms` belongs to `scope`.

@@ -8,7 +8,7 @@
 //! reads standard input), Ctrl-C, and the end of a command.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
@@ -29,6 +29,7 @@ use toolbelt_core::{Answers, Question, Registry};
 use super::event::{Answer, Ask, UiEvent};
 use super::picker::{self, Outcome};
 use super::render::{self, EventLines, Paint};
+use super::rewind_screen::{Current, Rewinder};
 
 /// How often the spinner turns.
 const TICK: Duration = Duration::from_millis(100);
@@ -48,7 +49,14 @@ enum Task {
     Run(String, CancellationToken),
     Compact(CancellationToken),
     Clear,
+    /// Say which run is on the screen (answered at once; no `Done` follows).
+    Where(std::sync::mpsc::Sender<Current>),
+    /// Go on with this agent instead (a rewind forked the run; no `Done`).
+    Replace(Box<Agent>),
 }
+
+/// How long the screen waits for the agent's task to say which run it is on.
+const WHERE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What the interactive screen needs.
 pub struct Parts<'a> {
@@ -62,6 +70,8 @@ pub struct Parts<'a> {
     pub history: PathBuf,
     /// The conversation of an earlier run was loaded.
     pub resumed: bool,
+    /// What `/rewind` needs.
+    pub rewinder: Rewinder,
 }
 
 /// Whether to go on after a command.
@@ -102,6 +112,7 @@ pub fn run(parts: Parts<'_>) -> Result<()> {
         registry,
         history,
         resumed,
+        rewinder,
     } = parts;
     let paint = Paint::for_terminal(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     let model = agent_header(&agent, resumed);
@@ -117,6 +128,17 @@ pub fn run(parts: Parts<'_>) -> Result<()> {
                 }
                 Task::Compact(cancel) => agent.compact_now(&cancel).await,
                 Task::Clear => agent.clear(),
+                Task::Where(reply) => {
+                    let _ = reply.send(Current {
+                        run_id: agent.run_id().to_string(),
+                        transcript: agent.transcript_path().map(Path::to_path_buf),
+                    });
+                    continue;
+                }
+                Task::Replace(next) => {
+                    agent = *next;
+                    continue;
+                }
             }
             if done_tx.send(()).is_err() {
                 break;
@@ -223,6 +245,21 @@ pub fn run(parts: Parts<'_>) -> Result<()> {
                     }
                     flow
                 }
+                "rewind" => {
+                    let (tx, rx) = std::sync::mpsc::channel();
+                    let _ = cmd_tx.send(Task::Where(tx));
+                    match rx.recv_timeout(WHERE_TIMEOUT) {
+                        Ok(current) => {
+                            if let Some(next) = rewinder.run(&mut screen, rt, &current) {
+                                let _ = cmd_tx.send(Task::Replace(Box::new(next)));
+                            }
+                        }
+                        Err(_) => {
+                            screen.say(&paint.red("✗ the agent did not say which run it is on"))
+                        }
+                    }
+                    Flow::Continue
+                }
                 other => {
                     screen.say(&paint.yellow(&format!(
                         "unknown command /{other}; /help lists the commands"
@@ -258,6 +295,7 @@ fn help() -> String {
      /tools    the tools the model can use\n\
      /clear    forget the conversation and start afresh\n\
      /compact  summarise the history to free context\n\
+     /rewind   back to before a turn: the files, the conversation or both\n\
      /exit     leave (also Ctrl-D, or Ctrl-C on an empty line)"
         .to_string()
 }
@@ -279,8 +317,8 @@ fn tools(registry: &Registry, paint: Paint) -> String {
 }
 
 /// What is on the terminal: the streamed text's line, the spinner.
-struct Screen {
-    paint: Paint,
+pub(super) struct Screen {
+    pub(super) paint: Paint,
     lines: EventLines,
     /// The cursor is after streamed text, not at the start of a line.
     line_open: bool,
@@ -583,7 +621,7 @@ impl Screen {
     }
 
     /// A whole line.
-    fn say(&mut self, line: &str) {
+    pub(super) fn say(&mut self, line: &str) {
         self.clear_spinner();
         self.close_line();
         self.write(&format!("{line}\n"));
@@ -596,7 +634,7 @@ impl Screen {
         }
     }
 
-    fn write(&mut self, text: &str) {
+    pub(super) fn write(&mut self, text: &str) {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(text.as_bytes());
         let _ = out.flush();
@@ -644,7 +682,7 @@ impl Screen {
 }
 
 /// An answer key.
-enum Key {
+pub(super) enum Key {
     Yes,
     No,
     Always,
@@ -652,7 +690,7 @@ enum Key {
 }
 
 /// Reads `y`, `n` or `a` (or Ctrl-C, Esc) from the terminal in raw mode.
-fn read_key() -> Key {
+pub(super) fn read_key() -> Key {
     if terminal::enable_raw_mode().is_err() {
         return read_key_line();
     }
