@@ -353,3 +353,53 @@ fn a_timeout_in_the_sandbox_stops_the_whole_tree() {
     }
     assert_eq!(running_with(&token), Vec::<u32>::new());
 }
+
+/// The checkpoints' content and records are in the state directory, which the
+/// sandboxed shell can neither see nor write: a command cannot rewrite what a
+/// rewind would put back.
+#[test]
+fn the_sandboxed_shell_cannot_touch_the_checkpoints() {
+    let (_ws, root) = canonical_tempdir();
+    let (_st, state) = canonical_tempdir();
+    let state_arg = state.to_str().unwrap();
+    let write = json!({"path": "a.txt", "content": "kept\n"}).to_string();
+    let run = toolbelt(
+        &root,
+        &["--state-dir", state_arg, "call", "write_file", &write],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let objects = state.join("checkpoints/objects");
+    assert!(objects.is_dir(), "the write left a checkpoint");
+    let command = format!(
+        "ls {0} >/dev/null 2>&1 && echo seen || echo hidden; \
+         touch {0}/x 2>/dev/null && echo wrote || echo denied; \
+         rm -rf {1} 2>/dev/null; echo done",
+        objects.display(),
+        state.display()
+    );
+    let args = json!({ "command": command }).to_string();
+    let run = toolbelt(
+        &root,
+        &[
+            "--state-dir",
+            state_arg,
+            "--sandbox",
+            "workspace-write",
+            "call",
+            "bash",
+            &args,
+            "--json",
+        ],
+    );
+    if !enforceable(&root, "workspace-write", "off") {
+        assert_refused(&run);
+        return;
+    }
+    let env = envelope(&run);
+    assert_eq!(env["data"]["stdout"], "hidden\ndenied\ndone\n", "{env:#}");
+    assert!(!objects.join("x").exists());
+    assert!(
+        objects.read_dir().unwrap().next().is_some(),
+        "the content is still there"
+    );
+}
