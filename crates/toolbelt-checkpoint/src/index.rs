@@ -6,7 +6,7 @@
 //! It is kept in memory by a long-running process and on disk
 //! (`<state>/checkpoints/index-<root id>`) between short ones.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -35,11 +35,19 @@ pub(crate) struct Entry {
 }
 
 /// The index of one root: paths relative to it, `/`-separated.
+///
+/// On disk it is a snapshot and a log of the entries changed since (a call's few
+/// changes are appended, not the whole index written again); the snapshot is
+/// written again when the log has grown to a quarter of it.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Index {
     pub entries: HashMap<String, Entry>,
     /// Whether it was ever walked whole (a new index is not a baseline yet).
     pub complete: bool,
+    /// Paths changed (or gone) since the index was last written.
+    pub dirty: HashSet<String>,
+    /// Records in the log on disk since the snapshot.
+    pub logged: usize,
 }
 
 /// What a walk saw.
@@ -177,11 +185,43 @@ impl Index {
         }
     }
 
-    /// Writes the index to `path` (through a temporary file renamed over it).
+    /// Writes what changed to `path`: appended to its log, or the whole index
+    /// again (through a temporary file renamed over it) when the log has grown to
+    /// a quarter of it or there is no snapshot yet.
     ///
     /// # Errors
     /// It cannot be written.
-    pub(crate) fn save(&self, path: &Path) -> io::Result<()> {
+    pub(crate) fn save(&mut self, path: &Path) -> io::Result<()> {
+        let log = log_path(path);
+        let whole =
+            !path.exists() || (self.logged + self.dirty.len()) * 4 > self.entries.len().max(64);
+        if !whole {
+            if self.dirty.is_empty() {
+                return Ok(());
+            }
+            let mut out = Vec::with_capacity(self.dirty.len() * 96);
+            for rel in &self.dirty {
+                match self.entries.get(rel) {
+                    Some(e) => {
+                        out.push(1u8);
+                        write_entry(&mut out, rel, e)?;
+                    }
+                    None => {
+                        out.push(2u8);
+                        write_str(&mut out, rel)?;
+                    }
+                }
+            }
+            // One write: records of two processes do not interleave.
+            fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)?
+                .write_all(&out)?;
+            self.logged += self.dirty.len();
+            self.dirty.clear();
+            return Ok(());
+        }
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent)?;
         }
@@ -192,29 +232,20 @@ impl Index {
             out.write_all(&[u8::from(self.complete)])?;
             out.write_all(&(self.entries.len() as u64).to_le_bytes())?;
             for (rel, e) in &self.entries {
-                write_str(&mut out, rel)?;
-                let kind = match e.stat.kind {
-                    FILE => 0u8,
-                    DIR => 1,
-                    SYMLINK => 2,
-                    _ => 3,
-                };
-                out.write_all(&[kind])?;
-                for n in [e.stat.size, e.stat.ino, e.stat.dev, e.stat.nlink] {
-                    out.write_all(&n.to_le_bytes())?;
-                }
-                for n in [e.stat.mtime_ns, e.stat.ctime_ns] {
-                    out.write_all(&n.to_le_bytes())?;
-                }
-                out.write_all(&e.stat.mode.to_le_bytes())?;
-                write_str(&mut out, e.hash.as_deref().unwrap_or(""))?;
-                write_str(&mut out, e.link.as_deref().unwrap_or(""))?;
+                write_entry(&mut out, rel, e)?;
             }
             out.into_inner().map_err(io::IntoInnerError::into_error)?;
-            fs::rename(&tmp, path)
+            fs::rename(&tmp, path)?;
+            match fs::remove_file(&log) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            }
         })();
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
+        } else {
+            self.logged = 0;
+            self.dirty.clear();
         }
         result
     }
@@ -223,6 +254,31 @@ impl Index {
     pub(crate) fn hashes(&self) -> impl Iterator<Item = &str> {
         self.entries.values().filter_map(|e| e.hash.as_deref())
     }
+}
+
+/// The log of changes beside the snapshot at `path`.
+fn log_path(path: &Path) -> PathBuf {
+    path.with_extension("log")
+}
+
+fn write_entry(out: &mut impl Write, rel: &str, e: &Entry) -> io::Result<()> {
+    write_str(out, rel)?;
+    let kind = match e.stat.kind {
+        FILE => 0u8,
+        DIR => 1,
+        SYMLINK => 2,
+        _ => 3,
+    };
+    out.write_all(&[kind])?;
+    for n in [e.stat.size, e.stat.ino, e.stat.dev, e.stat.nlink] {
+        out.write_all(&n.to_le_bytes())?;
+    }
+    for n in [e.stat.mtime_ns, e.stat.ctime_ns] {
+        out.write_all(&n.to_le_bytes())?;
+    }
+    out.write_all(&e.stat.mode.to_le_bytes())?;
+    write_str(out, e.hash.as_deref().unwrap_or(""))?;
+    write_str(out, e.link.as_deref().unwrap_or(""))
 }
 
 fn write_str(out: &mut impl Write, s: &str) -> io::Result<()> {
@@ -245,41 +301,74 @@ fn read_index(path: &Path) -> io::Result<Index> {
     let count = r.u64().ok_or_else(bad)?;
     let mut entries = HashMap::with_capacity(usize::try_from(count).unwrap_or(0).min(1 << 24));
     for _ in 0..count {
-        let rel = r.string().ok_or_else(bad)?;
-        let kind = match r.take(1).ok_or_else(bad)?[0] {
-            0 => FILE,
-            1 => DIR,
-            2 => SYMLINK,
-            _ => OTHER,
-        };
-        let size = r.u64().ok_or_else(bad)?;
-        let ino = r.u64().ok_or_else(bad)?;
-        let dev = r.u64().ok_or_else(bad)?;
-        let nlink = r.u64().ok_or_else(bad)?;
-        let mtime_ns = r.u64().ok_or_else(bad)? as i64;
-        let ctime_ns = r.u64().ok_or_else(bad)? as i64;
-        let mode = u32::from_le_bytes(r.take(4).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
-        let hash = r.string().ok_or_else(bad)?;
-        let link = r.string().ok_or_else(bad)?;
-        entries.insert(
-            rel,
-            Entry {
-                stat: Stat {
-                    kind,
-                    size,
-                    mode,
-                    mtime_ns,
-                    ctime_ns,
-                    ino,
-                    dev,
-                    nlink,
-                },
-                hash: (!hash.is_empty()).then_some(hash),
-                link: (!link.is_empty()).then_some(link),
-            },
-        );
+        let (rel, entry) = read_entry(&mut r).ok_or_else(bad)?;
+        entries.insert(rel, entry);
     }
-    Ok(Index { entries, complete })
+    // The log of changes since, up to its first torn record.
+    let mut logged = 0;
+    if let Ok(log) = fs::read(log_path(path)) {
+        let mut r = Reader { bytes: &log, at: 0 };
+        while let Some(op) = r.take(1) {
+            match op[0] {
+                1 => match read_entry(&mut r) {
+                    Some((rel, entry)) => {
+                        entries.insert(rel, entry);
+                    }
+                    None => break,
+                },
+                2 => match r.string() {
+                    Some(rel) => {
+                        entries.remove(&rel);
+                    }
+                    None => break,
+                },
+                _ => break,
+            }
+            logged += 1;
+        }
+    }
+    Ok(Index {
+        entries,
+        complete,
+        dirty: HashSet::new(),
+        logged,
+    })
+}
+
+fn read_entry(r: &mut Reader<'_>) -> Option<(String, Entry)> {
+    let rel = r.string()?;
+    let kind = match r.take(1)?[0] {
+        0 => FILE,
+        1 => DIR,
+        2 => SYMLINK,
+        _ => OTHER,
+    };
+    let size = r.u64()?;
+    let ino = r.u64()?;
+    let dev = r.u64()?;
+    let nlink = r.u64()?;
+    let mtime_ns = r.u64()? as i64;
+    let ctime_ns = r.u64()? as i64;
+    let mode = u32::from_le_bytes(r.take(4)?.try_into().ok()?);
+    let hash = r.string()?;
+    let link = r.string()?;
+    Some((
+        rel,
+        Entry {
+            stat: Stat {
+                kind,
+                size,
+                mode,
+                mtime_ns,
+                ctime_ns,
+                ino,
+                dev,
+                nlink,
+            },
+            hash: (!hash.is_empty()).then_some(hash),
+            link: (!link.is_empty()).then_some(link),
+        },
+    ))
 }
 
 struct Reader<'a> {
@@ -308,4 +397,66 @@ impl<'a> Reader<'a> {
 pub(crate) fn index_path(dir: &Path, root: &Path) -> PathBuf {
     let id = crate::blobs::hash_bytes(root.as_os_str().as_encoded_bytes());
     dir.join(format!("index-{}", &id[..16]))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn entry(size: u64, hash: &str) -> Entry {
+        Entry {
+            stat: Stat {
+                kind: FILE,
+                size,
+                mode: 0o644,
+                mtime_ns: 1,
+                ctime_ns: 2,
+                ino: size,
+                dev: 3,
+                nlink: 1,
+            },
+            hash: Some(hash.to_string()),
+            link: None,
+        }
+    }
+
+    #[test]
+    fn changes_are_logged_and_read_back_and_a_long_log_is_folded_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index-x");
+        let mut index = Index::default();
+        for i in 0..100 {
+            index.entries.insert(format!("f{i}"), entry(i, "h"));
+        }
+        index.complete = true;
+        index.save(&path).unwrap();
+        assert!(
+            !log_path(&path).exists(),
+            "the first save writes the snapshot"
+        );
+        // A few changes: appended to the log.
+        index.entries.insert("f1".into(), entry(1000, "changed"));
+        index.entries.remove("f2");
+        index.entries.insert("new".into(), entry(7, "n"));
+        index.dirty.extend(["f1", "f2", "new"].map(String::from));
+        index.save(&path).unwrap();
+        assert!(log_path(&path).exists());
+        let loaded = Index::load(&path);
+        assert_eq!(loaded.entries, index.entries);
+        assert_eq!(loaded.logged, 3);
+        // A torn last record is left out, what comes before it kept.
+        let mut log = fs::read(log_path(&path)).unwrap();
+        log.extend_from_slice(&[1, 200, 0]);
+        fs::write(log_path(&path), &log).unwrap();
+        assert_eq!(Index::load(&path).entries, index.entries);
+        // Many changes: the snapshot is written again and the log removed.
+        for i in 0..60 {
+            index.entries.insert(format!("f{i}"), entry(i, "again"));
+            index.dirty.insert(format!("f{i}"));
+        }
+        index.save(&path).unwrap();
+        assert!(!log_path(&path).exists());
+        assert_eq!(Index::load(&path).entries, index.entries);
+    }
 }

@@ -296,7 +296,10 @@ impl WalkPending {
                 }
                 Err(e) => problem = Some(problem_of(&e)),
             }
-            if let Err(e) = index.save(&index_path(&self.inner.dir, root)) {
+            let t = Instant::now();
+            let saved = index.save(&index_path(&self.inner.dir, root));
+            timing("save", t);
+            if let Err(e) = saved {
                 tracing::warn!("the checkpoint index cannot be saved: {e}");
             }
         }
@@ -369,10 +372,12 @@ async fn keep(
         file_count: 0,
         files: changes,
     };
+    let t = Instant::now();
     let inserted = match inner.store.store().await {
         Ok(store) => insert_checkpoint(store, &record).await,
         Err(e) => Err(e),
     };
+    timing("insert", t);
     let note = match inserted {
         Ok(id) => CheckpointNote {
             id: Some(crate::display_id(id)),
@@ -405,7 +410,10 @@ fn refresh(
     index: &mut Index,
     deadline: Instant,
 ) -> Result<Refreshed, CheckpointError> {
+    let t = Instant::now();
     let walked = walk(root, &inner.skip, deadline);
+    timing("pre walk", t);
+    let t = Instant::now();
     let mut out = Refreshed {
         stored: 0,
         cut: walked.cut,
@@ -418,6 +426,7 @@ fn refresh(
             Some(e) if !e.stat.differs(&st) && (e.hash.is_some() || !inner.capturable(&st)) => e,
             _ if Instant::now() > deadline && inner.capturable(&st) => {
                 out.uncaptured += 1;
+                index.dirty.insert(rel.clone());
                 Entry {
                     stat: st,
                     hash: None,
@@ -435,6 +444,7 @@ fn refresh(
                 ) {
                     Ok(c) => {
                         out.stored += c.stored;
+                        index.dirty.insert(rel.clone());
                         Entry {
                             stat: st,
                             hash: c.state.hash,
@@ -452,10 +462,23 @@ fn refresh(
     if walked.cut {
         // What the walk did not reach is kept as it was.
         next.extend(index.entries.drain());
+    } else {
+        let gone: Vec<String> = index.entries.drain().map(|(rel, _)| rel).collect();
+        index.dirty.extend(gone);
     }
     index.entries = next;
     index.complete = !walked.cut;
+    timing("pre index", t);
     Ok(out)
+}
+
+/// How long a step took, for `RUST_LOG=toolbelt::checkpoint=trace`.
+fn timing(what: &str, since: Instant) {
+    tracing::trace!(
+        target: "toolbelt::checkpoint",
+        "{what}: {:.3} ms",
+        since.elapsed().as_secs_f64() * 1e3
+    );
 }
 
 /// What [`diff`] found.
@@ -474,7 +497,10 @@ fn diff(
     index: &mut Index,
     deadline: Instant,
 ) -> Result<Diffed, CheckpointError> {
+    let t = Instant::now();
     let walked = walk(root, &inner.skip, deadline);
+    timing("post walk", t);
+    let t = Instant::now();
     let mut out = Diffed {
         changes: Vec::new(),
         stored: 0,
@@ -505,6 +531,7 @@ fn diff(
             Err(e) if e.is_no_space() => return Err(e),
             Err(_) => continue,
         };
+        index.dirty.insert(rel.clone());
         next.insert(
             rel.clone(),
             Entry {
@@ -540,6 +567,9 @@ fn diff(
     if walked.cut {
         next.extend(deleted.drain(..));
     }
+    index
+        .dirty
+        .extend(deleted.iter().map(|(rel, _)| rel.clone()));
     for (rel, st, after) in created {
         let renamed = (st.kind != DIR)
             .then(|| deleted.iter().position(|(_, e)| same_inode(&e.stat, &st)))
@@ -589,6 +619,7 @@ fn diff(
     index.entries = next;
     index.complete = !walked.cut;
     out.changes.sort_by(|a, b| a.path.cmp(&b.path));
+    timing("post index", t);
     Ok(out)
 }
 

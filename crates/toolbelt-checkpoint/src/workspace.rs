@@ -165,7 +165,9 @@ impl Inner {
     pub(crate) fn forget(&self, root: &Path, rel: &str) {
         let loaded = toolbelt_core::sync::lock(&self.indexes).get(root).cloned();
         if let Some(index) = loaded {
-            toolbelt_core::sync::lock(&index).entries.remove(rel);
+            let mut index = toolbelt_core::sync::lock(&index);
+            index.entries.remove(rel);
+            index.dirty.insert(rel.to_string());
         }
     }
 
