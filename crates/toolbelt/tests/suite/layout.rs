@@ -875,6 +875,7 @@ const MAX_KEPT_STRING_CAUSES: usize = 10;
 const STRING_CAUSE_EDGES: &[(&str, &str)] = &[
     ("tracing::", "a log line"),
     ("eprintln!", "the terminal"),
+    ("screen.say(", "the interactive agent's screen"),
     ("println!", "the terminal"),
     ("ToolError::new", "the tool error the model reads"),
     ("Envelope::error", "the envelope the model or client reads"),

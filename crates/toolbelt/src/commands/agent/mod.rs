@@ -6,7 +6,7 @@
 //! - Without a prompt, on a terminal: the interactive screen ([`tui`]).
 //! - `--resume ID --rewind-to TURN`: back to before a turn of a run ([`rewind`]):
 //!   the conversation in a new run, the files through their checkpoints; on the
-//!   screen, `/rewind` ([`rewind_screen`]).
+//!   screen, `/rewind` ([`tui::rewind_screen`]).
 //!
 //! The tools are the same registry the other commands build (roots, profile,
 //! permission rules, sandbox, output budget, store, call log); calls an `ask` rule
@@ -21,7 +21,6 @@ mod event;
 mod picker;
 mod render;
 mod rewind;
-mod rewind_screen;
 mod tui;
 
 use std::io::{IsTerminal, Read};
@@ -156,7 +155,7 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
     }
     let registry = Arc::new(registry);
     // What `/rewind` makes to go on with a forked run: an agent like this one.
-    let resume_agent: rewind_screen::Resume = {
+    let resume_agent: tui::rewind_screen::Resume = {
         let registry = Arc::clone(&registry);
         let provider = Arc::clone(&provider);
         let options = options.clone();
@@ -208,7 +207,7 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
                 registry: Arc::clone(&registry),
                 history: state_dir.join("agent").join("history"),
                 resumed: resume.is_some(),
-                rewinder: rewind_screen::Rewinder {
+                rewinder: tui::rewind_screen::Rewinder {
                     runs_dir: model::runs_dir(&registry),
                     checkpoints,
                     resume: resume_agent,

@@ -7,6 +7,7 @@
 //! events, approval requests and questions (answered here, so only this thread
 //! reads standard input), Ctrl-C, and the end of a command.
 
+pub(super) mod rewind_screen;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,7 +30,7 @@ use toolbelt_core::{Answers, Question, Registry};
 use super::event::{Answer, Ask, UiEvent};
 use super::picker::{self, Outcome};
 use super::render::{self, EventLines, Paint};
-use super::rewind_screen::{Current, Rewinder};
+use rewind_screen::{Current, Rewinder};
 
 /// How often the spinner turns.
 const TICK: Duration = Duration::from_millis(100);

@@ -18,10 +18,10 @@ use toolbelt_agent::{Agent, transcript};
 use toolbelt_checkpoint::{Checkpoints, RewindPlan, RewindRequest, checkpoint_diff};
 use toolbelt_core::{Origin, Question, QuestionOption};
 
-use super::picker;
-use super::render::{self, Paint};
-use super::rewind::{self, Done, Half};
-use super::tui::{Key, Screen, read_key};
+use super::super::picker;
+use super::super::render::{self, Paint};
+use super::super::rewind::{self, Done, Half};
+use super::{Key, Screen, read_key};
 
 /// The longest part of a prompt shown in the list of turns.
 const PROMPT_CHARS: usize = 40;
