@@ -30,6 +30,7 @@ mod observe;
 mod recorder;
 mod rewind;
 mod show;
+mod watch;
 mod workspace;
 
 use std::time::Duration;

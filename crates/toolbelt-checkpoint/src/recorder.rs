@@ -261,6 +261,19 @@ impl WalkPending {
         for root in &inner.roots {
             let index = inner.index(root);
             let mut index = toolbelt_core::sync::lock(&index);
+            // Nothing happened in the workspace since the last walk began: the
+            // index is the disk as it is.
+            let unchanged = toolbelt_core::sync::lock(&inner.watches)
+                .get_mut(root)
+                .is_some_and(|w| {
+                    let seen = w.drain();
+                    let unchanged = w.clean && !seen;
+                    w.clean = false;
+                    unchanged
+                });
+            if unchanged && index.complete {
+                continue;
+            }
             match refresh(&inner, root, &mut index, deadline) {
                 Ok(r) => {
                     out.stored += r.stored;
@@ -286,16 +299,24 @@ impl WalkPending {
         for root in &self.inner.roots {
             let index = self.inner.index(root);
             let mut index = toolbelt_core::sync::lock(&index);
+            // What the command did is found by the walk, which begins after this.
+            if let Some(w) = toolbelt_core::sync::lock(&self.inner.watches).get_mut(root) {
+                w.drain();
+                w.clean = false;
+            }
+            let mut whole = false;
             match diff(&self.inner, root, &mut index, deadline) {
                 Ok(d) => {
                     stored += d.stored;
                     if d.cut {
                         problem = Some(partial_note(&self.inner, 0));
                     }
+                    whole = !d.cut;
                     changes.extend(d.changes);
                 }
                 Err(e) => problem = Some(problem_of(&e)),
             }
+            self.watch_after(root, &index, whole);
             let t = Instant::now();
             let saved = index.save(&index_path(&self.inner.dir, root));
             timing("save", t);
@@ -304,6 +325,43 @@ impl WalkPending {
             }
         }
         (changes, problem, stored, self.inner, self.meta)
+    }
+}
+
+impl WalkPending {
+    /// After the walk that followed a command: the root's directories watched (from
+    /// this process's second walk on), and the watch clean when nothing happened
+    /// since the walk began and no directory was new to it.
+    fn watch_after(&self, root: &Path, index: &Index, whole: bool) {
+        let walks = self
+            .inner
+            .walks_after
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut watches = toolbelt_core::sync::lock(&self.inner.watches);
+        if !watches.contains_key(root) {
+            if walks == 0 {
+                return;
+            }
+            let Some(w) = crate::watch::Watch::new() else {
+                return;
+            };
+            watches.insert(root.to_path_buf(), w);
+        }
+        let Some(w) = watches.get_mut(root) else {
+            return;
+        };
+        match w.cover(root, index) {
+            // A directory new to the watch may have changed before it was watched.
+            Some(0) => w.clean = whole && !w.drain(),
+            Some(_) => {
+                w.drain();
+                w.clean = false;
+            }
+            // Past the watch limit: no use; every call walks.
+            None => {
+                watches.remove(root);
+            }
+        }
     }
 }
 

@@ -32,6 +32,11 @@ pub(crate) struct Inner {
     pub skip: Vec<PathBuf>,
     pub blobs: Blobs,
     /// The stat index of each root, loaded on first use.
+    /// The watch of each root's directories, once this process has walked it
+    /// twice (a process that runs one command does not pay for it).
+    pub watches: Mutex<HashMap<PathBuf, crate::watch::Watch>>,
+    /// The walks after a command this process has made.
+    pub walks_after: std::sync::atomic::AtomicU64,
     pub indexes: Mutex<HashMap<PathBuf, Arc<Mutex<Index>>>>,
 }
 
@@ -76,6 +81,8 @@ impl Checkpoints {
                 blobs: Blobs::new(dir.join("objects")),
                 dir,
                 skip,
+                watches: Mutex::default(),
+                walks_after: std::sync::atomic::AtomicU64::new(0),
                 indexes: Mutex::default(),
             }),
         }

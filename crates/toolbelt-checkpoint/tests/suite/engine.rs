@@ -697,3 +697,55 @@ async fn a_state_directory_inside_the_workspace_is_not_walked() {
         );
     }
 }
+
+/// A process that runs several commands watches the workspace instead of walking
+/// it before each: an edit by hand between two commands is still not taken for
+/// the second one's, and a rewind of it leaves the edit alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_between_commands_is_not_the_next_command_s() {
+    let f = fixture(Settings::default());
+    let r = f.root.path();
+    fs::create_dir(r.join("src")).unwrap();
+    fs::write(r.join("src/hand.txt"), "as it was\n").unwrap();
+    // Three commands: the watch is set up and clean from the third on.
+    for i in 0..3 {
+        call(&f, "sh", json!({"command": format!("echo {i} >> log.txt")})).await;
+    }
+    for (round, edit) in ["by hand\n", ""].into_iter().enumerate() {
+        if edit.is_empty() {
+            fs::write(r.join(format!("src/new{round}.txt")), "made by hand\n").unwrap();
+        } else {
+            fs::write(r.join("src/hand.txt"), edit).unwrap();
+        }
+        let env = call(&f, "sh", json!({"command": "echo more >> log.txt"})).await;
+        let id = env.context.checkpoint.unwrap();
+        let record = get_checkpoint(f.checkpoints_store().await, parse_id(&id).unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        let paths: Vec<&str> = record.files.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["log.txt"],
+            "{round:?}: the edit by hand is not the command's"
+        );
+        f.checkpoints.rewind(&rewind_to(&id)).await.unwrap();
+        assert_eq!(
+            fs::read_to_string(r.join("src/hand.txt")).unwrap(),
+            "by hand\n",
+            "{round:?}"
+        );
+        if edit.is_empty() {
+            assert!(r.join(format!("src/new{round}.txt")).exists());
+        }
+        // Two more commands: clean again.
+        for i in 0..2 {
+            call(
+                &f,
+                "sh",
+                json!({"command": format!("echo {i} >> other.txt")}),
+            )
+            .await;
+        }
+    }
+}
