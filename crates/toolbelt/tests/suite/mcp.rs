@@ -286,9 +286,14 @@ fn sixty_four_concurrent_commands_are_answered_and_release_their_descriptors() {
             "params": {"name": "bash", "arguments": {"command": command}}})
         .to_string()
     };
-    // One call first, so that what the runtime opens once is open.
+    // Calls first, so that what the process opens once is open: the runtime's,
+    // and the watch on the workspace set up by its second command that may write.
     server.send(&call(1, "true"));
     assert_eq!(server.answer()["id"], 1);
+    for id in [2, 3] {
+        server.send(&call(id, "touch warm"));
+        assert_eq!(server.answer()["id"], id);
+    }
     let pid = server.child.id();
     let before = open_fds(pid);
     for i in 0..64 {
