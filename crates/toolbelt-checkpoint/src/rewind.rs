@@ -174,7 +174,7 @@ impl Checkpoints {
         })
     }
 
-    /// Rewinds to `request.to`: see the [module documentation](self).
+    /// Rewinds to `request.to`: see the [crate documentation](crate).
     ///
     /// # Errors
     /// As [`Checkpoints::plan_rewind`]; [`CheckpointError::Conflicts`] when paths

@@ -44,7 +44,8 @@ const SINKS: [&str; 3] = ["/dev/null", "/dev/stdout", "/dev/stderr"];
 /// `git status`, `find` without `-delete` or `-exec`, `sed -n 1,5p`...) with
 /// arguments that keep it so, it assigns no variable and defines no function, and
 /// its output redirections go to `/dev/null` or to another descriptor (`2>&1`).
-/// See the [module documentation](self).
+/// When in doubt it says false: the caller then takes the command for one that
+/// may write.
 #[must_use]
 pub fn read_only_command(command: &str) -> bool {
     let Ok(tree) = shell::parse(command) else {
