@@ -125,17 +125,9 @@ pub(crate) fn capture(
     match stat.kind {
         FILE => {
             state.size = Some(i64::try_from(stat.size).unwrap_or(i64::MAX));
-            if stat.size > max_bytes {
+            if let Some(why) = not_capturable(stat, max_bytes) {
                 out.captured = false;
-                out.note = Some(format!(
-                    "not captured: {} is over the {} a file may have",
-                    human_bytes(stat.size),
-                    human_bytes(max_bytes)
-                ));
-            } else if stat.nlink > 1 {
-                out.captured = false;
-                out.note =
-                    Some("not captured: a hard link (another name shares its content)".into());
+                out.note = Some(why);
             } else {
                 let bytes = fs::read(path).map_err(|e| CheckpointError::io("read", path, e))?;
                 let hash = hash_bytes(&bytes);
@@ -159,6 +151,21 @@ pub(crate) fn capture(
     }
     out.state = state;
     Ok(out)
+}
+
+/// Why a file's content is not kept (over `max_bytes`, or a hard link), if it is not.
+pub(crate) fn not_capturable(stat: &Stat, max_bytes: u64) -> Option<String> {
+    if stat.size > max_bytes {
+        Some(format!(
+            "not captured: {} is over the {} a file may have",
+            human_bytes(stat.size),
+            human_bytes(max_bytes)
+        ))
+    } else if stat.nlink > 1 {
+        Some("not captured: a hard link (another name shares its content)".into())
+    } else {
+        None
+    }
 }
 
 /// Whether two states are the same content, kind, mode and link target. A file

@@ -568,12 +568,13 @@ fn diff(
     let mut created: Vec<(String, Stat, FileState)> = Vec::new();
     for (rel, st) in walked.entries {
         let old = index.entries.remove(&rel);
-        if let Some(e) = &old
-            && !e.stat.differs(&st)
-        {
-            next.insert(rel, old.unwrap_or_else(|| unreachable_entry(st)));
-            continue;
-        }
+        let old = match old {
+            Some(e) if !e.stat.differs(&st) => {
+                next.insert(rel, e);
+                continue;
+            }
+            other => other,
+        };
         let abs = root.join(&rel);
         let after = match capture(
             &abs,
@@ -692,26 +693,9 @@ fn same_inode(before: &Stat, after: &Stat) -> bool {
         && before.mtime_ns == after.mtime_ns
 }
 
-fn unreachable_entry(stat: Stat) -> Entry {
-    Entry {
-        stat,
-        hash: None,
-        link: None,
-    }
-}
-
 fn uncaptured_note(inner: &Inner, st: &Stat) -> String {
-    if st.nlink > 1 {
-        "not captured: a hard link (another name shares its content)".into()
-    } else if st.size > inner.settings.max_file_bytes {
-        format!(
-            "not captured: {} is over the {} a file may have",
-            toolbelt_core::human::human_bytes(st.size),
-            toolbelt_core::human::human_bytes(inner.settings.max_file_bytes)
-        )
-    } else {
-        "not captured: it was not read before the call".into()
-    }
+    crate::observe::not_capturable(st, inner.settings.max_file_bytes)
+        .unwrap_or_else(|| "not captured: it was not read before the call".into())
 }
 
 /// The state an index entry records.

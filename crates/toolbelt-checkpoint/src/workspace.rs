@@ -192,7 +192,8 @@ impl Inner {
     }
 
     pub(crate) fn capturable(&self, st: &Stat) -> bool {
-        st.kind == FILE && st.size <= self.settings.max_file_bytes && st.nlink <= 1
+        st.kind == FILE
+            && crate::observe::not_capturable(st, self.settings.max_file_bytes).is_none()
     }
 }
 

@@ -17,7 +17,7 @@ const SCREEN_TIMEOUT: Duration = Duration::from_secs(60);
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The tmux command, installed when missing and possible; `None` when not.
-fn tmux() -> Option<PathBuf> {
+pub(super) fn tmux() -> Option<PathBuf> {
     let works = || {
         Command::new("tmux")
             .arg("-V")
@@ -52,14 +52,14 @@ fn tmux() -> Option<PathBuf> {
 
 /// A tmux server of its own (its socket in a temporary directory), killed at the
 /// end of the test.
-struct Terminal {
+pub(super) struct Terminal {
     tmux: PathBuf,
     socket: PathBuf,
 }
 
 impl Terminal {
     /// Starts `command` (run by `sh -c`) in a detached 120x40 window.
-    fn start(tmux: PathBuf, dir: &Path, command: &str) -> Terminal {
+    pub(super) fn start(tmux: PathBuf, dir: &Path, command: &str) -> Terminal {
         let socket = dir.join("tmux.sock");
         let term = Terminal { tmux, socket };
         let mut cmd = term.tmux();
@@ -86,7 +86,7 @@ impl Terminal {
     }
 
     /// Types `keys` (tmux key names: `Enter`, `C-c`, or literal text).
-    fn keys(&self, keys: &[&str]) {
+    pub(super) fn keys(&self, keys: &[&str]) {
         let out: Output = self
             .tmux()
             .args(["send-keys", "-t", "agent"])
@@ -96,11 +96,17 @@ impl Terminal {
         assert!(out.status.success(), "send-keys: {}", text(&out.stderr));
     }
 
+    /// Types `line` (literally) and Enter.
+    pub(super) fn line(&self, line: &str) {
+        self.keys(&["-l", line]);
+        self.keys(&["Enter"]);
+    }
+
     /// The screen and its scrollback (or why tmux could not show it).
-    fn screen(&self) -> String {
+    pub(super) fn screen(&self) -> String {
         let out = self
             .tmux()
-            .args(["capture-pane", "-p", "-J", "-S", "-200", "-t", "agent"])
+            .args(["capture-pane", "-p", "-J", "-S", "-400", "-t", "agent"])
             .output()
             .unwrap();
         if out.status.success() {
@@ -111,7 +117,7 @@ impl Terminal {
     }
 
     /// Waits until every one of `wanted` is on the screen; returns the screen.
-    fn wait_for(&self, wanted: &[&str]) -> String {
+    pub(super) fn wait_for(&self, wanted: &[&str]) -> String {
         let deadline = Instant::now() + SCREEN_TIMEOUT;
         loop {
             let screen = self.screen();

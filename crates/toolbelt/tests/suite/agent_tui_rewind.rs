@@ -3,117 +3,12 @@
 //! `send-keys` and the screen is read with `capture-pane` (as in `agent_tui`).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::thread;
-use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolbelt_agent::testing::{Reply, Script, ScriptedServer};
 use toolbelt_agent::{ProviderKind, transcript};
 
-/// The longest wait for something to appear on the screen.
-const SCREEN_TIMEOUT: Duration = Duration::from_secs(60);
-/// How often the screen is read while waiting.
-const POLL_INTERVAL: Duration = Duration::from_millis(100);
-
-/// A tmux server of its own (its socket in a temporary directory), killed at the
-/// end of the test.
-struct Terminal {
-    socket: PathBuf,
-}
-
-impl Terminal {
-    /// Starts `command` (run by `sh -c`) in a detached 120x40 window; `None`
-    /// when there is no tmux.
-    fn start(dir: &Path, command: &str) -> Option<Terminal> {
-        let works = Command::new("tmux")
-            .arg("-V")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !works {
-            return None;
-        }
-        let term = Terminal {
-            socket: dir.join("tmux.sock"),
-        };
-        let mut cmd = term.tmux();
-        cmd.args(["-f", "/dev/null", "new-session", "-d", "-s", "agent"])
-            .args(["-x", "120", "-y", "40"])
-            .arg(command);
-        for var in super::cli::TOOLBELT_ENV.iter().chain(&["NO_COLOR"]) {
-            cmd.env_remove(var);
-        }
-        let out = cmd.env("TERM", "xterm-256color").output().unwrap();
-        assert!(out.status.success(), "tmux: {}", text(&out.stderr));
-        let _ = term
-            .tmux()
-            .args(["set-option", "-t", "agent", "remain-on-exit", "on"])
-            .output();
-        Some(term)
-    }
-
-    fn tmux(&self) -> Command {
-        let mut cmd = Command::new("tmux");
-        cmd.arg("-S").arg(&self.socket);
-        cmd
-    }
-
-    /// Types `keys` (tmux key names, or literal text after `-l`).
-    fn keys(&self, keys: &[&str]) {
-        let out = self
-            .tmux()
-            .args(["send-keys", "-t", "agent"])
-            .args(keys)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "send-keys: {}", text(&out.stderr));
-    }
-
-    /// Types `line` and Enter.
-    fn line(&self, line: &str) {
-        self.keys(&["-l", line]);
-        self.keys(&["Enter"]);
-    }
-
-    /// The screen and its scrollback.
-    fn screen(&self) -> String {
-        let out = self
-            .tmux()
-            .args(["capture-pane", "-p", "-J", "-S", "-400", "-t", "agent"])
-            .output()
-            .unwrap();
-        if out.status.success() {
-            text(&out.stdout)
-        } else {
-            format!("(capture-pane failed: {})", text(&out.stderr))
-        }
-    }
-
-    /// Waits until every one of `wanted` is on the screen; returns the screen.
-    fn wait_for(&self, wanted: &[&str]) -> String {
-        let deadline = Instant::now() + SCREEN_TIMEOUT;
-        loop {
-            let screen = self.screen();
-            if wanted.iter().all(|w| screen.contains(w)) {
-                return screen;
-            }
-            if Instant::now() >= deadline {
-                panic!("waited {SCREEN_TIMEOUT:?} for {wanted:?}; the screen:\n{screen}");
-            }
-            thread::sleep(POLL_INTERVAL);
-        }
-    }
-}
-
-impl Drop for Terminal {
-    fn drop(&mut self) {
-        let _ = self.tmux().arg("kill-server").output();
-    }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use super::agent_tui::{Terminal, tmux};
 
 fn write(path: &str, content: &str) -> Reply {
     Reply::call(
@@ -165,10 +60,11 @@ fn rewind_picks_a_turn_previews_and_goes_on_in_the_new_run() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("work");
     std::fs::create_dir(&root).unwrap();
-    let Some(term) = Terminal::start(dir.path(), &agent_command(&root, &server, "")) else {
+    let Some(tmux) = tmux() else {
         eprintln!("skipping: tmux is not installed");
         return;
     };
+    let term = Terminal::start(tmux, dir.path(), &agent_command(&root, &server, ""));
     term.wait_for(&["/help for commands", "› "]);
 
     term.line("/help");
@@ -277,10 +173,11 @@ fn rewind_says_when_there_is_nothing_and_when_checkpoints_are_off() {
     let root = dir.path().join("work");
     std::fs::create_dir(&root).unwrap();
     let command = agent_command(&root, &server, "TOOLBELT_CHECKPOINTS=off");
-    let Some(term) = Terminal::start(dir.path(), &command) else {
+    let Some(tmux) = tmux() else {
         eprintln!("skipping: tmux is not installed");
         return;
     };
+    let term = Terminal::start(tmux, dir.path(), &command);
     term.wait_for(&["/help for commands", "› "]);
     term.line("/rewind");
     term.wait_for(&["There is nothing to rewind: this conversation has no turns yet."]);
