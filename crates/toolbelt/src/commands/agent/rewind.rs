@@ -277,14 +277,17 @@ fn scopes(path: &Path, runs_dir: &Path, turn: u32) -> Result<Vec<Scope>> {
     Ok(scopes)
 }
 
-/// The oldest checkpoint of the workspace that belongs to one of `scopes`.
-async fn first_checkpoint(checkpoints: &Checkpoints, scopes: &[Scope]) -> Result<Option<i64>> {
+/// The workspace's checkpoints taken since `since_ms` (and the page that reaches
+/// past it), newest first: id, time and origin.
+async fn recent_origins(
+    checkpoints: &Checkpoints,
+    since_ms: i64,
+) -> Result<Vec<(i64, i64, Origin)>> {
     let store = checkpoints
         .store()
         .await
         .context("the checkpoint records cannot be read")?;
-    let oldest_start = scopes.iter().map(|s| s.since_ms).min().unwrap_or(0);
-    let mut first = None;
+    let mut out = Vec::new();
     let mut before = None;
     loop {
         let page = list_checkpoints(store, checkpoints.workspace(), before, PAGE)
@@ -292,19 +295,27 @@ async fn first_checkpoint(checkpoints: &Checkpoints, scopes: &[Scope]) -> Result
             .context("the checkpoint records cannot be read")?;
         let Some(last) = page.last() else { break };
         before = Some(last.id);
-        for record in &page {
-            let Ok(origin) = serde_json::from_str::<Origin>(&record.origin) else {
-                continue;
-            };
-            if scopes.iter().any(|s| belongs(&origin, record.at_ms, s)) {
-                first = Some(record.id);
-            }
-        }
-        // Newest first: an older page cannot hold a checkpoint of these turns.
-        if last.at_ms < oldest_start || page.len() < PAGE as usize {
+        out.extend(page.iter().filter_map(|record| {
+            let origin = serde_json::from_str::<Origin>(&record.origin).ok()?;
+            Some((record.id, record.at_ms, origin))
+        }));
+        // Newest first: an older page cannot hold a checkpoint since then.
+        if last.at_ms < since_ms || page.len() < PAGE as usize {
             break;
         }
     }
+    Ok(out)
+}
+
+/// The oldest checkpoint of the workspace that belongs to one of `scopes`.
+async fn first_checkpoint(checkpoints: &Checkpoints, scopes: &[Scope]) -> Result<Option<i64>> {
+    let oldest_start = scopes.iter().map(|s| s.since_ms).min().unwrap_or(0);
+    let first = recent_origins(checkpoints, oldest_start)
+        .await?
+        .into_iter()
+        .filter(|(_, at_ms, origin)| scopes.iter().any(|s| belongs(origin, *at_ms, s)))
+        .map(|(id, _, _)| id)
+        .min();
     Ok(first)
 }
 
@@ -384,30 +395,15 @@ pub(super) async fn files_by_turn(
         let turn = starts.iter().filter(|s| s.1 <= at_ms).map(|s| s.0).max()?;
         owns(parent, turn).then_some(turn)
     };
+    let mut found: Vec<(i64, u32)> = recent_origins(checkpoints, oldest)
+        .await?
+        .into_iter()
+        .filter_map(|(id, at_ms, origin)| Some((id, turn_of(&origin, at_ms)?)))
+        .collect();
     let store = checkpoints
         .store()
         .await
         .context("the checkpoint records cannot be read")?;
-    let mut found = Vec::new();
-    let mut before = None;
-    loop {
-        let page = list_checkpoints(store, checkpoints.workspace(), before, PAGE)
-            .await
-            .context("the checkpoint records cannot be read")?;
-        let Some(last) = page.last() else { break };
-        before = Some(last.id);
-        for record in &page {
-            let Ok(origin) = serde_json::from_str::<Origin>(&record.origin) else {
-                continue;
-            };
-            if let Some(turn) = turn_of(&origin, record.at_ms) {
-                found.push((record.id, turn));
-            }
-        }
-        if last.at_ms < oldest || page.len() < PAGE as usize {
-            break;
-        }
-    }
     // Oldest first, so each turn's paths are in the order they were changed.
     found.sort_unstable();
     let mut files: BTreeMap<u32, Vec<String>> = BTreeMap::new();
