@@ -7,11 +7,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use toolbelt_core::checkpoint::RevertFailed;
+use toolbelt_core::hooks::ChangedFile;
 use toolbelt_core::{
     BoxFuture, Changes, CheckpointCall, CheckpointNote, CheckpointRefused, Checkpointer, Envelope,
-    PendingCheckpoint, error_chain,
+    Origin, PendingCheckpoint, error_chain,
 };
-use toolbelt_store::{CheckpointRecord, FileChange, FileState, insert_checkpoint};
+use toolbelt_store::{CheckpointRecord, FileChange, FileState, insert_checkpoint, mark_reverted};
+
+use crate::rewind::RewindRequest;
 
 use crate::error::CheckpointError;
 use crate::index::{Entry, Index, index_path, walk};
@@ -89,6 +93,36 @@ impl Checkpointer for Checkpoints {
                 return Err(CheckpointRefused { reason });
             }
             Ok(Some(pending))
+        })
+    }
+
+    fn revert<'a>(
+        &'a self,
+        id: &'a str,
+        origin: &'a Origin,
+    ) -> BoxFuture<'a, Result<usize, RevertFailed>> {
+        Box::pin(async move {
+            let failed = |e: CheckpointError| RevertFailed(Box::new(e));
+            let number = crate::parse_id(id).map_err(failed)?;
+            let outcome = self
+                .rewind(&RewindRequest {
+                    to: number,
+                    only: true,
+                    origin: origin.clone(),
+                    ..RewindRequest::default()
+                })
+                .await
+                .map_err(failed)?;
+            let store = self
+                .inner
+                .store
+                .store()
+                .await
+                .map_err(|e| failed(e.into()))?;
+            mark_reverted(store, number, "undone by a hook after the call")
+                .await
+                .map_err(|e| failed(e.into()))?;
+            Ok(outcome.restored)
         })
     }
 }
@@ -220,6 +254,7 @@ impl PendingCheckpoint for PathsPending {
                 return CheckpointNote {
                     id: None,
                     files: 0,
+                    changed: Vec::new(),
                     problem: self.problem,
                 };
             }
@@ -228,6 +263,7 @@ impl PendingCheckpoint for PathsPending {
                 return CheckpointNote {
                     id: None,
                     files: 0,
+                    changed: Vec::new(),
                     problem: Some("checkpoint partial: the checkpoint task failed".into()),
                 };
             };
@@ -373,6 +409,7 @@ impl PendingCheckpoint for WalkPending {
                 return CheckpointNote {
                     id: None,
                     files: 0,
+                    changed: Vec::new(),
                     problem: Some("checkpoint partial: the checkpoint task failed".into()),
                 };
             };
@@ -408,10 +445,18 @@ async fn keep(
         return CheckpointNote {
             id: None,
             files: 0,
+            changed: Vec::new(),
             problem,
         };
     }
     let files = changes.len();
+    let changed: Vec<ChangedFile> = changes
+        .iter()
+        .map(|c| ChangedFile {
+            path: c.path.clone(),
+            change: c.change.clone(),
+        })
+        .collect();
     let record = CheckpointRecord {
         id: 0,
         workspace: inner.workspace.clone(),
@@ -440,11 +485,13 @@ async fn keep(
         Ok(id) => CheckpointNote {
             id: Some(crate::display_id(id)),
             files,
+            changed,
             problem,
         },
         Err(e) => CheckpointNote {
             id: None,
             files,
+            changed,
             problem: Some(format!("checkpoint not kept: {}", error_chain(&e))),
         },
     };

@@ -40,6 +40,9 @@ pub struct RewindRequest {
     pub force: bool,
     /// Plan only; change nothing.
     pub dry_run: bool,
+    /// Undo checkpoint `to` alone, not the ones after it (a hook reverting the
+    /// call it just saw).
+    pub only: bool,
     /// Who asked, for the rewind's own checkpoint.
     pub origin: Origin,
 }
@@ -124,7 +127,10 @@ impl Checkpoints {
     ) -> Result<RewindPlan, CheckpointError> {
         let inner = &self.inner;
         let store = inner.store.store().await?;
-        let records = checkpoints_from(store, &inner.workspace, request.to).await?;
+        let mut records = checkpoints_from(store, &inner.workspace, request.to).await?;
+        if request.only {
+            records.truncate(1);
+        }
         let id = crate::display_id(request.to);
         if records.first().is_none_or(|r| r.id != request.to) {
             return Err(CheckpointError::NotFound(id));

@@ -67,6 +67,8 @@ pub struct CallRecord {
     pub origin: Origin,
     /// The checkpoint taken before the call (`cp-12`), if one was kept.
     pub checkpoint: Option<String>,
+    /// The person's hooks that ran for the call.
+    pub hooks: Vec<crate::hooks::HookRun>,
 }
 
 /// Receives a record of every call a [`crate::Registry`] executes, unknown tools

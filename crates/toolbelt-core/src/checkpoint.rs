@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::envelope::Envelope;
+use crate::hooks::ChangedFile;
 
 /// A boxed future that may move between threads (the same type as
 /// [`crate::BoxFuture`], spelled here so that this module needs no other).
@@ -149,8 +150,10 @@ pub struct CheckpointRefused {
 pub struct CheckpointNote {
     /// The checkpoint's id (`cp-12`), when one was kept.
     pub id: Option<String>,
-    /// The paths the call changed.
+    /// How many paths the call changed.
     pub files: usize,
+    /// The paths it changed and how (for the hooks that run after it).
+    pub changed: Vec<ChangedFile>,
     /// What was left out, when the checkpoint is partial or was not taken
     /// (`checkpoint not taken: no space`).
     pub problem: Option<String>,
@@ -168,7 +171,32 @@ pub trait Checkpointer: Send + Sync {
         &'a self,
         call: CheckpointCall<'a>,
     ) -> BoxFuture<'a, Result<Option<Box<dyn PendingCheckpoint>>, CheckpointRefused>>;
+
+    /// Undoes what the call of checkpoint `id` (`cp-12`) changed, and only that
+    /// (a hook asked for it after the call); the checkpoint is marked reverted.
+    /// Returns how many paths were put back.
+    ///
+    /// # Errors
+    /// The checkpoint is unknown, or a path cannot be put back. The default:
+    /// this checkpointer cannot undo single calls.
+    fn revert<'a>(
+        &'a self,
+        id: &'a str,
+        origin: &'a Origin,
+    ) -> BoxFuture<'a, Result<usize, RevertFailed>> {
+        let _ = origin;
+        Box::pin(async move {
+            Err(RevertFailed(
+                format!("checkpoint {id} cannot be reverted by this checkpointer").into(),
+            ))
+        })
+    }
 }
+
+/// Why a call's changes could not be undone.
+#[derive(Debug, thiserror::Error)]
+#[error("the call's changes could not be undone")]
+pub struct RevertFailed(#[source] pub Box<dyn std::error::Error + Send + Sync>);
 
 /// A checkpoint taken before a call, finished after it.
 pub trait PendingCheckpoint: Send {

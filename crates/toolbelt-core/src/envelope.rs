@@ -183,6 +183,9 @@ pub struct CallContext {
     /// no space left on the device`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_problem: Option<String>,
+    /// The person's hooks that ran for the call, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<crate::hooks::HookRun>,
     /// Tool-specific context (e.g. `path_resolved`).
     #[serde(flatten)]
     pub extra: Map<String, Value>,

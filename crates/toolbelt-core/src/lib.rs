@@ -59,6 +59,7 @@ mod ask;
 mod authorize;
 mod calllog;
 pub mod checkpoint;
+pub mod hooks;
 pub mod closest;
 mod context;
 mod envelope;

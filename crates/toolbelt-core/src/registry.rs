@@ -15,6 +15,7 @@ use crate::authorize::{AllowAll, Authorizer};
 use crate::calllog::CallLog;
 use crate::checkpoint::{Checkpointer, Origin};
 use crate::closest::{STRONG_MATCH, closest};
+use crate::hooks::CallHooks;
 use crate::context::{EventSink, ProgressSink, Session, ToolContext};
 use crate::envelope::{Envelope, ErrorCode};
 use crate::output::OutputBudget;
@@ -27,6 +28,7 @@ use crate::tool::{FnTool, Tool, ToolResult, Typed, TypedTool};
 use crate::validate::{InvalidSchema, SchemaValidator};
 
 mod dispatch;
+mod hook_stages;
 
 /// Longest tool name accepted (the OpenAI limit).
 pub const MAX_TOOL_NAME_LEN: usize = 64;
@@ -260,6 +262,8 @@ pub struct Registry {
     call_log: Option<Arc<dyn CallLog>>,
     /// Takes what is needed to undo each call that may change files.
     checkpointer: Option<Arc<dyn Checkpointer>>,
+    /// The person's hooks, asked before and after every call.
+    hooks: Option<Arc<dyn CallHooks>>,
     /// Where calls come from unless their options say otherwise.
     origin: Origin,
     /// The canonical name of the tool that reads saved outputs, if one is registered.
@@ -301,6 +305,7 @@ impl Registry {
             events: None,
             call_log: None,
             checkpointer: None,
+            hooks: None,
             origin: Origin::default(),
             saved_output_reader: None,
             descriptions: crate::Descriptions::Full,
@@ -372,8 +377,19 @@ impl Registry {
         &self.origin
     }
 
+    /// Asks `hooks` before and after every call (none: no hooks run). A fork keeps
+    /// them: a subagent's calls meet the same hooks.
+    pub fn set_hooks(&mut self, hooks: Option<Arc<dyn CallHooks>>) {
+        self.hooks = hooks;
+    }
+
+    /// The hooks, if any (the agent asks them at the edges of a run).
+    pub fn hooks(&self) -> Option<&Arc<dyn CallHooks>> {
+        self.hooks.as_ref()
+    }
+
     /// A registry with the same session, tools, profile, policy, call log,
-    /// checkpointer and origin, for
+    /// checkpointer, hooks and origin, for
     /// another caller: its approver and event sink are its own (none at first).
     /// The tools themselves are shared (a background shell started through one is
     /// seen through the other).
@@ -395,6 +411,7 @@ impl Registry {
             events: None,
             call_log: self.call_log.clone(),
             checkpointer: self.checkpointer.clone(),
+            hooks: self.hooks.clone(),
             origin: self.origin.clone(),
             saved_output_reader: self.saved_output_reader.clone(),
             descriptions: self.descriptions,

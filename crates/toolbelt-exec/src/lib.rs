@@ -2,7 +2,7 @@
 //!
 //! [`run`] runs one command with `bash -c` in its own session and process group
 //! (no controlling terminal), with
-//! standard input closed, and returns its bounded, UTF-8 output:
+//! standard input closed (or given bytes, [`ExecRequest::stdin`]), and returns its bounded, UTF-8 output:
 //!
 //! - **time**: after the timeout the tree gets `SIGTERM`, then `SIGKILL` after a
 //!   grace period; [`TIMEOUT_EXIT_CODE`] is reported;

@@ -55,6 +55,10 @@ pub struct ExecRequest {
     pub locale: Option<&'static Encoding>,
     /// The sandbox to run in (none: the server's own rights).
     pub sandbox: Option<Arc<Sandbox>>,
+    /// Bytes written to the command's standard input, which is then closed (none:
+    /// standard input is closed from the start). A command that does not read
+    /// them all is not an error.
+    pub stdin: Option<Vec<u8>>,
 }
 
 impl ExecRequest {
@@ -77,6 +81,7 @@ impl ExecRequest {
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             locale: None,
             sandbox: None,
+            stdin: None,
         }
     }
 }
@@ -270,9 +275,23 @@ pub async fn run(req: ExecRequest, cancel: &CancellationToken) -> Result<ExecOut
         &req.command,
         &req.cwd,
         &req.env,
-        Stdio::null(),
+        if req.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        },
         req.sandbox.as_deref(),
     )?;
+    if let (Some(bytes), Some(mut pipe)) = (req.stdin.clone(), child.stdin.take()) {
+        // Written beside the readers: a command that fills its output before
+        // reading its input does not deadlock. A command that exits without
+        // reading it all closes the pipe; that is its choice, not an error.
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = pipe.write_all(&bytes).await;
+            let _ = pipe.shutdown().await;
+        });
+    }
     let mut guard = TreeGuard {
         group,
         marker: marker.clone(),

@@ -273,3 +273,18 @@ async fn a_missing_working_directory_is_an_error() {
 fn the_marker_scan_finds_nothing_for_an_unknown_marker() {
     assert!(tree::marked("no-such-marker").is_empty());
 }
+
+#[tokio::test]
+async fn stdin_bytes_reach_the_command_and_are_closed_after() {
+    let mut req = request("wc -c; cat", Duration::from_secs(10));
+    req.stdin = Some(b"{\"a\":1}".to_vec());
+    let out = exec(req).await;
+    assert_eq!(out.exit_code, 0);
+    assert_eq!(out.stdout.captured.text.trim(), "7");
+
+    // A command that never reads its input still ends, with its own status.
+    let mut req = request("exit 3", Duration::from_secs(10));
+    req.stdin = Some(vec![b'x'; 1 << 20]);
+    let out = exec(req).await;
+    assert_eq!(out.exit_code, 3);
+}

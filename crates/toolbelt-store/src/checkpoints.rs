@@ -427,6 +427,27 @@ pub async fn mark_pruned(store: &Store, ids: &[i64], problem: &str) -> StoreResu
     Ok(())
 }
 
+/// Marks checkpoint `id` as reverted (a hook undid its call right after it), with
+/// `note` saying why.
+///
+/// # Errors
+/// A failed query.
+pub async fn mark_reverted(store: &Store, id: i64, note: &str) -> StoreResult<()> {
+    let sql = format!(
+        "UPDATE checkpoints SET status = 'reverted', problem = {} WHERE id = {}",
+        marks(store.backend(), 1, 1),
+        marks(store.backend(), 2, 1)
+    );
+    let mut tx = store.begin_write().await?;
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(note)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 /// `(id, at_ms, bytes)` of every checkpoint not pruned, of every workspace, oldest
 /// first.
 ///

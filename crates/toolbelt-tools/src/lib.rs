@@ -65,7 +65,7 @@ pub use builtins::{
 };
 pub use coding::ask_user::AskUser;
 pub use files::read_file::MAX_READ_BYTES;
-pub use permissions::apply_policy;
+pub use permissions::{apply_policy, tool_kinds};
 pub use schedule::cron::{JobData, LastRunData, job_data};
 pub use skill::{
     SKILL_FILE, Skill, SkillProblem, SkillScan, SkillTool, Skills, UnknownSkill, skill_dirs,

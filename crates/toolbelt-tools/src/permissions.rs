@@ -11,7 +11,7 @@ use crate::profiles;
 /// The kinds of subject the tools of `registry` declare (a path, a command, a
 /// URL), under their canonical names and every name a built-in profile exposes
 /// them as: a rule may name a tool by any of them.
-pub(crate) fn tool_kinds(registry: &Registry) -> ToolKinds {
+pub fn tool_kinds(registry: &Registry) -> ToolKinds {
     let tools: Vec<_> = registry
         .names()
         .iter()

@@ -70,6 +70,11 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 /// disable = ["bash"]
 /// descriptions = "full"         # or short: first paragraphs only, for small models
 ///
+/// [[hooks.pre_tool_use]]        # run before calls (see `toolbelt hooks --help`)
+/// match = "bash"
+/// if = "bash(git push --force:*)"
+/// command = ".toolbelt/hooks/no-force-push.sh"   # exit 2 blocks, stderr says why
+///
 /// [channels.team]               # where `message` and `cron` jobs send (see toolbelt_sched)
 /// kind = "slack"                # webhook, telegram, slack, discord, email, file
 /// url_env = "SLACK_WEBHOOK_URL" # secrets from the environment (or url = "...")
@@ -113,6 +118,10 @@ pub struct FileConfig {
     /// `[checkpoints]`: what is kept so that tool calls can be undone.
     #[serde(default)]
     pub checkpoints: CheckpointsConfig,
+    /// `[hooks]`: the person's own commands and rules around every call (those
+    /// of a file inside the workspace run once `toolbelt hooks trust` recorded them).
+    #[serde(default)]
+    pub hooks: Option<toolbelt_hooks::HooksConfig>,
     /// `[channels.NAME]`: the channels of the `message` and `cron` tools.
     #[serde(default)]
     pub channels: std::collections::BTreeMap<String, toolbelt_sched::ChannelConfig>,

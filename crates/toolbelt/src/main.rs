@@ -16,6 +16,7 @@
 mod cli;
 mod commands;
 mod config;
+mod hooks;
 mod jobs;
 mod leftovers;
 mod model;

@@ -46,6 +46,8 @@ pub struct Workspace {
     /// What is kept so that the calls' changes to the files can be undone (none
     /// when `[checkpoints] enabled = false`).
     pub checkpoints: Option<Checkpoints>,
+    /// The person's hooks (none when none is configured).
+    pub hooks: Option<Arc<toolbelt_hooks::Hooks>>,
 }
 
 impl Workspace {
@@ -169,6 +171,12 @@ impl Workspace {
                 .clone()
                 .map(|c| Arc::new(c) as Arc<dyn toolbelt_core::Checkpointer>),
         );
+        let hooks = crate::hooks::build(settings, &registry)?.map(Arc::new);
+        registry.set_hooks(
+            hooks
+                .clone()
+                .map(|h| h as Arc<dyn toolbelt_core::hooks::CallHooks>),
+        );
         Ok(Workspace {
             registry,
             store,
@@ -178,6 +186,7 @@ impl Workspace {
             subagents,
             upstreams,
             checkpoints,
+            hooks,
         })
     }
 

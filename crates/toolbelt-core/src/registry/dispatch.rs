@@ -34,13 +34,14 @@ use futures::FutureExt;
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
+use super::hook_stages::PermissionAnswer;
 use super::{
     Approval, ApprovalRequest, BatchMode, CallOptions, Entry, Registry, ToolCall, new_call_id,
     unix_ms_now,
 };
 use crate::authorize::{Decision, Evaluation, Request};
 use crate::calllog::{CallRecord, args_digest};
-use crate::checkpoint::{Changes, CheckpointCall, Origin, PendingCheckpoint};
+use crate::checkpoint::{Changes, CheckpointCall, CheckpointNote, Origin, PendingCheckpoint};
 use crate::closest::closest;
 use crate::context::{MAX_TIMEOUT_MS, ToolContext};
 use crate::envelope::{Envelope, ErrorCode, Repair};
@@ -60,12 +61,12 @@ const TRUNCATED_STRING_REPAIR: &str = "closed unterminated string";
 const PARAMETER_MATCH: f64 = 0.75;
 
 /// The tool a call reached, as the stages after lookup see it.
-struct Target<'a> {
-    tool: &'a Arc<dyn Tool>,
-    spec: &'a ToolSpec,
-    canonical: &'a str,
+pub(super) struct Target<'a> {
+    pub(super) tool: &'a Arc<dyn Tool>,
+    pub(super) spec: &'a ToolSpec,
+    pub(super) canonical: &'a str,
     /// The name the model knows the tool by.
-    exposed: &'a str,
+    pub(super) exposed: &'a str,
     /// The tool's parameter names, when the profile shows them in camelCase: the
     /// arguments are read back as the tool's, and its messages shown as the model's.
     camel: Option<&'a BTreeSet<String>>,
@@ -73,7 +74,7 @@ struct Target<'a> {
 
 /// What a stage before execute gives: its result, or the envelope the call ends
 /// with (boxed: an envelope is large, and ending early the rarer path).
-type Stage<T> = Result<T, Box<Envelope>>;
+pub(super) type Stage<T> = Result<T, Box<Envelope>>;
 
 /// A call as it came in, for the record stage.
 struct Incoming {
@@ -90,17 +91,19 @@ struct Incoming {
 
 /// What the record stage needs to know of how far a call got.
 #[derive(Default)]
-struct Trace {
+pub(super) struct Trace {
     /// The canonical name, once the tool was found.
     canonical: Option<String>,
     /// The repairs made to the arguments.
     repairs: Vec<Repair>,
     /// Where the call came from.
-    origin: Origin,
+    pub(super) origin: Origin,
+    /// The person's hooks that ran, in order.
+    pub(super) hooks: Vec<crate::hooks::HookRun>,
 }
 
 /// What the rules said of a call that may go on.
-enum Ruling {
+pub(super) enum Ruling {
     /// Run it.
     Allowed,
     /// Ask the person first.
@@ -171,12 +174,21 @@ impl Registry {
         let args = repair(&target, arguments, &mut trace.repairs)?;
         validate(&target, &entry, &args)?;
         let ruling = self.authorize(&target, &args)?;
-        self.approve(&target, &args, ruling, &opts).await?;
+        let (args, ruling, pre) = self
+            .pre_hooks(&target, &entry, args, ruling, call_id, trace)
+            .await?;
+        self.approve(&target, &args, ruling, &opts, call_id, trace)
+            .await?;
         let pending = self
             .checkpoint(&target, &args, call_id, &trace.origin)
             .await?;
-        let (env, ctx) = self.execute_tool(&target, args, call_id, opts).await;
-        let env = changes(pending, env).await;
+        let (env, ctx) = self
+            .execute_tool(&target, args.clone(), call_id, opts)
+            .await;
+        let (env, note) = changes(pending, env).await;
+        let env = self
+            .post_hooks(&target, &args, env, &note, call_id, pre, trace)
+            .await;
         Ok(self.budget(env, ctx.budget()))
     }
 
@@ -239,7 +251,7 @@ impl Registry {
     }
 
     /// Stage 4: what the permission rules say of the call; a denied call ends here.
-    fn authorize(&self, target: &Target<'_>, args: &Value) -> Stage<Ruling> {
+    pub(super) fn authorize(&self, target: &Target<'_>, args: &Value) -> Stage<Ruling> {
         let Target {
             tool,
             spec,
@@ -277,10 +289,17 @@ impl Registry {
         args: &Value,
         ruling: Ruling,
         opts: &CallOptions,
+        call_id: &str,
+        trace: &mut Trace,
     ) -> Stage<()> {
         let Ruling::Ask { subject, eval } = ruling else {
             return Ok(());
         };
+        if let PermissionAnswer::Approved =
+            self.permission_hooks(target, args, call_id, trace).await?
+        {
+            return Ok(());
+        }
         let exposed = target.exposed;
         let approver = opts.approver.as_ref().or(self.approver.as_ref());
         let answer = match approver {
@@ -425,6 +444,7 @@ impl Registry {
             canonical,
             repairs,
             origin,
+            hooks,
         } = trace;
         env.stats.time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         env.context.tool = canonical.clone().unwrap_or_else(|| name.clone());
@@ -432,6 +452,7 @@ impl Registry {
         env.context.cwd = self.session.cwd().display().to_string();
         env.context.params_input = params_input;
         env.context.repairs = repairs;
+        env.context.hooks = hooks;
         if canonical.as_deref().is_some_and(|c| c != name) {
             env.context.exposed_name = Some(name);
         }
@@ -502,14 +523,17 @@ impl Registry {
 
 /// Stage 8: the checkpoint taken before the call is finished with what the call
 /// changed, and named in the envelope's context.
-async fn changes(pending: Option<Box<dyn PendingCheckpoint>>, mut env: Envelope) -> Envelope {
+async fn changes(
+    pending: Option<Box<dyn PendingCheckpoint>>,
+    mut env: Envelope,
+) -> (Envelope, CheckpointNote) {
     let Some(pending) = pending else {
-        return env;
+        return (env, CheckpointNote::default());
     };
     let note = pending.after(&env).await;
-    env.context.checkpoint = note.id;
-    env.context.checkpoint_problem = note.problem;
-    env
+    env.context.checkpoint.clone_from(&note.id);
+    env.context.checkpoint_problem.clone_from(&note.problem);
+    (env, note)
 }
 
 /// Stage 2: safe repair of `arguments` (the repairs go to `repairs`, kept in the
@@ -564,7 +588,7 @@ fn repair(target: &Target<'_>, arguments: Value, repairs: &mut Vec<Repair>) -> S
 
 /// Stage 3: the input schema, then the tool's own rules; every violation is
 /// listed in the envelope the call ends with.
-fn validate(target: &Target<'_>, entry: &Entry, args: &Value) -> Stage<()> {
+pub(super) fn validate(target: &Target<'_>, entry: &Entry, args: &Value) -> Stage<()> {
     let Target {
         tool,
         spec,
@@ -710,6 +734,7 @@ fn call_record(env: &Envelope, at_ms: i64, origin: Origin) -> CallRecord {
         bytes_out: u64::try_from(env.text.len() + data_len).unwrap_or(u64::MAX),
         origin,
         checkpoint: env.context.checkpoint.clone(),
+        hooks: env.context.hooks.clone(),
     }
 }
 

@@ -306,6 +306,7 @@ async fn restore(
         skip_conflicts: asked.skip_conflicts,
         force: false,
         dry_run: asked.dry_run,
+        only: false,
         origin: super::api::caller_origin(&headers, state.token_required),
     };
     let _one_at_a_time = state.restoring.lock().await;

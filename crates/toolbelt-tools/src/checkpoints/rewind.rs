@@ -113,6 +113,7 @@ impl TypedTool for Rewind {
             skip_conflicts: p.skip_conflicts.unwrap_or(false),
             force: false,
             dry_run: p.dry_run.unwrap_or(false),
+            only: false,
             // The call's own origin is in the call log; the rewind's checkpoint
             // says it was a rewind.
             origin: Origin::new("rewind"),

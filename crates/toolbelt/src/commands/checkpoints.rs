@@ -724,6 +724,7 @@ fn rewind_with(
         skip_conflicts: args.skip_conflicts,
         force: args.force,
         dry_run: true,
+        only: false,
         origin: Origin::new("cli"),
     };
     let plan = match rt.block_on(checkpoints.plan_rewind(&request)) {

@@ -1,0 +1,375 @@
+//! The stages where the person's hooks are asked: `pre_tool_use` after the deny
+//! rules, `permission_request` when a call would be put to the person, and
+//! `post_tool_use` / `post_tool_failure` / `file_changed` after the call.
+
+use serde_json::{Value, json};
+
+use super::dispatch::{Ruling, Stage, Target, Trace};
+use super::{Entry, Registry};
+use crate::checkpoint::{CheckpointNote, Origin};
+use crate::envelope::{Envelope, ErrorCode};
+use crate::error::error_chain;
+use crate::hooks::{HookCall, HookContext, HookDecision, HookEvent, HookInput, HookVerdict};
+use crate::output::{OutputBudget, apply_budget, truncate_in_memory};
+
+/// Bytes of one hook's context in the text; the rest is saved for `read_output`.
+pub const MAX_HOOK_CONTEXT_BYTES: usize = 4 * 1024;
+
+/// What the pre-call hooks leave for the stages after them.
+#[derive(Default)]
+pub(super) struct PreHooks {
+    /// Text for the model, added to the result.
+    context: Vec<HookContext>,
+}
+
+/// What the permission hooks said of a call that would be put to the person.
+pub(super) enum PermissionAnswer {
+    /// A hook approved it.
+    Approved,
+    /// Nobody decided: ask the person.
+    AskPerson,
+}
+
+impl Registry {
+    /// The input of a call's hooks.
+    fn hook_call<'a>(
+        target: &Target<'a>,
+        args: &'a Value,
+        call_id: &'a str,
+        subject: Option<&'a str>,
+        changes: &'a crate::checkpoint::Changes,
+    ) -> HookCall<'a> {
+        HookCall {
+            tool: target.canonical,
+            exposed: target.exposed,
+            call_id,
+            arguments: args,
+            subject,
+            subject_is_command: target.spec.subject == Some(crate::spec::Subject::Command),
+            changes,
+            permissions: &target.spec.permissions,
+        }
+    }
+
+    /// Runs the hooks of `event` for a call.
+    async fn run_call_hooks(
+        &self,
+        event: HookEvent,
+        target: &Target<'_>,
+        args: &Value,
+        call_id: &str,
+        origin: &Origin,
+        after: Option<(&Envelope, &CheckpointNote)>,
+    ) -> Option<HookVerdict> {
+        let hooks = self.hooks.as_ref().filter(|h| h.wants(event))?;
+        let subject = target.tool.permission_subject(args);
+        let changes = target.tool.changes(args);
+        let call = Registry::hook_call(target, args, call_id, subject.as_deref(), &changes);
+        let mut input = HookInput::new(event, origin, self.session.cwd());
+        input.call = Some(call);
+        if let Some((env, note)) = after {
+            input.response = Some(env);
+            input.changed = &note.changed;
+            input.checkpoint = note.id.as_deref();
+        }
+        Some(hooks.run(input).await)
+    }
+
+    /// Stage 5 (`pre_tool_use`): the hooks may deny the call, put it to the person,
+    /// rewrite its arguments (validated and checked by every rule again: a hook's
+    /// allow never overrides a rule) or add context for the model.
+    pub(super) async fn pre_hooks(
+        &self,
+        target: &Target<'_>,
+        entry: &Entry,
+        args: Value,
+        ruling: Ruling,
+        call_id: &str,
+        trace: &mut Trace,
+    ) -> Stage<(Value, Ruling, PreHooks)> {
+        let Some(verdict) = self
+            .run_call_hooks(
+                HookEvent::PreToolUse,
+                target,
+                &args,
+                call_id,
+                &trace.origin,
+                None,
+            )
+            .await
+        else {
+            return Ok((args, ruling, PreHooks::default()));
+        };
+        trace.hooks.extend(verdict.runs);
+        let exposed = target.exposed;
+        let ask = match verdict.decision {
+            HookDecision::Deny { hook, reason }
+            | HookDecision::Block { hook, reason }
+            | HookDecision::Revert { hook, reason } => {
+                return Err(Box::new(hook_denied(exposed, &hook, &reason)));
+            }
+            HookDecision::Ask { hook, reason } => Some((hook, reason)),
+            HookDecision::Continue | HookDecision::Allow => None,
+        };
+        let (args, mut ruling) = match verdict.rewrite {
+            None => (args, ruling),
+            Some(rewrite) => {
+                let hook = rewrite.hook;
+                let args = rewrite.arguments;
+                super::dispatch::validate(target, entry, &args).map_err(|mut env| {
+                    let message = format!(
+                        "hook '{hook}' rewrote the arguments of {exposed} into invalid ones: {}",
+                        env.error.as_ref().map_or("", |e| e.message.as_str())
+                    );
+                    env.text = message.clone();
+                    if let Some(e) = env.error.as_mut() {
+                        e.message = message;
+                        e.hint = Some("the call did not run; this is the hook's doing, not the model's: ask the user to fix the hook".into());
+                    }
+                    env.data["hook"] = json!(hook);
+                    env
+                })?;
+                let ruling = self.authorize(target, &args).map_err(|mut env| {
+                    env.data = json!({ "hook": hook });
+                    env
+                })?;
+                (args, ruling)
+            }
+        };
+        if let Some((hook, reason)) = ask
+            && matches!(ruling, Ruling::Allowed)
+        {
+            ruling = Ruling::Ask {
+                subject: target.tool.permission_subject(&args),
+                eval: crate::authorize::Evaluation {
+                    decision: crate::authorize::Decision::Ask,
+                    rule: Some(match reason {
+                        Some(r) => format!("hook '{hook}' ({r})"),
+                        None => format!("hook '{hook}'"),
+                    }),
+                },
+            };
+        }
+        Ok((
+            args,
+            ruling,
+            PreHooks {
+                context: verdict.context,
+            },
+        ))
+    }
+
+    /// Part of stage 6: before a call is put to the person, the
+    /// `permission_request` hooks may answer for them.
+    pub(super) async fn permission_hooks(
+        &self,
+        target: &Target<'_>,
+        args: &Value,
+        call_id: &str,
+        trace: &mut Trace,
+    ) -> Stage<PermissionAnswer> {
+        let Some(verdict) = self
+            .run_call_hooks(
+                HookEvent::PermissionRequest,
+                target,
+                args,
+                call_id,
+                &trace.origin,
+                None,
+            )
+            .await
+        else {
+            return Ok(PermissionAnswer::AskPerson);
+        };
+        trace.hooks.extend(verdict.runs);
+        match verdict.decision {
+            HookDecision::Deny { hook, reason }
+            | HookDecision::Block { hook, reason }
+            | HookDecision::Revert { hook, reason } => {
+                Err(Box::new(hook_denied(target.exposed, &hook, &reason)))
+            }
+            HookDecision::Allow => Ok(PermissionAnswer::Approved),
+            HookDecision::Ask { .. } | HookDecision::Continue => Ok(PermissionAnswer::AskPerson),
+        }
+    }
+
+    /// Stage 10 (`post_tool_use` or `post_tool_failure`, then `file_changed` when
+    /// the call changed files): the hooks may add context, tell the model that
+    /// something is wrong, or undo the call through its checkpoint.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn post_hooks(
+        &self,
+        target: &Target<'_>,
+        args: &Value,
+        mut env: Envelope,
+        note: &CheckpointNote,
+        call_id: &str,
+        pre: PreHooks,
+        trace: &mut Trace,
+    ) -> Envelope {
+        let mut context = pre.context;
+        let event = if env.status == crate::envelope::Status::Error {
+            HookEvent::PostToolFailure
+        } else {
+            HookEvent::PostToolUse
+        };
+        let mut verdicts = Vec::new();
+        if let Some(v) = self
+            .run_call_hooks(
+                event,
+                target,
+                args,
+                call_id,
+                &trace.origin,
+                Some((&env, note)),
+            )
+            .await
+        {
+            verdicts.push(v);
+        }
+        if !note.changed.is_empty()
+            && let Some(v) = self
+                .run_call_hooks(
+                    HookEvent::FileChanged,
+                    target,
+                    args,
+                    call_id,
+                    &trace.origin,
+                    Some((&env, note)),
+                )
+                .await
+        {
+            verdicts.push(v);
+        }
+        let mut decision = HookDecision::Continue;
+        for v in verdicts {
+            trace.hooks.extend(v.runs);
+            context.extend(v.context);
+            decision = stronger(decision, v.decision);
+        }
+        match decision {
+            HookDecision::Revert { hook, reason } => {
+                env = self.revert(target, env, note, &hook, &reason, trace).await;
+            }
+            HookDecision::Deny { hook, reason } | HookDecision::Block { hook, reason } => {
+                env.text
+                    .push_str(&format!("\n\n[hook '{hook}' objects] {reason}"));
+                env.data = with_hook(env.data, &hook);
+            }
+            _ => {}
+        }
+        self.add_context(&mut env, &context);
+        env
+    }
+
+    /// A post hook asked for the call to be undone: its checkpoint is reverted and
+    /// the result becomes an error that says why.
+    async fn revert(
+        &self,
+        target: &Target<'_>,
+        env: Envelope,
+        note: &CheckpointNote,
+        hook: &str,
+        reason: &str,
+        trace: &Trace,
+    ) -> Envelope {
+        let exposed = target.exposed;
+        let reverted = match (&self.checkpointer, &note.id) {
+            (Some(cp), Some(id)) => match cp.revert(id, &trace.origin).await {
+                Ok(n) => Ok(format!(
+                    "its changes ({n} {}) were undone (checkpoint {id})",
+                    crate::human::plural(n as u64, "path")
+                )),
+                Err(e) => Err(format!(
+                    "its changes could not be undone: {}",
+                    error_chain(&e)
+                )),
+            },
+            (_, None) if note.changed.is_empty() => Ok("it changed no file".to_string()),
+            _ => Err("its changes could not be undone: no checkpoint was kept".to_string()),
+        };
+        let (said, hint) = match &reverted {
+            Ok(done) => (
+                done.as_str(),
+                "do not repeat the call unchanged; follow the hook's reason",
+            ),
+            Err(problem) => (
+                problem.as_str(),
+                "tell the user: the files may still hold the call's changes",
+            ),
+        };
+        let mut out = Envelope::error(
+            ErrorCode::AccessDenied,
+            format!("hook '{hook}' rejected the result of {exposed}: {reason}; {said}"),
+            Some(hint.into()),
+        );
+        out.data = json!({ "hook": hook, "reverted": reverted.is_ok(), "result": env.text });
+        out.context = env.context;
+        out.stats = env.stats;
+        out
+    }
+
+    /// The hooks' context, each cut to [`MAX_HOOK_CONTEXT_BYTES`] (the whole saved
+    /// for `read_output`), added to the text the model reads.
+    fn add_context(&self, env: &mut Envelope, context: &[HookContext]) {
+        for c in context {
+            let text = c.text.trim();
+            if text.is_empty() {
+                continue;
+            }
+            let shown = if text.len() <= MAX_HOOK_CONTEXT_BYTES {
+                text.to_string()
+            } else {
+                let budget = OutputBudget::with_max_bytes(MAX_HOOK_CONTEXT_BYTES);
+                let captured = apply_budget(text, &budget, &self.session.spill_dir())
+                    .unwrap_or_else(|_| truncate_in_memory(text, &budget));
+                match &captured.output_id {
+                    Some(id) => format!(
+                        "{}\n[the hook's whole text: read_output output_id {id}]",
+                        captured.text
+                    ),
+                    None => captured.text,
+                }
+            };
+            env.text
+                .push_str(&format!("\n\n[hook '{}'] {shown}", c.hook));
+        }
+    }
+}
+
+/// The envelope of a call a hook denied.
+fn hook_denied(exposed: &str, hook: &str, reason: &str) -> Envelope {
+    let mut env = Envelope::error(
+        ErrorCode::AccessDenied,
+        format!("{exposed} was denied by hook '{hook}': {reason}"),
+        Some("do not retry this call unchanged; choose another way or ask the user".into()),
+    );
+    env.data = json!({ "hook": hook, "reason": reason });
+    env
+}
+
+/// `data` with the hook named in it (an object keeps its fields).
+fn with_hook(data: Value, hook: &str) -> Value {
+    match data {
+        Value::Object(mut map) => {
+            map.insert("hook".into(), json!(hook));
+            Value::Object(map)
+        }
+        Value::Null => json!({ "hook": hook }),
+        other => other,
+    }
+}
+
+/// The stronger of two decisions of the hooks after a call: revert, then deny or
+/// block, then anything else.
+fn stronger(a: HookDecision, b: HookDecision) -> HookDecision {
+    fn rank(d: &HookDecision) -> u8 {
+        match d {
+            HookDecision::Revert { .. } => 3,
+            HookDecision::Deny { .. } | HookDecision::Block { .. } => 2,
+            HookDecision::Ask { .. } | HookDecision::Allow => 1,
+            HookDecision::Continue => 0,
+        }
+    }
+    if rank(&b) > rank(&a) { b } else { a }
+}

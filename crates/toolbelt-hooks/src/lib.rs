@@ -1,0 +1,778 @@
+//! A person's own hooks: commands and inline rules run before and after tool
+//! calls, for every front end, matched in process and failing closed.
+//!
+//! [`Hooks`] is the registry's [`CallHooks`]: built from the `[hooks]` tables of
+//! the user's and the workspace's configuration ([`Layer`]), it is asked at each
+//! stage of every call (see [`toolbelt_core::hooks`]) and by the agent at the
+//! edges of a run.
+//!
+//! - **Matching** happens in process, so no process starts unless a hook
+//!   matches: tool-name globs (`bash`, `Edit|Write`, `files__*`), an `if` in the
+//!   permission-rule syntax with shell lines split into commands
+//!   (`bash(git push:*)`), `write(glob)` over what a call may write (a shell
+//!   line's redirections, `tee`, `sed -i`, `cp`... and `unknown` when it cannot
+//!   be told), and `paths` globs over what it writes or changed.
+//! - **Handlers**: a command (a shell line or a program and its arguments, JSON
+//!   on its standard input, the environment scrubbed of secrets, its whole tree
+//!   killed, its output read up to 64 KiB), or `deny = "..."` / `context = "..."`
+//!   answered in process.
+//! - **Answers**: exit 2 blocks with its standard error as the reason; JSON on
+//!   standard output may allow, deny, ask, block or revert, rewrite the
+//!   arguments (`updatedInput`) and add context (`additionalContext`), in
+//!   Claude Code's spelling or toolbelt's. Hooks of one event run side by side
+//!   and compose in configuration order: any deny wins; rewrites apply in order.
+//! - **Failures** (a timeout, a crash, a missing command, a value that means
+//!   nothing) apply the hook's `on_error`: guards deny, observers warn.
+//! - **Trust**: hooks of a workspace's own configuration run only once their
+//!   hash is in the user's [`TrustStore`]; an untrusted `required` hook denies.
+
+mod config;
+mod matcher;
+mod reply;
+mod runner;
+mod trust;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+use toolbelt_core::BoxFuture;
+use toolbelt_core::hooks::{
+    CallHooks, HookContext, HookDecision, HookEvent, HookInput, HookRun, HookVerdict, Rewrite,
+};
+use toolbelt_policy::ToolKinds;
+
+pub use config::{
+    CommandSpec, ConfigError, DEFAULT_TIMEOUT_MS, Dialect, HookSpec, HooksConfig, MAX_TIMEOUT_MS,
+    OnError,
+};
+pub use matcher::CallWrites;
+pub use runner::MAX_HOOK_OUTPUT_BYTES;
+pub use trust::{TRUST_FILE, TrustError, TrustStore, Trusted, definition_hash};
+
+use crate::matcher::{MatchEnv, Matcher};
+use crate::reply::{Said, Unusable};
+use crate::runner::Ended;
+
+/// Where a `[hooks]` table was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The user's own configuration (outside every workspace): trusted.
+    User(PathBuf),
+    /// A workspace's configuration: its hooks run once trusted.
+    Workspace(PathBuf),
+}
+
+impl Source {
+    /// The file.
+    pub fn file(&self) -> &Path {
+        match self {
+            Source::User(p) | Source::Workspace(p) => p,
+        }
+    }
+}
+
+/// One configuration's hooks.
+#[derive(Debug, Clone)]
+pub struct Layer {
+    /// The hooks.
+    pub config: HooksConfig,
+    /// Where they were read.
+    pub source: Source,
+}
+
+/// What hooks need to know of the workspace and its tools.
+#[derive(Debug, Clone, Default)]
+pub struct HookEnv {
+    /// The workspace's roots (the first is where commands run).
+    pub roots: Vec<PathBuf>,
+    /// What the tools' subjects are, for `if` rules.
+    pub kinds: ToolKinds,
+    /// Claude Code's names of the tools (`bash` -> `Bash`), for `dialect = "claude"`
+    /// and matchers that use them.
+    pub claude_names: BTreeMap<String, String>,
+    /// The user's trust file (none: every workspace hook is untrusted).
+    pub trust: Option<Arc<TrustStore>>,
+}
+
+/// What a hook does.
+#[derive(Debug)]
+enum Handler {
+    Command(CommandSpec),
+    Deny(String),
+    Context(String),
+}
+
+/// One hook, ready to run.
+#[derive(Debug)]
+struct Hook {
+    name: String,
+    event: HookEvent,
+    spec: HookSpec,
+    matcher: Matcher,
+    handler: Handler,
+    timeout_ms: u64,
+    on_error: OnError,
+    source: Source,
+}
+
+/// What `toolbelt hooks list` and `doctor` show of one hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookInfo {
+    /// Its name.
+    pub name: String,
+    /// Its event.
+    pub event: HookEvent,
+    /// Where it is defined.
+    pub source: Source,
+    /// What it runs (`command: ./check.sh`, `deny: ...`, `context: ...`).
+    pub handler: String,
+    /// Whether it may run (a user's hook always; a workspace's once trusted).
+    pub trusted: bool,
+    /// Its hash (what `toolbelt hooks trust` records), for a workspace hook.
+    pub hash: Option<String>,
+    /// Whether an untrusted copy denies what it matches.
+    pub required: bool,
+    /// The program it starts, when it starts one that cannot be found.
+    pub missing: Option<String>,
+}
+
+/// The hooks of a workspace. See the [crate documentation](crate).
+#[derive(Debug)]
+pub struct Hooks {
+    by_event: BTreeMap<HookEvent, Vec<Hook>>,
+    env: HookEnv,
+}
+
+impl Hooks {
+    /// The hooks of `layers`, in order (the user's first, then the workspace's).
+    ///
+    /// # Errors
+    /// An unknown event, a hook with no handler or two, an empty command, a
+    /// timeout out of range, an invalid matcher, `if` or path glob, two hooks of
+    /// one event with one name.
+    pub fn new(layers: &[Layer], env: HookEnv) -> Result<Hooks, ConfigError> {
+        let mut by_event: BTreeMap<HookEvent, Vec<Hook>> = BTreeMap::new();
+        let match_env = MatchEnv {
+            roots: &env.roots,
+            kinds: &env.kinds,
+        };
+        for layer in layers {
+            for (event_name, specs) in &layer.config.events {
+                let event = HookEvent::parse(event_name)
+                    .ok_or_else(|| ConfigError::UnknownEvent(event_name.clone()))?;
+                let list = by_event.entry(event).or_default();
+                for spec in specs {
+                    let name = spec.display_name(event, list.len());
+                    if list.iter().any(|h| h.name == name) {
+                        return Err(ConfigError::Duplicate {
+                            event: event_name.clone(),
+                            name,
+                        });
+                    }
+                    let handler = match (&spec.command, &spec.deny, &spec.context) {
+                        (Some(c), None, None) => {
+                            let empty = match c {
+                                CommandSpec::Line(l) => l.trim().is_empty(),
+                                CommandSpec::Exec(a) => a.first().is_none_or(|p| p.is_empty()),
+                            };
+                            if empty {
+                                return Err(ConfigError::EmptyCommand(name));
+                            }
+                            Handler::Command(c.clone())
+                        }
+                        (None, Some(d), None) => Handler::Deny(d.clone()),
+                        (None, None, Some(c)) => Handler::Context(c.clone()),
+                        (None, None, None) => return Err(ConfigError::NoHandler(name)),
+                        _ => return Err(ConfigError::TwoHandlers(name)),
+                    };
+                    let timeout_ms = spec.timeout_ms(&name)?;
+                    let matcher = Matcher::new(&name, spec, &match_env)?;
+                    list.push(Hook {
+                        on_error: spec.on_error(event),
+                        name,
+                        event,
+                        spec: spec.clone(),
+                        matcher,
+                        handler,
+                        timeout_ms,
+                        source: layer.source.clone(),
+                    });
+                }
+            }
+        }
+        by_event.retain(|_, v| !v.is_empty());
+        Ok(Hooks { by_event, env })
+    }
+
+    /// Whether no hook is configured.
+    pub fn is_empty(&self) -> bool {
+        self.by_event.is_empty()
+    }
+
+    /// Every hook, by event then configuration order.
+    pub fn list(&self) -> Vec<HookInfo> {
+        self.by_event
+            .values()
+            .flatten()
+            .map(|h| HookInfo {
+                name: h.name.clone(),
+                event: h.event,
+                source: h.source.clone(),
+                handler: match &h.handler {
+                    Handler::Command(c) => format!("command: {}", runner::shell_line(c)),
+                    Handler::Deny(d) => format!("deny: {d}"),
+                    Handler::Context(c) => format!("context: {c}"),
+                },
+                trusted: self.trusted(h),
+                hash: self.hash(h),
+                required: h.spec.required,
+                missing: self.missing_program(h),
+            })
+            .collect()
+    }
+
+    /// Records every workspace hook as trusted; returns the names newly trusted.
+    ///
+    /// # Errors
+    /// There is no trust file, or it cannot be written.
+    pub fn trust_all(&self) -> Result<Vec<String>, TrustError> {
+        let Some(store) = &self.env.trust else {
+            return Ok(Vec::new());
+        };
+        let mut done = Vec::new();
+        for h in self.by_event.values().flatten() {
+            let Some(hash) = self.hash(h) else { continue };
+            if store.is_trusted(&hash) {
+                continue;
+            }
+            store.trust(
+                &hash,
+                Trusted {
+                    workspace: self.workspace(),
+                    what: format!("hook {} '{}'", h.event, h.name),
+                    at_ms: now_ms(),
+                },
+            )?;
+            done.push(h.name.clone());
+        }
+        Ok(done)
+    }
+
+    /// The first root, as the trust file names the workspace.
+    fn workspace(&self) -> String {
+        self.env
+            .roots
+            .first()
+            .map(|r| r.display().to_string())
+            .unwrap_or_default()
+    }
+
+    /// The hash a workspace hook is trusted by (none for a user's hook).
+    fn hash(&self, h: &Hook) -> Option<String> {
+        let Source::Workspace(_) = &h.source else {
+            return None;
+        };
+        let definition = serde_json::to_string(&h.spec).unwrap_or_default();
+        let script = match &h.handler {
+            Handler::Command(c) => self.script(c),
+            _ => None,
+        };
+        Some(definition_hash(
+            &self.workspace(),
+            &format!("hook {}", h.event),
+            &definition,
+            script.as_deref(),
+        ))
+    }
+
+    /// The script file a command runs, when its program is a path to a file.
+    fn script(&self, c: &CommandSpec) -> Option<PathBuf> {
+        let program = runner::program(c)?;
+        if !program.contains('/') {
+            return None;
+        }
+        let root = self.env.roots.first()?;
+        let path = root.join(&program);
+        path.is_file().then_some(path)
+    }
+
+    /// The program a command hook starts, when it cannot be found.
+    fn missing_program(&self, h: &Hook) -> Option<String> {
+        let Handler::Command(c) = &h.handler else {
+            return None;
+        };
+        let program = runner::program(c)?;
+        let found = if program.contains('/') {
+            let root = self
+                .env
+                .roots
+                .first()
+                .map_or_else(PathBuf::new, Clone::clone);
+            root.join(&program).is_file()
+        } else {
+            is_shell_word(&program) || on_path(&program)
+        };
+        (!found).then_some(program)
+    }
+
+    /// Whether hook `h` may run.
+    fn trusted(&self, h: &Hook) -> bool {
+        match &h.source {
+            Source::User(_) => true,
+            Source::Workspace(_) => match (&self.env.trust, self.hash(h)) {
+                (Some(store), Some(hash)) => store.is_trusted(&hash),
+                _ => false,
+            },
+        }
+    }
+
+    /// Runs one matched hook.
+    async fn run_one(&self, h: &Hook, input: &HookInput<'_>, base: &Map<String, Value>) -> Answer {
+        let started = Instant::now();
+        let mut answer = if !self.trusted(h) {
+            if h.spec.required {
+                Answer::decided(
+                    HookDecision::Deny {
+                        hook: h.name.clone(),
+                        reason: "it is a required hook of this workspace that is not trusted yet; ask the user to review it and run `toolbelt hooks trust`".into(),
+                    },
+                    "untrusted",
+                )
+            } else {
+                Answer::outcome(
+                    "untrusted",
+                    Some("not trusted: `toolbelt hooks trust` runs it".into()),
+                )
+            }
+        } else {
+            match &h.handler {
+                Handler::Deny(message) => Answer::decided(
+                    HookDecision::Deny {
+                        hook: h.name.clone(),
+                        reason: message.clone(),
+                    },
+                    "denied",
+                ),
+                Handler::Context(text) => {
+                    let mut a = Answer::outcome("context", None);
+                    a.context = Some(text.clone());
+                    a
+                }
+                Handler::Command(c) => self.run_command(h, c, input, base).await,
+            }
+        };
+        answer.ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        answer
+    }
+
+    async fn run_command(
+        &self,
+        h: &Hook,
+        c: &CommandSpec,
+        input: &HookInput<'_>,
+        base: &Map<String, Value>,
+    ) -> Answer {
+        let claude = input
+            .call
+            .and_then(|call| self.env.claude_names.get(call.tool));
+        let payload = runner::for_dialect(
+            base.clone(),
+            input,
+            h.spec.dialect,
+            claude.map(String::as_str),
+        );
+        let root = self
+            .env
+            .roots
+            .first()
+            .map_or_else(|| input.cwd.to_path_buf(), Clone::clone);
+        let mut vars = BTreeMap::new();
+        vars.insert(
+            "TOOLBELT_HOOK_EVENT".to_string(),
+            h.event.as_str().to_string(),
+        );
+        vars.insert("TOOLBELT_HOOK_NAME".to_string(), h.name.clone());
+        vars.insert(
+            "TOOLBELT_PROJECT_DIR".to_string(),
+            root.display().to_string(),
+        );
+        if h.spec.dialect == Dialect::Claude {
+            vars.insert("CLAUDE_PROJECT_DIR".to_string(), root.display().to_string());
+        }
+        let ended = runner::run(c, payload, &root, &vars, h.timeout_ms).await;
+        self.read_ended(h, c, ended)
+    }
+
+    /// What a command's end means.
+    fn read_ended(&self, h: &Hook, c: &CommandSpec, ended: Ended) -> Answer {
+        let (code, stdout, stderr, cut) = match ended {
+            Ended::Timeout(ms) => {
+                return self.failed(h, "timeout", format!("timed out after {ms} ms"));
+            }
+            Ended::Signal(s) => {
+                return self.failed(h, "failed", format!("killed by signal {s}"));
+            }
+            Ended::NotStarted(why) => {
+                return self.failed(h, "failed", format!("could not start: {why}"));
+            }
+            Ended::Exit {
+                code,
+                stdout,
+                stderr,
+                cut,
+            } => (code, stdout, stderr, cut),
+        };
+        let first_err = stderr
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        match code {
+            0 => {}
+            2 => {
+                let reason = stderr.trim();
+                if reason.is_empty() {
+                    return self.failed(
+                        h,
+                        "failed",
+                        "exit 2 without a reason on standard error".into(),
+                    );
+                }
+                return self.blocked(h, reason.to_string());
+            }
+            126 | 127 => {
+                let program = runner::program(c).unwrap_or_default();
+                let what = if code == 127 {
+                    "not found"
+                } else {
+                    "cannot be run"
+                };
+                return self.failed(h, "failed", format!("exit {code}: {program}: {what}"));
+            }
+            code => {
+                let why = if first_err.is_empty() {
+                    format!("exit {code}")
+                } else {
+                    format!("exit {code}: {first_err}")
+                };
+                return self.failed(h, "failed", why);
+            }
+        }
+        if cut {
+            return Answer::outcome(
+                "warning",
+                Some(format!(
+                    "its output is over {} KiB; ignored",
+                    MAX_HOOK_OUTPUT_BYTES / 1024
+                )),
+            );
+        }
+        let reply = match reply::parse(&stdout) {
+            Ok(None) => return Answer::outcome("ok", None),
+            Ok(Some(r)) => r,
+            Err(Unusable::NotJson) => {
+                // Plain text is context where Claude Code reads it so.
+                if matches!(h.event, HookEvent::SessionStart | HookEvent::UserPrompt) {
+                    let mut a = Answer::outcome("context", None);
+                    a.context = Some(stdout.trim().to_string());
+                    return a;
+                }
+                return Answer::outcome("warning", Some("its output is not JSON; ignored".into()));
+            }
+            Err(Unusable::BadField { field, value }) => {
+                return self.failed(
+                    h,
+                    "failed",
+                    format!("{field} = {value} is not a value it can have"),
+                );
+            }
+        };
+        self.answer(h, reply)
+    }
+
+    /// A JSON reply as an answer.
+    fn answer(&self, h: &Hook, reply: reply::Reply) -> Answer {
+        let hook = h.name.clone();
+        let reason = reply.reason.clone();
+        let (decision, outcome) = if let Some(stop) = reply.stop.clone() {
+            let reason = non_empty(Some(stop))
+                .or(reason)
+                .unwrap_or_else(|| "it said not to continue".into());
+            if h.event == HookEvent::Stop {
+                (HookDecision::Continue, "ok")
+            } else {
+                (HookDecision::Deny { hook, reason }, "denied")
+            }
+        } else {
+            match reply.decision {
+                None => (HookDecision::Continue, "ok"),
+                Some(Said::Allow) => (HookDecision::Allow, "allowed"),
+                Some(Said::Ask) => (HookDecision::Ask { hook, reason }, "asked"),
+                Some(Said::Deny) => (
+                    HookDecision::Deny {
+                        hook,
+                        reason: reason.unwrap_or_else(|| "denied without a reason".into()),
+                    },
+                    "denied",
+                ),
+                Some(Said::Block) => {
+                    let reason = reason.unwrap_or_else(|| "blocked without a reason".into());
+                    if h.event.guards() {
+                        (HookDecision::Deny { hook, reason }, "denied")
+                    } else {
+                        (HookDecision::Block { hook, reason }, "blocked")
+                    }
+                }
+                Some(Said::Revert) => {
+                    let reason = reason.unwrap_or_else(|| "reverted without a reason".into());
+                    match h.event {
+                        HookEvent::PostToolUse
+                        | HookEvent::PostToolFailure
+                        | HookEvent::FileChanged => {
+                            (HookDecision::Revert { hook, reason }, "reverted")
+                        }
+                        _ => (HookDecision::Deny { hook, reason }, "denied"),
+                    }
+                }
+            }
+        };
+        let mut a = Answer::decided(decision, outcome);
+        if reply.updated_input.is_some() && a.outcome == "ok"
+            || a.outcome == "allowed" && reply.updated_input.is_some()
+        {
+            a.outcome = "rewrote";
+        }
+        a.rewrite = reply.updated_input;
+        if a.outcome == "ok" && reply.context.is_some() {
+            a.outcome = "context";
+        }
+        a.context = reply.context;
+        a.message = reply.message.or(a.message);
+        a
+    }
+
+    /// A hook that exited 2 with a reason.
+    fn blocked(&self, h: &Hook, reason: String) -> Answer {
+        let hook = h.name.clone();
+        match h.event {
+            e if e.guards() => Answer::decided(HookDecision::Deny { hook, reason }, "denied"),
+            HookEvent::UserPrompt => Answer::decided(HookDecision::Deny { hook, reason }, "denied"),
+            _ => Answer::decided(HookDecision::Block { hook, reason }, "blocked"),
+        }
+    }
+
+    /// A hook that could not answer: its `on_error`.
+    fn failed(&self, h: &Hook, outcome: &'static str, why: String) -> Answer {
+        tracing::warn!(hook = %h.name, event = %h.event, "hook failed: {why}");
+        match h.on_error {
+            OnError::Deny => {
+                let mut a = Answer::decided(
+                    HookDecision::Deny {
+                        hook: h.name.clone(),
+                        reason: format!(
+                            "the hook failed ({why}), and a failing guard denies (on_error = \"deny\")"
+                        ),
+                    },
+                    outcome,
+                );
+                a.message = Some(why);
+                a
+            }
+            OnError::Allow => Answer::outcome(outcome, Some(why)),
+        }
+    }
+
+    /// Runs the hooks of `input.event` that match it, side by side, and
+    /// composes their answers in configuration order.
+    pub async fn run_event(&self, input: HookInput<'_>) -> HookVerdict {
+        let Some(list) = self.by_event.get(&input.event) else {
+            return HookVerdict::default();
+        };
+        let root = self
+            .env
+            .roots
+            .first()
+            .map_or_else(|| input.cwd.to_path_buf(), Clone::clone);
+        let writes = CallWrites::of(&input, &root);
+        let claude = input
+            .call
+            .and_then(|c| self.env.claude_names.get(c.tool))
+            .map(String::as_str);
+        let matched: Vec<&Hook> = list
+            .iter()
+            .filter(|h| h.matcher.matches(&input, &writes, claude))
+            .collect();
+        if matched.is_empty() {
+            return HookVerdict::default();
+        }
+        let base = if matched
+            .iter()
+            .any(|h| matches!(h.handler, Handler::Command(_)))
+        {
+            runner::payload(&input, &writes)
+        } else {
+            Map::new()
+        };
+        let answers =
+            futures::future::join_all(matched.iter().map(|h| self.run_one(h, &input, &base))).await;
+        compose(&matched, answers, input.call.map(|c| c.arguments))
+    }
+}
+
+/// One hook's answer.
+#[derive(Debug, Default)]
+struct Answer {
+    decision: HookDecision,
+    outcome: &'static str,
+    rewrite: Option<Map<String, Value>>,
+    context: Option<String>,
+    message: Option<String>,
+    ms: u64,
+}
+
+impl Answer {
+    fn outcome(outcome: &'static str, message: Option<String>) -> Answer {
+        Answer {
+            outcome,
+            message,
+            ..Answer::default()
+        }
+    }
+
+    fn decided(decision: HookDecision, outcome: &'static str) -> Answer {
+        let message = match &decision {
+            HookDecision::Deny { reason, .. }
+            | HookDecision::Block { reason, .. }
+            | HookDecision::Revert { reason, .. } => Some(reason.clone()),
+            HookDecision::Ask { reason, .. } => reason.clone(),
+            _ => None,
+        };
+        Answer {
+            decision,
+            outcome,
+            message,
+            ..Answer::default()
+        }
+    }
+}
+
+/// The answers of `hooks` (in configuration order) as one verdict: any deny
+/// wins, then a revert, then a block, then ask, then allow; rewrites are merged
+/// into the arguments in order.
+fn compose(hooks: &[&Hook], answers: Vec<Answer>, arguments: Option<&Value>) -> HookVerdict {
+    let mut verdict = HookVerdict::default();
+    let rank = |d: &HookDecision| match d {
+        HookDecision::Deny { .. } => 5,
+        HookDecision::Revert { .. } => 4,
+        HookDecision::Block { .. } => 3,
+        HookDecision::Ask { .. } => 2,
+        HookDecision::Allow => 1,
+        HookDecision::Continue => 0,
+    };
+    let mut args = arguments.cloned();
+    for (h, a) in hooks.iter().zip(answers) {
+        verdict.runs.push(HookRun {
+            name: h.name.clone(),
+            event: h.event.as_str().to_string(),
+            outcome: a.outcome.to_string(),
+            ms: a.ms,
+            message: a.message,
+        });
+        if rank(&a.decision) > rank(&verdict.decision) {
+            verdict.decision = a.decision;
+        }
+        if let (Some(patch), Some(args)) = (a.rewrite, args.as_mut()) {
+            merge_patch(args, Value::Object(patch));
+            verdict.rewrite = Some(Rewrite {
+                hook: h.name.clone(),
+                arguments: args.clone(),
+            });
+        }
+        if let Some(text) = a.context {
+            verdict.context.push(HookContext {
+                hook: h.name.clone(),
+                text,
+            });
+        }
+    }
+    verdict
+}
+
+/// RFC 7396: `patch` merged into `target` (a null removes a key).
+fn merge_patch(target: &mut Value, patch: Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch;
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    if let Value::Object(t) = target {
+        for (k, v) in patch {
+            if v.is_null() {
+                t.remove(&k);
+            } else {
+                merge_patch(t.entry(k).or_insert(Value::Null), v);
+            }
+        }
+    }
+}
+
+impl CallHooks for Hooks {
+    fn wants(&self, event: HookEvent) -> bool {
+        self.by_event.contains_key(&event)
+    }
+
+    fn run<'a>(&'a self, input: HookInput<'a>) -> BoxFuture<'a, HookVerdict> {
+        Box::pin(self.run_event(input))
+    }
+}
+
+fn non_empty(s: Option<String>) -> Option<String> {
+    s.filter(|s| !s.trim().is_empty())
+}
+
+/// A word the shell runs itself (`exit`, `echo`, `[`), found on no path.
+fn is_shell_word(word: &str) -> bool {
+    matches!(
+        word,
+        "exit"
+            | "echo"
+            | "printf"
+            | "true"
+            | "false"
+            | "test"
+            | "["
+            | "cd"
+            | "read"
+            | "if"
+            | "for"
+            | "while"
+            | "case"
+            | "exec"
+            | "set"
+            | "export"
+            | "{"
+            | "("
+    ) || word.contains('=')
+}
+
+/// Whether `program` is an executable file on `PATH`.
+fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
