@@ -197,9 +197,9 @@ impl BackgroundWorkers {
 /// whose binding looks every numbered name up in a list (a batch's binding would
 /// cost the square of its parameters).
 fn insert_rows_sql(rows: usize, backend: Backend) -> String {
-    const COLUMNS: usize = 11;
+    const COLUMNS: usize = 12;
     let mut sql = String::from(
-        "INSERT INTO calls (at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace, origin, checkpoint) VALUES ",
+        "INSERT INTO calls (at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace, origin, checkpoint, hooks) VALUES ",
     );
     for row in 0..rows {
         if row > 0 {
@@ -225,6 +225,27 @@ fn insert_rows_sql(rows: usize, backend: Backend) -> String {
 
 fn as_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A column holding JSON, serialised as that JSON (as text if it is not).
+fn raw_json<S: serde::Serializer>(text: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    match text
+        .as_deref()
+        .map(serde_json::from_str::<serde_json::Value>)
+    {
+        Some(Ok(value)) => value.serialize(s),
+        _ => text.serialize(s),
+    }
+}
+
+/// The `hooks` column of a record: the JSON of the hooks that ran, `NULL` when
+/// none did.
+fn hooks_json(record: &CallRecord) -> Option<String> {
+    if record.hooks.is_empty() {
+        return None;
+    }
+    serde_json::to_string(&record.hooks).ok()
 }
 
 /// The `origin` column of a record: its origin's JSON, `NULL` when the origin is
@@ -272,7 +293,8 @@ async fn write_batch(store: &Store, workspace: &str, batch: &[CallRecord]) -> St
             .bind(as_i64(r.bytes_out))
             .bind(workspace)
             .bind(origin_json(r))
-            .bind(r.checkpoint.as_deref());
+            .bind(r.checkpoint.as_deref())
+            .bind(hooks_json(r));
     }
     query.execute(&mut *tx).await?;
     tx.commit().await?;
@@ -318,6 +340,10 @@ pub struct CallEntry {
     /// The checkpoint taken before the call (`cp-12`), when one was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<String>,
+    /// The person's hooks that ran for the call: the JSON of their runs (name,
+    /// event, outcome, ms), when any did. Serialised as the list itself.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "raw_json")]
+    pub hooks: Option<String>,
 }
 
 /// The last `filter.tail` logged calls (of `filter.tool`, when given), oldest first.
@@ -352,7 +378,7 @@ pub async fn recent_calls(store: &Store, filter: &CallFilter) -> StoreResult<Vec
 }
 
 /// The columns [`call_entry`] reads, in its order.
-pub(crate) const CALL_COLUMNS: &str = "id, at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace, origin, checkpoint";
+pub(crate) const CALL_COLUMNS: &str = "id, at_ms, tool, call_id, args, status, error_code, duration_ms, bytes_out, workspace, origin, checkpoint, hooks";
 
 /// A row of [`CALL_COLUMNS`].
 pub(crate) fn call_entry(row: &sqlx::any::AnyRow) -> StoreResult<CallEntry> {
@@ -369,5 +395,6 @@ pub(crate) fn call_entry(row: &sqlx::any::AnyRow) -> StoreResult<CallEntry> {
         workspace: row.try_get(9)?,
         origin: row.try_get(10)?,
         checkpoint: row.try_get(11)?,
+        hooks: row.try_get(12)?,
     })
 }

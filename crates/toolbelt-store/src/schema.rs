@@ -216,6 +216,13 @@ const V5: &str = r#"
 ALTER TABLE outbox ADD COLUMN parts_sent BIGINT NOT NULL DEFAULT 0;
 "#;
 
+/// Version 7: the person's hooks that ran for each call (`hooks`, the JSON of a
+/// list of `toolbelt_core::hooks::HookRun`: name, event, outcome, ms), `NULL`
+/// when none did.
+const V7: &str = r#"
+ALTER TABLE calls ADD COLUMN hooks TEXT;
+"#;
+
 /// Version 6: checkpoints, what each call that changed files changed (with where
 /// the content before is kept, by hash), so that it can be seen and undone; the
 /// call log gains where each call came from (`origin`, the JSON of a
@@ -306,6 +313,12 @@ pub(crate) fn migrations() -> Vec<(Migration, String, String)> {
             sqlite: V6,
             postgres: V6,
         },
+        Migration {
+            version: 7,
+            name: "hooks in the call log",
+            sqlite: V7,
+            postgres: V7,
+        },
     ];
     steps
         .into_iter()
@@ -318,7 +331,7 @@ pub(crate) fn migrations() -> Vec<(Migration, String, String)> {
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: i64 = 6;
+pub const LATEST_VERSION: i64 = 7;
 
 /// SQLite's `application_id` of a toolbelt store: "TBLT".
 pub(crate) const SQLITE_APPLICATION_ID: i64 = 0x5442_4C54;

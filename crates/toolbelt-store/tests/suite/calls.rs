@@ -127,6 +127,7 @@ async fn a_registry_logs_exact_rows_with_secrets_redacted() {
             workspace: "/work/project".into(),
             origin: None,
             checkpoint: None,
+            hooks: None,
         };
         assert_eq!(
             rows,
@@ -222,6 +223,7 @@ async fn tail_and_tool_filters_return_the_latest_oldest_first() {
                 workspace: "/w".into(),
                 origin: None,
                 checkpoint: None,
+                hooks: None,
             }
         );
 

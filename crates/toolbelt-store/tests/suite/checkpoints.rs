@@ -409,6 +409,13 @@ async fn the_call_log_keeps_origin_and_checkpoint() {
         writer.record(CallRecord {
             origin: origin.clone(),
             checkpoint: Some("cp-12".into()),
+            hooks: vec![toolbelt_core::hooks::HookRun {
+                name: "no-touch".into(),
+                event: "pre_tool_use".into(),
+                outcome: "denied".into(),
+                ms: 4,
+                message: None,
+            }],
             ..base.clone()
         });
         // No front end: no origin.
@@ -456,6 +463,11 @@ async fn the_call_log_keeps_origin_and_checkpoint() {
             rows[2].origin.as_deref(),
             Some(r#"{"front_end":"agent","run_id":"r-1","turn":2}"#)
         );
+        assert_eq!(
+            rows[0].hooks.as_deref(),
+            Some(r#"[{"name":"no-touch","event":"pre_tool_use","outcome":"denied","ms":4}]"#)
+        );
+        assert_eq!(rows[1].hooks, None);
         // The people's view reads them too, newest first.
         let listed = list_calls(&t.store, &CallQuery::default()).await.unwrap();
         assert_eq!(listed.iter().rev().cloned().collect::<Vec<_>>(), rows);
