@@ -168,6 +168,28 @@ pub enum Command {
     /// is not a terminal).
     #[command(after_help = REWIND_HELP)]
     Rewind(RewindArgs),
+    /// Your own commands and rules around every tool call, on every front end:
+    /// list them, trust the workspace's, test them, import Claude Code's.
+    ///
+    /// Hooks are `[[hooks.EVENT]]` tables in toolbelt.toml (the workspace's) or
+    /// in $XDG_CONFIG_HOME/toolbelt/toolbelt.toml (yours, always trusted). Events:
+    /// pre_tool_use (deny, ask, rewrite the arguments, add context),
+    /// permission_request, post_tool_use, post_tool_failure, file_changed (add
+    /// context, or revert the call), and for `toolbelt agent` session_start,
+    /// user_prompt, subagent_start, subagent_stop, pre_compact, stop (exit 2 keeps
+    /// the model going) and session_end. A command gets the call as JSON on its
+    /// standard input; exit 2 blocks with its standard error as the reason; JSON on
+    /// standard output decides (Claude Code's fields, or toolbelt's). A hook that
+    /// times out, crashes or answers nonsense denies (pre_tool_use) or warns (the
+    /// others), as its on_error says.
+    ///
+    /// A workspace's hooks and MCP servers (.mcp.json, [mcp_servers] of its
+    /// toolbelt.toml) run only once `toolbelt hooks trust` recorded their hash; a
+    /// change of one byte, to them or to a hook's script, stops them again.
+    ///
+    /// Exit status: 0 ok, 1 when `test` denied or a hook is broken, 2 for bad usage.
+    #[command(after_help = HOOKS_HELP)]
+    Hooks(HooksArgs),
     /// Work on a task with a model and the tools: interactively, or with -p to its
     /// final answer.
     ///
@@ -205,6 +227,21 @@ const CHECKPOINTS_HELP: &str = "Examples:
   toolbelt checkpoints show cp-12         each path it changed, before and after
   toolbelt checkpoints diff cp-12         its changes as unified diffs
   toolbelt rewind cp-12                   the files as they were before cp-12";
+
+/// Examples under `toolbelt hooks --help`.
+const HOOKS_HELP: &str = "Examples (in toolbelt.toml):
+  [[hooks.pre_tool_use]]                  block touch in the shell
+  if = \"bash(touch:*)\"
+  command = \"echo 'no touching' >&2; exit 2\"
+
+  [[hooks.pre_tool_use]]                  no writes to .env, by any tool or the shell
+  if = \"write(**/.env*)\"
+  deny = \"edit .env.example instead\"
+
+  toolbelt hooks list                     every hook, and whether it is trusted
+  toolbelt hooks trust                    trust the workspace's hooks and servers
+  toolbelt hooks test pre_tool_use --tool bash --args '{\"command\":\"touch x\"}'
+  toolbelt hooks import .claude/settings.json >> toolbelt.toml";
 
 /// Examples under `toolbelt rewind --help`.
 const REWIND_HELP: &str = "Examples:
@@ -578,6 +615,54 @@ pub struct DoctorArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Arguments of `toolbelt hooks`.
+#[derive(Debug, Args)]
+pub struct HooksArgs {
+    #[command(subcommand)]
+    pub action: HooksAction,
+}
+
+/// What `toolbelt hooks` does.
+#[derive(Debug, Subcommand)]
+pub enum HooksAction {
+    /// Every hook, by event: its name, where it is defined, what it runs, and
+    /// whether it is trusted; then the workspace's MCP servers not trusted yet.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Trust the workspace's hooks and MCP servers as they are now: shows each,
+    /// then asks (y/N), or takes --yes. The hashes go to
+    /// $XDG_CONFIG_HOME/toolbelt/trusted.json, outside the workspace.
+    Trust {
+        /// Trust without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Run the hooks of an event on a call, without running the tool, and print
+    /// what they decided.
+    Test {
+        /// The event (pre_tool_use, post_tool_use, ...).
+        event: String,
+        /// The tool of the call (its canonical or exposed name).
+        #[arg(long)]
+        tool: Option<String>,
+        /// The call's arguments, as JSON.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print Claude Code's hooks (the "hooks" of a settings.json) as [[hooks.*]]
+    /// tables with dialect = "claude", for toolbelt.toml.
+    Import {
+        /// The settings file (.claude/settings.json).
+        path: PathBuf,
+    },
 }
 
 /// Arguments of `toolbelt checkpoints`.

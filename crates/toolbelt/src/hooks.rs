@@ -114,3 +114,28 @@ fn env(registry: &Registry) -> HookEnv {
         trust: trust_store().map(Arc::new),
     }
 }
+
+/// One warning on standard error listing the workspace's hooks and MCP servers
+/// that are not trusted (and so do not run), when there are any.
+pub fn warn_untrusted(hooks: Option<&Hooks>, servers: &[crate::upstream::UntrustedServer]) {
+    let mut names: Vec<String> = hooks
+        .map(Hooks::list)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|i| !i.trusted)
+        .map(|i| format!("hook {} '{}'", i.event.as_str(), i.name))
+        .collect();
+    names.extend(servers.iter().map(|s| format!("MCP server {}", s.name)));
+    if !names.is_empty() {
+        eprintln!(
+            "toolbelt: warning: this workspace's {} not trusted and will not run until you review {} and run `toolbelt hooks trust`: {}",
+            if names.len() == 1 {
+                "entry is"
+            } else {
+                "entries are"
+            },
+            if names.len() == 1 { "it" } else { "them" },
+            names.join(", ")
+        );
+    }
+}

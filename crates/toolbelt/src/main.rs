@@ -98,6 +98,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
     } else {
         None
     };
+    if matches!(
+        command,
+        Command::Mcp(_) | Command::Serve(_) | Command::Agent(_) | Command::Cron(_)
+    ) {
+        hooks::warn_untrusted(ws.hooks.as_deref(), &settings.mcp_servers.untrusted);
+    }
     match command {
         Command::Tools(args) => commands::tools::run(args, &ws.registry),
         Command::Schema(args) => commands::schema::run(args, &ws.registry),
@@ -108,6 +114,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Log(args) => commands::log::run(&args, &ws.store),
         Command::Checkpoints(args) => commands::checkpoints::run(args.action, &ws),
         Command::Rewind(args) => commands::checkpoints::rewind(&args, &ws),
+        Command::Hooks(args) => commands::hooks::run(args.action, &ws, &settings),
         Command::Agent(args) => commands::agent::run(args, ws, &file.agent),
         Command::Cron(args) => commands::cron::run(args, ws),
         Command::Doctor(_) | Command::McpServers(_) => unreachable!("answered above"),

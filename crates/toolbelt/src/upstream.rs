@@ -19,6 +19,38 @@ pub struct Servers {
     pub specs: Vec<ServerSpec>,
     /// What joins a server's name and its tools' names.
     pub separator: String,
+    /// Servers the workspace's own files declare (`.mcp.json`, `[mcp_servers]` of
+    /// a config inside the workspace) that are not trusted yet: not started
+    /// until `toolbelt hooks trust` records them.
+    pub untrusted: Vec<UntrustedServer>,
+}
+
+/// A server a workspace declares and the user has not trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UntrustedServer {
+    /// Its name.
+    pub name: String,
+    /// The file that declares it.
+    pub origin: String,
+    /// What it would run (`npx -y pkg`, or its URL).
+    pub runs: String,
+    /// The hash `toolbelt hooks trust` records.
+    pub hash: String,
+}
+
+/// The hash a workspace's server is trusted by: its name, what it runs, with
+/// which arguments, environment, directory, address and headers.
+fn server_hash(workspace: &Path, name: &str, c: &ServerConfig) -> String {
+    let definition = format!(
+        "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+        c.command, c.args, c.env, c.cwd, c.url, c.headers
+    );
+    toolbelt_hooks::definition_hash(
+        &workspace.display().to_string(),
+        &format!("MCP server {name}"),
+        &definition,
+        None,
+    )
 }
 
 /// Only `[mcp_servers]` is read from the user's config.
@@ -70,11 +102,13 @@ pub fn servers(file: &FileConfig, first_root: &Path) -> Result<Servers> {
         return Ok(Servers {
             specs: Vec::new(),
             separator,
+            untrusted: Vec::new(),
         });
     }
     let env = |name: &str| std::env::var(name).ok();
-    // Each entry with the file it came from and the directory its paths start at.
-    let mut all: BTreeMap<String, (ServerConfig, String, PathBuf)> = BTreeMap::new();
+    // Each entry with the file it came from, the directory its paths start at,
+    // and whether the workspace's own files declare it.
+    let mut all: BTreeMap<String, (ServerConfig, String, PathBuf, bool)> = BTreeMap::new();
     if let Some(path) = user_config_path().filter(|p| p.is_file()) {
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
@@ -82,7 +116,7 @@ pub fn servers(file: &FileConfig, first_root: &Path) -> Result<Servers> {
             toml::from_str(&text).with_context(|| format!("invalid {}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("/")).to_path_buf();
         for (name, c) in user.mcp_servers {
-            all.insert(name, (c, path.display().to_string(), base.clone()));
+            all.insert(name, (c, path.display().to_string(), base.clone(), false));
         }
     }
     let json = first_root.join(".mcp.json");
@@ -90,7 +124,12 @@ pub fn servers(file: &FileConfig, first_root: &Path) -> Result<Servers> {
         for (name, c) in McpJson::load(&json, &env)? {
             all.insert(
                 name,
-                (c, json.display().to_string(), first_root.to_path_buf()),
+                (
+                    c,
+                    json.display().to_string(),
+                    first_root.to_path_buf(),
+                    true,
+                ),
             );
         }
     }
@@ -101,13 +140,41 @@ pub fn servers(file: &FileConfig, first_root: &Path) -> Result<Servers> {
         ),
         None => ("toolbelt.toml".to_string(), first_root.to_path_buf()),
     };
+    let workspace_file = file.path.as_deref().is_none_or(|p| {
+        crate::settings::real_path(p).starts_with(crate::settings::real_path(first_root))
+    });
     for (name, c) in &file.mcp_servers {
-        all.insert(name.clone(), (c.clone(), origin.clone(), base.clone()));
+        all.insert(
+            name.clone(),
+            (c.clone(), origin.clone(), base.clone(), workspace_file),
+        );
     }
+    let trust = crate::hooks::trust_store();
     let mut specs = Vec::new();
-    for (name, (config, origin, base)) in all {
+    let mut untrusted = Vec::new();
+    for (name, (config, origin, base, declared_here)) in all {
         if !config.is_enabled() {
             continue;
+        }
+        if declared_here {
+            let hash = server_hash(first_root, &name, &config);
+            if !trust.as_ref().is_some_and(|t| t.is_trusted(&hash)) {
+                let runs = match (&config.command, &config.url) {
+                    (Some(c), _) => std::iter::once(c.as_str())
+                        .chain(config.args.iter().map(String::as_str))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    (None, Some(u)) => u.clone(),
+                    (None, None) => String::new(),
+                };
+                untrusted.push(UntrustedServer {
+                    name,
+                    origin,
+                    runs,
+                    hash,
+                });
+                continue;
+            }
         }
         let mut spec = config.resolve(&name, &origin, &base, &separator, &env)?;
         // A stdio server without a `cwd` starts in the first root.
@@ -118,5 +185,9 @@ pub fn servers(file: &FileConfig, first_root: &Path) -> Result<Servers> {
         }
         specs.push(spec);
     }
-    Ok(Servers { specs, separator })
+    Ok(Servers {
+        specs,
+        separator,
+        untrusted,
+    })
 }

@@ -48,6 +48,8 @@ struct Report {
     agent_types: Option<(String, Vec<PathBuf>, Vec<TypeProblem>)>,
     /// Checkpoints: on or off, where, how many, how much.
     checkpoints: Option<CheckpointsReport>,
+    /// The hooks and the workspace's untrusted servers: lines for the text, and JSON.
+    hooks: (Vec<String>, Value),
 }
 
 /// What turns checkpoints off from the environment.
@@ -144,6 +146,10 @@ fn check(settings: Result<Settings>) -> Report {
     // Before the workspace is built: building it finishes a cut-short rewind
     // quietly, and the doctor says so.
     let checkpoints = settings.as_ref().map(checkpoints_report);
+    let hooks = settings
+        .as_ref()
+        .map(|s| hooks_report(s, &mut ok, &mut problems))
+        .unwrap_or((Vec::new(), Value::Null));
     let (tools, servers) = settings
         .as_ref()
         .and_then(|s| Workspace::build(s, false, false).ok())
@@ -190,7 +196,78 @@ fn check(settings: Result<Settings>) -> Report {
         skill_scan,
         agent_types,
         checkpoints,
+        hooks,
     }
+}
+
+/// The hooks as `doctor` reports them: a hook whose command is not found, or
+/// hooks that cannot be built, are problems (the status is 1); untrusted hooks
+/// and servers of the workspace are warnings.
+fn hooks_report(s: &Settings, ok: &mut bool, problems: &mut Vec<String>) -> (Vec<String>, Value) {
+    let mut lines = Vec::new();
+    let untrusted_servers: Vec<Value> = s
+        .mcp_servers
+        .untrusted
+        .iter()
+        .map(|u| {
+            lines.push(format!(
+                "warning: MCP server {} (from {}) is not trusted and not started: `toolbelt hooks trust`",
+                u.name, u.origin
+            ));
+            json!({"name": u.name, "declared_in": u.origin, "runs": u.runs})
+        })
+        .collect();
+    let infos = match Workspace::build(s, false, false) {
+        Ok(ws) => ws.hooks.map(|h| h.list()).unwrap_or_default(),
+        Err(e) => {
+            let why = format!("{e:#}");
+            if why.contains("[hooks]") {
+                *ok = false;
+                problems.push(why);
+            }
+            Vec::new()
+        }
+    };
+    if !infos.is_empty() {
+        let untrusted = infos.iter().filter(|i| !i.trusted).count();
+        lines.insert(
+            0,
+            format!("hooks: {} ({untrusted} not trusted)", infos.len()),
+        );
+    }
+    for i in &infos {
+        if let Some(program) = &i.missing {
+            *ok = false;
+            problems.push(format!(
+                "hook '{}' ({}) runs {program}, which is not found: the calls it matches are denied",
+                i.name,
+                i.event.as_str()
+            ));
+        }
+        if !i.trusted {
+            lines.push(format!(
+                "warning: hook '{}' ({}) is not trusted{}: `toolbelt hooks trust`",
+                i.name,
+                i.event.as_str(),
+                if i.required {
+                    " and required: the calls it matches are denied"
+                } else {
+                    ", so it does not run"
+                }
+            ));
+        }
+    }
+    let json = json!({
+        "hooks": infos.iter().map(|i| json!({
+            "name": i.name,
+            "event": i.event.as_str(),
+            "trusted": i.trusted,
+            "required": i.required,
+            "missing": i.missing,
+        })).collect::<Vec<_>>(),
+        "untrusted_servers": untrusted_servers,
+    });
+    (lines, json)
 }
 
 /// Checkpoints as `toolbelt doctor` reports them; a rewind journal a kill left is
@@ -395,6 +472,7 @@ fn report_json(r: &Report) -> Value {
                 .collect::<Vec<_>>(),
         })),
         "checkpoints": r.checkpoints.as_ref().map(checkpoints_json),
+        "hooks": r.hooks.1,
         "problems": r.problems,
     })
 }
@@ -444,6 +522,9 @@ fn report_text(r: &Report) -> String {
     }
     if let Some(c) = &r.checkpoints {
         text.push_str(&checkpoints_text(c));
+    }
+    for line in &r.hooks.0 {
+        let _ = writeln!(text, "{line}");
     }
     let _ = writeln!(text, "shell: {}", toolbelt_exec::default_shell().display());
     let _ = writeln!(

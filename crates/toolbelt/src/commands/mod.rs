@@ -7,6 +7,7 @@ pub mod call;
 pub mod checkpoints;
 pub mod cron;
 pub mod doctor;
+pub mod hooks;
 pub mod log;
 pub mod mcp;
 pub mod mcp_servers;
