@@ -35,7 +35,16 @@ def workspace(tmp_path: Path, config: str) -> tuple[Path, dict[str, str]]:
     return root, env
 
 
+def trust(toolbelt_bin: str, root: Path, env: dict[str, str]) -> None:
+    """The workspace's servers, as configured now, are trusted (`toolbelt hooks trust`)."""
+    subprocess.run(
+        [toolbelt_bin, "--root", str(root), "--state-dir", str(root / ".state"), "hooks", "trust", "--yes"],
+        capture_output=True, text=True, env=env, timeout=120, check=True,
+    )
+
+
 def call(toolbelt_bin: str, root: Path, env: dict[str, str], tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    trust(toolbelt_bin, root, env)
     proc = subprocess.run(
         [toolbelt_bin, "--root", str(root), "--state-dir", str(root / ".state"), "call", tool, json.dumps(args), "--json"],
         capture_output=True,
@@ -52,6 +61,7 @@ def test_server_everything_over_stdio(toolbelt_bin: str, clients: Clients, tmp_p
         tmp_path,
         f'[mcp_servers.everything]\ncommand = {json.dumps(clients.node)}\nargs = [{json.dumps(everything_js(clients))}, "stdio"]\n',
     )
+    trust(toolbelt_bin, root, env)
     listed = subprocess.run(
         [toolbelt_bin, "--root", str(root), "tools", "--json", "--category", "remote"],
         capture_output=True, text=True, env=env, timeout=120, check=True,

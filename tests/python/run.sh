@@ -3,6 +3,8 @@
 # environment (setup.sh), then pytest. Builds nothing.
 #   test_mcp.py        the MCP client tests (`toolbelt mcp`, `toolbelt serve`)
 #   test_checkpoints.py  checkpoints and rewind over MCP (stdio, HTTP), the JSON API and the CLI
+#   test_hooks.py      hooks over MCP (stdio, HTTP) and the JSON API; ask as an elicitation;
+#                      Claude Code's block-rm.sh unchanged; trust of a workspace's hooks and servers
 #   test_web.py        the web page of `toolbelt serve` in headless Chromium (Selenium)
 #   test_providers.py  the official openai / anthropic SDKs against the scripted
 #                      provider, the example beside the binary: ../examples/scripted_provider
@@ -29,4 +31,4 @@ bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 
 venv="$("$here/setup.sh")"
 cd "$here"
-TOOLBELT_BIN="$bin" exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" test_mcp.py test_checkpoints.py test_upstream.py test_providers.py test_web.py test_serve_faults.py
+TOOLBELT_BIN="$bin" exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" test_mcp.py test_checkpoints.py test_hooks.py test_upstream.py test_providers.py test_web.py test_serve_faults.py

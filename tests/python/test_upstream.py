@@ -48,7 +48,18 @@ class Workspace:
     marks: Path
     env: dict[str, str]
 
+    def trust(self, toolbelt_bin: str) -> None:
+        """The workspace's servers, as they are now, are trusted (as `toolbelt hooks trust` does)."""
+        subprocess.run(
+            [toolbelt_bin, "--root", str(self.root), "--state-dir", str(self.state), "hooks", "trust", "--yes"],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=120,
+        )
+
     def run(self, toolbelt_bin: str, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+        self.trust(toolbelt_bin)
         proc = subprocess.run(
             [toolbelt_bin, "--root", str(self.root), "--state-dir", str(self.state), *args],
             capture_output=True,
@@ -223,6 +234,7 @@ args = ["-c", "echo 'missing API key' >&2; exit 3"]
 
 
 def gateway(ws: Workspace, toolbelt_bin: str, mode: str, elicit: Any = None) -> Client:
+    ws.trust(toolbelt_bin)
     params = StdioServerParameters(
         command=toolbelt_bin,
         args=["--root", str(ws.root), "--state-dir", str(ws.state), "mcp"],
@@ -385,6 +397,7 @@ def test_serve_offers_the_upstream_tools_to_the_json_api_and_mcp(ws: Workspace, 
     import urllib.request
 
     token = secrets.token_hex(16)
+    ws.trust(toolbelt_bin)
     argv = [
         toolbelt_bin, "--root", str(ws.root), "--state-dir", str(ws.state),
         "serve", "--bind", f"127.0.0.1:{free_port()}", f"--token={token}",

@@ -156,6 +156,8 @@ pub fn servers(file: &FileConfig, first_root: &Path) -> Result<Servers> {
         if !config.is_enabled() {
             continue;
         }
+        // Checked whether trusted or not: a wrong entry is named at once.
+        let mut spec = config.resolve(&name, &origin, &base, &separator, &env)?;
         if declared_here {
             let hash = server_hash(first_root, &name, &config);
             if !trust.as_ref().is_some_and(|t| t.is_trusted(&hash)) {
@@ -176,7 +178,6 @@ pub fn servers(file: &FileConfig, first_root: &Path) -> Result<Servers> {
                 continue;
             }
         }
-        let mut spec = config.resolve(&name, &origin, &base, &separator, &env)?;
         // A stdio server without a `cwd` starts in the first root.
         if let toolbelt_upstream::Transport::Stdio { cwd, .. } = &mut spec.transport
             && cwd.is_none()

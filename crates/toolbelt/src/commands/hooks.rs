@@ -173,7 +173,7 @@ fn trust(
                 Trusted {
                     workspace: workspace.clone(),
                     what: format!("MCP server {}", s.name),
-                    at_ms: now_ms(),
+                    at_ms: toolbelt_store::now_ms(),
                 },
             )
             .context("cannot record the trust")?;
@@ -187,12 +187,6 @@ fn trust(
         store.path().display()
     ))?;
     Ok(exit_code(true))
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn test(

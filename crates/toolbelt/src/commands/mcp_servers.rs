@@ -268,6 +268,7 @@ fn add(g: &Global, args: AddServerArgs) -> Result<ExitCode> {
     }
     servers.insert(&args.name, toml_edit::Item::Table(entry));
     write_doc(&path, &doc)?;
+    trust_added(g, &args.name)?;
     out(&format!(
         "Added MCP server {} to {}; its tools are {}{}*. Check it with `toolbelt mcp-servers test {}`.\n",
         args.name,
@@ -277,6 +278,40 @@ fn add(g: &Global, args: AddServerArgs) -> Result<ExitCode> {
         args.name
     ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Trusts server `name` as just added by the person (in a workspace's config a
+/// server runs only once trusted: adding it here is that choice).
+fn trust_added(g: &Global, name: &str) -> Result<()> {
+    let Ok(settings) = crate::settings::Settings::new(g) else {
+        return Ok(());
+    };
+    let Some(store) = crate::hooks::trust_store() else {
+        return Ok(());
+    };
+    let workspace = settings
+        .roots
+        .first()
+        .map(|r| r.display().to_string())
+        .unwrap_or_default();
+    for s in settings
+        .mcp_servers
+        .untrusted
+        .iter()
+        .filter(|s| s.name == name)
+    {
+        store
+            .trust(
+                &s.hash,
+                toolbelt_hooks::Trusted {
+                    workspace: workspace.clone(),
+                    what: format!("MCP server {name}"),
+                    at_ms: toolbelt_store::now_ms(),
+                },
+            )
+            .context("cannot record the new server as trusted")?;
+    }
+    Ok(())
 }
 
 /// Removes server `name` from the config file.

@@ -142,6 +142,9 @@ fn a_lazy_server_starts_on_its_first_call_and_is_listed_from_its_last_run() {
         ),
     )
     .unwrap();
+    // The workspace's own server runs once trusted.
+    let trusted = toolbelt(dir.path(), &["hooks", "trust", "--yes"]);
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
     let count = || {
         std::fs::read_to_string(&starts)
             .map(|s| s.lines().count())
