@@ -3,7 +3,9 @@
 //! compaction in `compact`, its events and transcript in `journal`, the system
 //! prompt in `prompt`, the guards against a small model's habits (repeated
 //! calls, runaway replies, echoed results) and their nudge texts in `guard`;
-//! subagents reach it only through [`Spawner`] (in `spawner`).
+//! the person's hooks at the edges of a run in `session` (beside this file),
+//! their inputs and records in `hooks`; subagents reach it only through
+//! [`Spawner`] (in `spawner`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -38,6 +40,8 @@ use crate::spawner::Spawner;
 use crate::summary::{call_summary, result_summary};
 use crate::transcript::{self, Transcript, new_run_id};
 
+mod session;
+
 /// Where a text-protocol reply must stop: the model would go on to write the
 /// result of its own action.
 const TEXT_STOP: &str = "\nObservation:";
@@ -71,6 +75,14 @@ pub struct Agent {
     usage: Usage,
     started: bool,
     resumed: bool,
+    /// The `session_end` hooks were asked ([`Agent::end`]).
+    ended: bool,
+    /// A subagent's run: its start and end are the subagent runtime's hook
+    /// events (`subagent_start`, `subagent_stop`), not the session's, and its
+    /// final answers meet no `stop` hook.
+    subagent: bool,
+    /// What the `session_start` hooks added, for the next prompt.
+    start_notes: Vec<String>,
     call_seq: u64,
     /// The turns started so far in this run (the current one's number once one
     /// has started: 1 is the run's first prompt).
@@ -119,6 +131,9 @@ impl Agent {
             usage: Usage::default(),
             started: false,
             resumed: false,
+            ended: false,
+            subagent: false,
+            start_notes: Vec::new(),
             call_seq: 0,
             turn: 0,
             origin: Origin::new("agent"),
@@ -214,7 +229,7 @@ impl Agent {
     }
 
     /// Forgets the conversation (`/clear`): the next turn starts afresh, in a new
-    /// transcript.
+    /// transcript (and a new session for the hooks: call [`Agent::end`] first).
     pub fn clear(&mut self) {
         self.messages.clear();
         self.usage = Usage::default();
@@ -224,13 +239,15 @@ impl Agent {
         self.turn = 0;
         self.started = false;
         self.resumed = false;
+        self.ended = false;
+        self.start_notes.clear();
         self.bind_subagents();
     }
 
     /// Compacts the history now (`/compact`): old tool results shortened, older
     /// turns summarised.
     pub async fn compact_now(&mut self, cancel: &CancellationToken) {
-        self.ensure_started();
+        self.start().await;
         self.compaction().on_request(cancel).await;
     }
 
@@ -238,18 +255,32 @@ impl Agent {
     /// until the model gives its final answer, the step limit is reached, the model
     /// repeats one call too often, the provider fails or `cancel` fires. The
     /// conversation is kept whatever happens, so the next turn goes on from it.
+    ///
+    /// With hooks, a `user_prompt` hook may refuse the prompt (the run ends
+    /// [`Outcome::PromptDenied`] without calling the model) or add context to
+    /// it, and a `stop` hook may keep the model going after its final answer.
     pub async fn run(&mut self, prompt: &str, cancel: &CancellationToken) -> RunOutcome {
-        self.ensure_started();
+        self.start().await;
         self.turn += 1;
         // Where the turn starts: a rewind to it forks the transcript here.
         self.record(&json!({"type": "turn", "turn": self.turn}));
-        self.push(Message::user(prompt));
-        let turn_start = self.messages.len() - 1;
         let mut state = TurnState {
             usage_at_start: self.usage,
             ..TurnState::default()
         };
-        let outcome = self.turn(turn_start, &mut state, cancel).await;
+        let outcome = match self.prompt_hooks(prompt).await {
+            Ok(text) => {
+                self.push(Message::user(text));
+                let turn_start = self.messages.len() - 1;
+                self.turn(turn_start, &mut state, cancel).await
+            }
+            Err(refused) => refused,
+        };
+        self.finish(outcome, &state)
+    }
+
+    /// Records and reports the end of a turn.
+    fn finish(&mut self, outcome: (Outcome, String), state: &TurnState) -> RunOutcome {
         let run_outcome = RunOutcome {
             outcome: outcome.0,
             message: outcome.1,
@@ -333,8 +364,15 @@ impl Agent {
                 Protocol::Text => self.text_step(response, state, cancel).await,
             };
             if let Some(end) = outcome {
-                if end.0 == Outcome::FinalAnswer && self.wait_for_background(cancel).await {
-                    continue;
+                if end.0 == Outcome::FinalAnswer {
+                    if self.wait_for_background(cancel).await {
+                        continue;
+                    }
+                    match self.stop_hooks(&end.1, state).await {
+                        StopCheck::End => {}
+                        StopCheck::GoOn => continue,
+                        StopCheck::Limit(message) => return (Outcome::StopHookLimit, message),
+                    }
                 }
                 return end;
             }
@@ -843,7 +881,9 @@ impl Agent {
 
     /// The parts of this agent a compaction of its history works on.
     fn compaction(&mut self) -> Compaction<'_> {
+        let origin = self.origin();
         Compaction {
+            origin,
             messages: &mut self.messages,
             journal: &mut self.journal,
             usage: &mut self.usage,
@@ -851,37 +891,6 @@ impl Agent {
             registry: &self.registry,
             window: self.window,
         }
-    }
-
-    fn ensure_started(&mut self) {
-        if self.started {
-            return;
-        }
-        self.started = true;
-        if self.journal.transcript().is_none()
-            && let Some(dir) = &self.options.transcript_dir
-        {
-            match Transcript::create(dir, &self.run_id) {
-                Ok(t) => self.journal.set_transcript(Some(t)),
-                Err(e) => tracing::warn!("no transcript for this run: {}", error_chain(&e)),
-            }
-            self.record(&json!({
-                "type": "run",
-                "run_id": self.run_id,
-                "provider": self.provider.kind().as_str(),
-                "model": self.provider.model(),
-                "protocol": self.options.protocol.as_str(),
-                "cwd": self.registry.session().cwd().display().to_string(),
-                "system": self.system,
-            }));
-        }
-        self.emit(AgentEvent::RunStarted {
-            run_id: self.run_id.clone(),
-            provider: self.provider.kind().as_str().to_string(),
-            model: self.provider.model().to_string(),
-            protocol: self.options.protocol.as_str().to_string(),
-            resumed: self.resumed,
-        });
     }
 
     fn push(&mut self, message: Message) {
@@ -924,4 +933,16 @@ struct TurnState {
     /// A small model was reminded to use the tools.
     prose_reminded: bool,
     repeats: Repeats,
+    /// The times a `stop` hook kept this turn going.
+    stop_blocks: usize,
+}
+
+/// What the `stop` hooks make of a final answer.
+enum StopCheck {
+    /// The turn ends with it.
+    End,
+    /// The turn goes on (the hook's reason was sent to the model).
+    GoOn,
+    /// The hook blocked once too often: the run ends, saying so.
+    Limit(String),
 }

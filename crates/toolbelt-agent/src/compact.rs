@@ -7,7 +7,8 @@
 //! journal and its provider (for the summary). The loop asks before each model
 //! call ([`Compaction::fit`]), after the provider said the conversation is too long
 //! ([`Compaction::after_overflow`]) and when the person asks
-//! ([`Compaction::on_request`]).
+//! ([`Compaction::on_request`]). Before it compacts, the person's `pre_compact`
+//! hooks are asked; what they add is kept in the summary's instructions.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,10 +16,12 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+use toolbelt_core::hooks::HookEvent;
 use toolbelt_core::output::{OutputBudget, apply_budget, truncate_in_memory};
-use toolbelt_core::{Registry, error_chain};
+use toolbelt_core::{Origin, Registry, error_chain};
 
 use crate::events::AgentEvent;
+use crate::hooks;
 use crate::journal::Journal;
 use crate::message::{Message, Usage};
 use crate::provider::{DEFAULT_MAX_TOKENS, ModelRequest, Provider, StreamEvent};
@@ -210,6 +213,27 @@ requests, what the agent did and found (files read or changed with their paths, 
 their outcomes, errors met and how they were solved), decisions taken, and what remains to be done. \
 Keep exact names, paths, identifiers and error messages. Write plain text, no preamble.";
 
+/// What the summary's instructions say above the `pre_compact` hooks' context.
+const HOOK_NOTES_HEAD: &str = "The user's hooks ask that the summary keep the following in mind:";
+
+/// How a compaction was started, as the `pre_compact` hooks are told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    /// The history grew too long for the window.
+    Auto,
+    /// The person asked (`/compact`).
+    Manual,
+}
+
+impl Trigger {
+    fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Auto => "auto",
+            Trigger::Manual => "manual",
+        }
+    }
+}
+
 /// The text of the latest todo-list result in `messages`, found by `is_todo_tool`.
 fn latest_todo_text(messages: &[Message], is_todo_tool: impl Fn(&str) -> bool) -> Option<String> {
     messages.iter().rev().find_map(|m| match m {
@@ -286,6 +310,8 @@ impl Window {
 
 /// One compaction of an agent's history, on the parts of the agent it needs.
 pub(crate) struct Compaction<'a> {
+    /// Where the run comes from, as the `pre_compact` hooks are told.
+    pub(crate) origin: Origin,
     /// The history.
     pub(crate) messages: &'a mut Vec<Message>,
     /// Where the compaction is recorded and reported.
@@ -310,14 +336,16 @@ impl Compaction<'_> {
             return;
         }
         let target = (budget as f64 * COMPACT_TO) as u64;
-        self.down_to(target, turn_start, cancel, false).await;
+        self.down_to(target, turn_start, cancel, false, Trigger::Auto)
+            .await;
     }
 
     /// After the provider refused the conversation as too long: compacts down to
     /// [`AFTER_OVERFLOW_TO`] of the budget, summarising older turns.
     pub(crate) async fn after_overflow(self, turn_start: usize, cancel: &CancellationToken) {
         let target = (self.window.budget_tokens() as f64 * AFTER_OVERFLOW_TO) as u64;
-        self.down_to(target, turn_start, cancel, true).await;
+        self.down_to(target, turn_start, cancel, true, Trigger::Auto)
+            .await;
     }
 
     /// When the person asks: compacts down to [`ON_REQUEST_TO`] of the budget,
@@ -331,7 +359,8 @@ impl Compaction<'_> {
                 |m| matches!(m, Message::User { content } if !content.starts_with("Observation")),
             )
             .unwrap_or(0);
-        self.down_to(target, turn_start, cancel, true).await;
+        self.down_to(target, turn_start, cancel, true, Trigger::Manual)
+            .await;
     }
 
     fn estimate_tokens(&self) -> u64 {
@@ -348,7 +377,9 @@ impl Compaction<'_> {
         turn_start: usize,
         cancel: &CancellationToken,
         force: bool,
+        trigger: Trigger,
     ) {
+        let notes = self.pre_compact(trigger).await;
         let before = self.estimate_tokens();
         // 1. Old large tool results, all but the last steps'.
         let keep_from = self.messages.len().saturating_sub(KEEP_RECENT_MESSAGES);
@@ -375,7 +406,8 @@ impl Compaction<'_> {
             return;
         }
         // 2. Older turns summarised by the model.
-        self.summarise_older(target, turn_start, cancel).await;
+        self.summarise_older(target, turn_start, &notes, cancel)
+            .await;
         // 3. Still too big: leave out the oldest steps, keeping the first message
         // (the summary or the task) and the last step.
         let budget = self.window.budget_tokens();
@@ -417,6 +449,7 @@ impl Compaction<'_> {
         &mut self,
         target: u64,
         turn_start: usize,
+        notes: &[String],
         cancel: &CancellationToken,
     ) {
         let keep_chars = ((target as f64 * 0.5) / self.window.ratio()) as usize;
@@ -436,7 +469,7 @@ impl Compaction<'_> {
                 .resolve(name)
                 .is_some_and(|canonical| TODO_TOOLS.contains(&canonical))
         });
-        let summary = self.summarise(&old, cancel).await;
+        let summary = self.summarise(&old, notes, cancel).await;
         let mut head =
             String::from("[The earlier conversation was condensed to fit the context window.]\n\n");
         let kind = match &summary {
@@ -485,10 +518,41 @@ impl Compaction<'_> {
             .record(&json!({"type": "reset", "messages": messages}));
     }
 
-    /// Asks the model for a summary of `old`; `None` when it cannot give one.
-    async fn summarise(&mut self, old: &[Message], cancel: &CancellationToken) -> Option<String> {
+    /// Asks the `pre_compact` hooks: what they add for the summary (each
+    /// `[hook 'name'] text`). Their decisions are ignored: the history must fit.
+    async fn pre_compact(&mut self, trigger: Trigger) -> Vec<String> {
+        let Some((input, verdict)) =
+            hooks::ask(self.registry, HookEvent::PreCompact, &self.origin, || {
+                hooks::fields([("trigger", json!(trigger.as_str()))])
+            })
+            .await
+        else {
+            return Vec::new();
+        };
+        hooks::report(self.journal, HookEvent::PreCompact, &input, &verdict);
+        hooks::context_blocks(self.registry, &verdict.context)
+    }
+
+    /// Asks the model for a summary of `old`, keeping `notes` (the
+    /// `pre_compact` hooks' context) in its instructions; `None` when it cannot
+    /// give one.
+    async fn summarise(
+        &mut self,
+        old: &[Message],
+        notes: &[String],
+        cancel: &CancellationToken,
+    ) -> Option<String> {
+        let mut system = SUMMARY_SYSTEM.to_string();
+        if !notes.is_empty() {
+            system.push_str("\n\n");
+            system.push_str(HOOK_NOTES_HEAD);
+            for note in notes {
+                system.push_str("\n\n");
+                system.push_str(note);
+            }
+        }
         let request = ModelRequest {
-            system: SUMMARY_SYSTEM.to_string(),
+            system,
             messages: vec![Message::user(format!(
                 "The conversation so far:\n\n{}\n\nWrite the summary now.",
                 render_for_summary(old)

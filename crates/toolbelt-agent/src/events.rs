@@ -156,7 +156,8 @@ pub enum AgentEvent {
     },
     /// The run ended.
     RunEnded {
-        /// How: `final_answer`, `max_steps`, `repeated_call`, `cancelled`, `error`.
+        /// How ([`Outcome::as_str`](crate::Outcome::as_str)): `final_answer`,
+        /// `max_steps`, `repeated_call`, `cancelled`, `error`, `stop_hook_limit`...
         outcome: String,
         /// The final answer, or what went wrong.
         message: String,

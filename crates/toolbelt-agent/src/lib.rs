@@ -12,6 +12,10 @@
 //! - [`Subagents`]: agents an agent starts for one task (`task`, `spawn`). The loop
 //!   sees them through the [`Spawner`] trait only: it hands them its events and
 //!   takes the reports of background ones into its conversation.
+//! - Hooks: the loop asks the registry's hooks (a person's own commands) at the
+//!   edges of a run: `session_start`, `user_prompt`, `stop` (which may keep the
+//!   model going), `pre_compact`, `subagent_start` / `subagent_stop` and
+//!   `session_end` ([`Agent::end`]); the registry asks them around every call.
 //! - [`AgentEvent`]: what a run reports as it goes, for a terminal or a program.
 //! - [`transcript`]: runs as JSONL files, listed and resumed.
 //! - [`tool_names`]: the few tools the agent names, each once.
@@ -24,6 +28,7 @@ mod compact;
 mod error;
 mod events;
 mod guard;
+mod hooks;
 mod journal;
 mod message;
 mod options;

@@ -151,6 +151,11 @@ pub enum Outcome {
     NoAnswer,
     /// The provider failed (after its retries).
     Error,
+    /// A `user_prompt` hook refused the prompt: it was not sent.
+    PromptDenied,
+    /// A `stop` hook kept the turn from ending more often than a turn allows
+    /// (eight times in a row); its next block ended the run.
+    StopHookLimit,
 }
 
 impl Outcome {
@@ -164,6 +169,8 @@ impl Outcome {
             Outcome::TokenBudget => "token_budget",
             Outcome::NoAnswer => "no_answer",
             Outcome::Error => "error",
+            Outcome::PromptDenied => "prompt_denied",
+            Outcome::StopHookLimit => "stop_hook_limit",
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Transcripts: every run is a JSONL file, `<dir>/<run_id>.jsonl`, one event a line
 //! (`run`, `turn`, `message`, `envelope`, `usage`, `notice`, `compaction`, `reset`,
-//! `end`), each with its `time`. A run is resumed from its messages: the last
+//! `hook`, `end`), each with its `time`. A run is resumed from its messages: the last
 //! `reset` (the whole history after a compaction) and the messages after it.
 //!
 //! Each turn starts with a `turn` line (`"turn": 1` for the run's first prompt;

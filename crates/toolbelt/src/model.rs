@@ -204,6 +204,7 @@ pub async fn run_unattended(
     agent.set_origin(origin);
     let _ = run_id.set(agent.run_id().to_string());
     let ended = agent.run(prompt, cancel).await;
+    agent.end(ended.outcome.as_str()).await;
     (ended.outcome, ended.message, agent.run_id().to_string())
 }
 

@@ -14,6 +14,13 @@
 //! has a step limit, a time limit and a token budget. A subagent's failure is a
 //! tool error for its parent, never the parent's end.
 //!
+//! Hooks: the person's `subagent_start` hooks are asked before a subagent starts
+//! (a deny refuses it: the `task` or `spawn` call fails, naming the hook; their
+//! context goes below its prompt), and its `subagent_stop` hooks when it ended
+//! (their context goes below its result). A subagent's own run meets no
+//! `session_start`, `user_prompt`, `stop` or `session_end` hook; its calls meet
+//! every call hook, as the registry asks them of every call.
+//!
 //! ```no_run
 //! # fn demo(mut registry: toolbelt_core::Registry, provider: std::sync::Arc<dyn toolbelt_agent::Provider>) {
 //! use std::sync::Arc;
@@ -38,10 +45,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use serde_json::{Value, json};
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio_util::sync::CancellationToken;
+use toolbelt_core::hooks::{HookEvent, HookRun};
 use toolbelt_core::sync::lock;
-use toolbelt_core::{Origin, Registry, RegistryError, error_chain};
+use toolbelt_core::{ErrorCode, Origin, Registry, RegistryError, ToolError, error_chain};
 use toolbelt_store::{StoreHandle, SubagentProgress, SubagentTask};
 
 pub use crate::tool_names::{EXPLORE_TOOLS, SUBAGENT_TOOLS};
@@ -50,6 +59,7 @@ pub use types::{AgentType, AgentTypes, DEFAULT_TYPE, TypeProblem};
 use crate::agent::Agent;
 use crate::error::SubagentError;
 use crate::events::{AgentEvent, EventTx};
+use crate::hooks;
 use crate::message::Usage;
 use crate::options::{AgentOptions, Outcome};
 use crate::prompt::environment;
@@ -264,6 +274,8 @@ pub(crate) struct ChildEnd {
     pub(crate) run_id: String,
     /// The last text the subagent wrote, for a run that ended without an answer.
     pub(crate) last_text: String,
+    /// The `subagent_stop` hooks that ran.
+    pub(crate) hooks: Vec<HookRun>,
 }
 
 /// One subagent to run.
@@ -274,6 +286,20 @@ pub(crate) struct ChildSpec {
     pub(crate) prompt: String,
     pub(crate) call_id: Option<String>,
     pub(crate) timeout: Duration,
+    /// What the `subagent_start` hooks added, below the prompt.
+    pub(crate) notes: Vec<String>,
+}
+
+impl ChildSpec {
+    /// What the hooks of the subagent's events are told of it.
+    fn hook_fields(&self) -> serde_json::Map<String, Value> {
+        hooks::fields([
+            ("agent_type", json!(self.agent_type.name)),
+            ("task_id", json!(self.id)),
+            ("label", json!(self.label)),
+            ("background", json!(self.call_id.is_none())),
+        ])
+    }
 }
 
 /// What a subagent is told beyond its type's prompt.
@@ -441,6 +467,44 @@ impl Subagents {
         )
     }
 
+    /// Asks the `subagent_start` hooks of `spec`, as the agent that starts it:
+    /// the runs, and what their context adds below its prompt (in
+    /// `spec.notes`).
+    ///
+    /// # Errors
+    /// A hook refused the subagent: the error names it and says why.
+    pub(crate) async fn start_hooks(
+        &self,
+        spec: &mut ChildSpec,
+    ) -> Result<Vec<HookRun>, ToolError> {
+        let Some(base) = self.shared.base.get() else {
+            return Ok(Vec::new());
+        };
+        let origin = lock(&self.level.origin).clone();
+        let Some((_, verdict)) = hooks::ask(base, HookEvent::SubagentStart, &origin, || {
+            let mut fields = spec.hook_fields();
+            fields.insert("prompt".into(), json!(spec.prompt));
+            fields
+        })
+        .await
+        else {
+            return Ok(Vec::new());
+        };
+        for message in hooks::problems(HookEvent::SubagentStart, &verdict) {
+            self.level.emit(AgentEvent::Notice { message });
+        }
+        if let Some((hook, reason)) = hooks::refusal(&verdict.decision) {
+            return Err(ToolError::new(
+                ErrorCode::AccessDenied,
+                format!("hook '{hook}' refused to start the subagent: {reason}"),
+            )
+            .hint("the subagent did not start; do the work another way, or ask the user")
+            .data(json!({"hook": hook, "reason": reason, "hooks": verdict.runs})));
+        }
+        spec.notes = hooks::context_blocks(base, &verdict.context);
+        Ok(verdict.runs)
+    }
+
     /// Runs one subagent to its end: a fresh conversation on the type's tools,
     /// stopped by `cancel`, its time limit, its step limit or its token budget.
     /// Progress goes to `on_progress`.
@@ -512,6 +576,7 @@ impl Subagents {
         options.transcript_dir = options.transcript_dir.map(|d| d.join("subagents"));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let mut agent = Agent::new(Arc::new(registry), provider, options, tx);
+        agent.set_subagent();
         // The parent's origin (its job, its MCP session...), as a subagent of its run.
         agent.set_origin(Origin {
             front_end: "subagent".into(),
@@ -525,8 +590,9 @@ impl Subagents {
         }
         let mut timed_out = false;
         let mut last_text = String::new();
+        let prompt = hooks::with_notes(&[], &spec.prompt, &spec.notes);
         let ended = {
-            let run = agent.run(&spec.prompt, &cancel);
+            let run = agent.run(&prompt, &cancel);
             tokio::pin!(run);
             let deadline = tokio::time::sleep(spec.timeout);
             tokio::pin!(deadline);
@@ -575,6 +641,24 @@ impl Subagents {
                 }
             }
         };
+        let mut message = ended.message;
+        let mut stop_runs = Vec::new();
+        if let Some(verdict) = agent
+            .ask_hooks(HookEvent::SubagentStop, || {
+                let mut fields = spec.hook_fields();
+                fields.insert("outcome".into(), json!(ended.outcome.as_str()));
+                fields.insert("result".into(), json!(message));
+                fields
+            })
+            .await
+        {
+            for problem in hooks::problems(HookEvent::SubagentStop, &verdict) {
+                self.level.emit(AgentEvent::Notice { message: problem });
+            }
+            let notes = hooks::context_blocks(base, &verdict.context);
+            message = hooks::with_notes(&[], &message, &notes);
+            stop_runs = verdict.runs;
+        }
         while let Ok(event) = rx.try_recv() {
             if let AgentEvent::Usage { total, .. } = event {
                 lock(snapshot).usage = total;
@@ -582,7 +666,8 @@ impl Subagents {
         }
         Ok(ChildEnd {
             outcome: ended.outcome,
-            message: ended.message,
+            message,
+            hooks: stop_runs,
             timed_out,
             steps: ended.steps,
             tool_calls: ended.tool_calls,

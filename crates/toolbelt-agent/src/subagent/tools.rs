@@ -137,14 +137,16 @@ impl TypedTool for TaskTool {
     async fn call(&self, ctx: &ToolContext, p: TaskParams) -> ToolResult<Value> {
         let sa = &self.subagents;
         let agent_type = sa.agent_type(p.subagent_type.as_deref())?;
-        let spec = ChildSpec {
+        let mut spec = ChildSpec {
             id: sa.next_id(),
             label: p.description.trim().to_string(),
             agent_type,
             prompt: p.prompt,
             call_id: Some(ctx.call_id().to_string()),
             timeout: sa.limits().timeout,
+            notes: Vec::new(),
         };
+        let mut hook_runs = sa.start_hooks(&mut spec).await?;
         let snapshot = Mutex::new(Snapshot {
             state: "queued".into(),
             ..Snapshot::default()
@@ -178,7 +180,13 @@ impl TypedTool for TaskTool {
             s.run_id = Some(end.run_id.clone());
         }
         sa.emit_progress(&spec, false, &s);
-        let data = data(&spec.id, &spec.label, &spec.agent_type.name, &s);
+        let mut data = data(&spec.id, &spec.label, &spec.agent_type.name, &s);
+        if let Ok(end) = &end {
+            hook_runs.extend(end.hooks.iter().cloned());
+        }
+        if !hook_runs.is_empty() {
+            data["hooks"] = json!(hook_runs);
+        }
         let end = match end {
             Ok(end) => end,
             Err(e) => {
@@ -301,14 +309,16 @@ impl TypedTool for SpawnTool {
                     .trim()
                     .to_string()
             });
-        let spec = ChildSpec {
+        let mut spec = ChildSpec {
             id: sa.next_id(),
             label: label.clone(),
             agent_type,
             prompt: p.task,
             call_id: None,
             timeout: sa.limits().background_timeout,
+            notes: Vec::new(),
         };
+        let hook_runs = sa.start_hooks(&mut spec).await?;
         let id = spec.id.clone();
         let type_name = spec.agent_type.name.clone();
         let (kept, queued) = sa.start_background(spec).await;
@@ -328,10 +338,11 @@ impl TypedTool for SpawnTool {
                 " (Its report is not kept in the store: it is lost if this process ends first.)",
             );
         }
-        Ok(Reply::new(
-            json!({"task_id": id, "label": label, "agent_type": type_name, "status": if queued {"queued"} else {"running"}, "kept": kept}),
-            text,
-        ))
+        let mut data = json!({"task_id": id, "label": label, "agent_type": type_name, "status": if queued {"queued"} else {"running"}, "kept": kept});
+        if !hook_runs.is_empty() {
+            data["hooks"] = json!(hook_runs);
+        }
+        Ok(Reply::new(data, text))
     }
 }
 

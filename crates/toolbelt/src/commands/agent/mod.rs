@@ -366,7 +366,12 @@ async fn run_once(
 ) -> Result<RunOutcome> {
     let cancel = CancellationToken::new();
     let run_cancel = cancel.clone();
-    let mut task = tokio::spawn(async move { agent.run(&prompt, &run_cancel).await });
+    let mut task = tokio::spawn(async move {
+        let outcome = agent.run(&prompt, &run_cancel).await;
+        // The session ends with its one run: its `session_end` hooks run now.
+        agent.end(outcome.outcome.as_str()).await;
+        outcome
+    });
     let (sigint_tx, mut sigint) = tokio::sync::mpsc::unbounded_channel();
     let watcher = tokio::spawn(async move {
         while tokio::signal::ctrl_c().await.is_ok() {

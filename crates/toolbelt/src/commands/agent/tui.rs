@@ -54,10 +54,15 @@ enum Task {
     Where(std::sync::mpsc::Sender<Current>),
     /// Go on with this agent instead (a rewind forked the run; no `Done`).
     Replace(Box<Agent>),
+    /// End the session: its `session_end` hooks run (answered when they are
+    /// done; no `Done` follows).
+    End(std::sync::mpsc::Sender<()>),
 }
 
 /// How long the screen waits for the agent's task to say which run it is on.
 const WHERE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the screen, closing, waits for the session's `session_end` hooks.
+const END_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What the interactive screen needs.
 pub struct Parts<'a> {
@@ -128,7 +133,10 @@ pub fn run(parts: Parts<'_>) -> Result<()> {
                     agent.run(&prompt, &cancel).await;
                 }
                 Task::Compact(cancel) => agent.compact_now(&cancel).await,
-                Task::Clear => agent.clear(),
+                Task::Clear => {
+                    agent.end("clear").await;
+                    agent.clear();
+                }
                 Task::Where(reply) => {
                     let _ = reply.send(Current {
                         run_id: agent.run_id().to_string(),
@@ -137,7 +145,13 @@ pub fn run(parts: Parts<'_>) -> Result<()> {
                     continue;
                 }
                 Task::Replace(next) => {
+                    agent.end("rewind").await;
                     agent = *next;
+                    continue;
+                }
+                Task::End(reply) => {
+                    agent.end("exit").await;
+                    let _ = reply.send(());
                     continue;
                 }
             }
@@ -279,6 +293,11 @@ pub fn run(parts: Parts<'_>) -> Result<()> {
         }
     }
     let _ = editor.save_history(&history);
+    // The session ends with the screen: its `session_end` hooks run first.
+    let (ended_tx, ended_rx) = std::sync::mpsc::channel();
+    if cmd_tx.send(Task::End(ended_tx)).is_ok() {
+        let _ = ended_rx.recv_timeout(END_TIMEOUT);
+    }
     Ok(())
 }
 
