@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::envelope::Envelope;
-use crate::hooks::ChangedFile;
 
 /// A boxed future that may move between threads (the same type as
 /// [`crate::BoxFuture`], spelled here so that this module needs no other).
@@ -106,6 +105,15 @@ impl fmt::Display for Origin {
         }
         Ok(())
     }
+}
+
+/// A path a call changed, as its checkpoint saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangedFile {
+    /// The path, relative to the workspace's first root (absolute outside it).
+    pub path: String,
+    /// `created`, `modified`, `deleted`, `renamed` or `mode`.
+    pub change: String,
 }
 
 /// What a call may change, as its tool tells from the arguments.

@@ -185,10 +185,27 @@ pub struct CallContext {
     pub checkpoint_problem: Option<String>,
     /// The person's hooks that ran for the call, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub hooks: Vec<crate::hooks::HookRun>,
+    pub hooks: Vec<HookRun>,
     /// Tool-specific context (e.g. `path_resolved`).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// One hook's run, as the envelope's `context.hooks` and the call log show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookRun {
+    /// The hook's name.
+    pub name: String,
+    /// The event it ran for.
+    pub event: String,
+    /// What came of it: `allowed`, `denied`, `asked`, `rewrote`, `context`,
+    /// `blocked`, `reverted`, `timeout`, `failed`, `warning`, `untrusted`.
+    pub outcome: String,
+    /// How long it took.
+    pub ms: u64,
+    /// What went wrong, or the reason it gave.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// The result of one tool call. See the module documentation for the shape.

@@ -29,8 +29,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::checkpoint::ChangedFile;
 use crate::checkpoint::{Changes, Origin};
 use crate::envelope::Envelope;
+pub use crate::envelope::HookRun;
 
 /// A boxed future that may move between threads.
 type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
@@ -117,15 +119,6 @@ impl fmt::Display for HookEvent {
     }
 }
 
-/// A path a call changed, as its checkpoint saw it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChangedFile {
-    /// The path, relative to the workspace's first root (absolute outside it).
-    pub path: String,
-    /// `created`, `modified`, `deleted`, `renamed` or `mode`.
-    pub change: String,
-}
-
 /// A tool call as hooks see it.
 #[derive(Debug, Clone, Copy)]
 pub struct HookCall<'a> {
@@ -183,23 +176,6 @@ impl<'a> HookInput<'a> {
             extra: None,
         }
     }
-}
-
-/// One hook's run, as the envelope's `context.hooks` and the call log show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HookRun {
-    /// The hook's name.
-    pub name: String,
-    /// The event it ran for.
-    pub event: String,
-    /// What came of it: `allowed`, `denied`, `asked`, `rewrote`, `context`,
-    /// `blocked`, `reverted`, `timeout`, `failed`, `warning`, `untrusted`.
-    pub outcome: String,
-    /// How long it took.
-    pub ms: u64,
-    /// What went wrong, or the reason it gave.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
 }
 
 /// What the hooks of one event decided, composed in configuration order: any

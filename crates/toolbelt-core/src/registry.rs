@@ -15,9 +15,9 @@ use crate::authorize::{AllowAll, Authorizer};
 use crate::calllog::CallLog;
 use crate::checkpoint::{Checkpointer, Origin};
 use crate::closest::{STRONG_MATCH, closest};
-use crate::hooks::CallHooks;
 use crate::context::{EventSink, ProgressSink, Session, ToolContext};
 use crate::envelope::{Envelope, ErrorCode};
+use crate::hooks::CallHooks;
 use crate::output::OutputBudget;
 use crate::profile::{
     ParamCase, Profile, camel_case, camel_message, camel_schema, property_names, rename_args,
@@ -28,7 +28,6 @@ use crate::tool::{FnTool, Tool, ToolResult, Typed, TypedTool};
 use crate::validate::{InvalidSchema, SchemaValidator};
 
 mod dispatch;
-mod hook_stages;
 
 /// Longest tool name accepted (the OpenAI limit).
 pub const MAX_TOOL_NAME_LEN: usize = 64;

@@ -164,9 +164,9 @@ pub enum ConfigError {
         name: String,
         /// The rule.
         rule: String,
-        /// Why.
+        /// Why (boxed: the policy's errors are large).
         #[source]
-        source: toolbelt_policy::PolicyError,
+        source: Box<toolbelt_policy::PolicyError>,
     },
     /// Two hooks of one event with the same name.
     #[error("two hooks of {event} are named '{name}'; give them different names")]

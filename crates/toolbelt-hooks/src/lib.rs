@@ -14,7 +14,7 @@
 //!   be told), and `paths` globs over what it writes or changed.
 //! - **Handlers**: a command (a shell line or a program and its arguments, JSON
 //!   on its standard input, the environment scrubbed of secrets, its whole tree
-//!   killed, its output read up to 64 KiB), or `deny = "..."` / `context = "..."`
+//!   killed, its output read up to 1 MiB), or `deny = "..."` / `context = "..."`
 //!   answered in process.
 //! - **Answers**: exit 2 blocks with its standard error as the reason; JSON on
 //!   standard output may allow, deny, ask, block or revert, rewrite the
@@ -144,6 +144,10 @@ pub struct HookInfo {
 pub struct Hooks {
     by_event: BTreeMap<HookEvent, Vec<Hook>>,
     env: HookEnv,
+    /// The workspace's hook definitions and scripts, relative to the first root:
+    /// a call that changes one is reported (the hooks it changed stop until
+    /// trusted again).
+    watched: Vec<String>,
 }
 
 impl Hooks {
@@ -204,7 +208,12 @@ impl Hooks {
             }
         }
         by_event.retain(|_, v| !v.is_empty());
-        Ok(Hooks { by_event, env })
+        let watched = workspace_files(layers, &env.roots);
+        Ok(Hooks {
+            by_event,
+            env,
+            watched,
+        })
     }
 
     /// Whether no hook is configured.
@@ -588,6 +597,51 @@ impl Hooks {
     /// Runs the hooks of `input.event` that match it, side by side, and
     /// composes their answers in configuration order.
     pub async fn run_event(&self, input: HookInput<'_>) -> HookVerdict {
+        let mut verdict = self.run_matched(&input).await;
+        if input.event == HookEvent::FileChanged {
+            self.report_tampering(&input, &mut verdict);
+        }
+        verdict
+    }
+
+    /// A call that changed the workspace's hooks (through the shell, outside the
+    /// sandbox): the person and the model are told, and the hooks it changed do
+    /// not run again until trusted.
+    fn report_tampering(&self, input: &HookInput<'_>, verdict: &mut HookVerdict) {
+        let touched: Vec<&str> = input
+            .changed
+            .iter()
+            .map(|c| c.path.as_str())
+            .filter(|p| {
+                self.watched
+                    .iter()
+                    .any(|w| p == w || p.starts_with(&format!("{w}/")))
+            })
+            .collect();
+        if touched.is_empty() {
+            return;
+        }
+        let message = format!(
+            "this call changed the workspace's hooks ({}); a changed hook does not run until the user reviews it and runs `toolbelt hooks trust`",
+            touched.join(", ")
+        );
+        tracing::warn!("{message}");
+        verdict.runs.push(HookRun {
+            name: "hook files".into(),
+            event: HookEvent::FileChanged.as_str().into(),
+            outcome: "warning".into(),
+            ms: 0,
+            message: Some(message.clone()),
+        });
+        verdict.context.push(HookContext {
+            hook: "hook files".into(),
+            text: message,
+        });
+    }
+
+    /// The hooks of `input.event` that match it, run and composed.
+    async fn run_matched(&self, input: &HookInput<'_>) -> HookVerdict {
+        let input = *input;
         let Some(list) = self.by_event.get(&input.event) else {
             return HookVerdict::default();
         };
@@ -724,6 +778,7 @@ fn merge_patch(target: &mut Value, patch: Value) {
 impl CallHooks for Hooks {
     fn wants(&self, event: HookEvent) -> bool {
         self.by_event.contains_key(&event)
+            || (event == HookEvent::FileChanged && !self.watched.is_empty())
     }
 
     fn run<'a>(&'a self, input: HookInput<'a>) -> BoxFuture<'a, HookVerdict> {
@@ -775,4 +830,50 @@ fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The workspace's files that define hooks, relative to the first root: the
+/// configuration files of its layers and the scripts they run.
+fn workspace_files(layers: &[Layer], roots: &[PathBuf]) -> Vec<String> {
+    let Some(root) = roots.first() else {
+        return Vec::new();
+    };
+    let workspace: Vec<Layer> = layers
+        .iter()
+        .filter(|l| matches!(l.source, Source::Workspace(_)))
+        .cloned()
+        .collect();
+    let mut files: Vec<PathBuf> = workspace
+        .iter()
+        .map(|l| l.source.file().to_path_buf())
+        .collect();
+    files.extend(script_paths(&workspace, root));
+    let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
+    files
+        .iter()
+        .filter_map(|f| {
+            let real = std::fs::canonicalize(f).unwrap_or_else(|_| f.clone());
+            real.strip_prefix(&real_root)
+                .or_else(|_| f.strip_prefix(root))
+                .ok()
+                .map(|r| r.to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+/// The script files the command hooks of `layers` run (a program named by a path,
+/// relative to `root`, that exists): what the file tools and the sandbox keep
+/// the agent from rewriting.
+pub fn script_paths(layers: &[Layer], root: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = layers
+        .iter()
+        .flat_map(|l| l.config.events.values().flatten())
+        .filter_map(|spec| spec.command.as_ref().and_then(runner::program))
+        .filter(|program| program.contains('/'))
+        .map(|program| root.join(program))
+        .filter(|path| path.is_file())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }

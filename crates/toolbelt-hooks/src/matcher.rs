@@ -6,18 +6,7 @@ use std::path::{Component, Path, PathBuf};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use toolbelt_core::hooks::{HookEvent, HookInput};
 use toolbelt_core::{Changes, Decision, Request};
-use toolbelt_policy::{Policy, ToolKinds};
-// TEMP until the policy's write_targets lands.
-struct TmpWrites {
-    paths: Vec<String>,
-    unknown: bool,
-}
-fn write_targets(_c: &str) -> TmpWrites {
-    TmpWrites {
-        paths: Vec::new(),
-        unknown: true,
-    }
-}
+use toolbelt_policy::{Policy, ToolKinds, write_targets};
 
 use crate::config::{ConfigError, HookSpec};
 
@@ -239,7 +228,7 @@ fn condition(name: &str, text: &str, env: &MatchEnv<'_>) -> Result<Condition, Co
     let bad = |source| ConfigError::Condition {
         name: name.to_string(),
         rule: text.to_string(),
-        source,
+        source: Box::new(source),
     };
     let policy = Policy::from_rules::<&str>(&[], &[], &[text])
         .map_err(bad)?

@@ -1,5 +1,6 @@
 //! Running a command hook: JSON on its standard input, a scrubbed environment,
-//! a timeout, its whole process tree killed, its output read up to 64 KiB.
+//! a timeout, its whole process tree killed, its output read up to 1 MiB (its
+//! standard error up to 64 KiB).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,15 +15,19 @@ use toolbelt_exec::{EnvPolicy, ExecRequest};
 use crate::config::{CommandSpec, Dialect};
 use crate::matcher::CallWrites;
 
-/// Bytes of a hook's standard output, and of its standard error, that are read.
-pub const MAX_HOOK_OUTPUT_BYTES: usize = 64 * 1024;
+/// Bytes of a hook's standard output that are read: room for a long
+/// `additionalContext` (the model is shown 4 KiB of it, the whole saved for
+/// `read_output`); past it the output is ignored.
+pub const MAX_HOOK_OUTPUT_BYTES: usize = 1024 * 1024;
+/// Bytes of a hook's standard error that are read (a reason, an error line).
+const MAX_HOOK_STDERR_BYTES: usize = 64 * 1024;
 /// Between `SIGTERM` and `SIGKILL` for a hook past its time.
 const KILL_GRACE: Duration = Duration::from_millis(200);
 /// How long a hook's leftovers may hold its output open after it exits.
 const DRAIN: Duration = Duration::from_millis(300);
 
 /// How a command hook ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum Ended {
     /// It exited with this code.
     Exit {
@@ -37,7 +42,7 @@ pub(crate) enum Ended {
     /// It ran past its time and was stopped.
     Timeout(u64),
     /// It could not be started.
-    NotStarted(String),
+    NotStarted(toolbelt_exec::ExecError),
 }
 
 /// The text of `spec` as the shell runs it: a shell line as written, a program
@@ -81,11 +86,11 @@ pub(crate) async fn run(
     req.env = EnvPolicy::default().build(std::env::vars(), vars);
     req.stdin = Some(payload);
     req.stdout_budget = OutputBudget::with_max_bytes(MAX_HOOK_OUTPUT_BYTES);
-    req.stderr_budget = OutputBudget::with_max_bytes(MAX_HOOK_OUTPUT_BYTES);
+    req.stderr_budget = OutputBudget::with_max_bytes(MAX_HOOK_STDERR_BYTES);
     req.kill_grace = KILL_GRACE;
     req.drain_timeout = DRAIN;
     match toolbelt_exec::run(req, &CancellationToken::new()).await {
-        Err(e) => Ended::NotStarted(toolbelt_core::error_chain(&e)),
+        Err(e) => Ended::NotStarted(e),
         Ok(out) if out.timed_out => Ended::Timeout(timeout_ms),
         Ok(out) => match out.signal {
             Some(signal) => Ended::Signal(signal),

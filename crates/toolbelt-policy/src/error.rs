@@ -84,6 +84,15 @@ pub enum PolicyError {
         /// The tool part.
         tool: String,
     },
+    /// A path given to [`crate::Policy::with_protected_paths`] that cannot be
+    /// matched.
+    #[error("the protected path {path:?} is {reason}; give a file or directory as a UTF-8 path")]
+    BadProtectedPath {
+        /// The path as given.
+        path: std::path::PathBuf,
+        /// What is wrong with it (`empty`, `not valid UTF-8`).
+        reason: &'static str,
+    },
 }
 
 impl From<PolicyError> for toolbelt_core::RegistryError {

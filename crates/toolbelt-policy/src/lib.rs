@@ -68,6 +68,21 @@
 //! `known_hosts`), at any depth. Deny always wins: to reach a secret file, turn the
 //! defaults off with [`Policy::without_secret_defaults`].
 //!
+//! Nor may tools that write files (permission `fs:write`) change toolbelt's own
+//! configuration, so that an agent cannot rewrite its rules or hooks: the
+//! workspace's `toolbelt.toml` and everything under `.toolbelt/hooks/`, at a
+//! workspace root (`./toolbelt.toml`, `./.toolbelt/hooks/**`; ASCII case aside),
+//! are denied with the rule `deny toolbelt configuration toolbelt.toml
+//! (built-in)`, and hook scripts elsewhere once given to
+//! [`Policy::with_protected_paths`] (`deny hook script <path> (built-in)`).
+//! Reading them stays allowed. [`Policy::without_config_defaults`] turns the
+//! built-in part off.
+//!
+//! Beside the rules, the crate reads shell command lines for what they touch:
+//! [`read_only_command`] says whether a line certainly changes no file, and
+//! [`write_targets`] lists what it may write ([`Writes`], for hooks that fire
+//! on writes to some paths).
+//!
 //! ```
 //! use toolbelt_policy::{Decision, Policy, Request, Subject, ToolKinds};
 //!
@@ -97,6 +112,14 @@
 //!     Some("deny secret file .env (built-in)")
 //! );
 //! assert_eq!(policy.evaluate(&open(".env.example")).decision, Decision::Allow);
+//!
+//! let write = ["fs:write".to_string()];
+//! let save = |path| Request { tool: "save", alias: None, subject: Some(path), permissions: &write };
+//! assert_eq!(
+//!     policy.evaluate(&save("toolbelt.toml")).rule.as_deref(),
+//!     Some("deny toolbelt configuration toolbelt.toml (built-in)")
+//! );
+//! assert_eq!(policy.evaluate(&open("toolbelt.toml")).decision, Decision::Allow);
 //! ```
 
 mod command;
@@ -107,6 +130,8 @@ mod read_only;
 mod rule;
 pub mod shell;
 mod subject;
+mod words;
+mod writes;
 
 pub use error::PolicyError;
 pub use kinds::ToolKinds;
@@ -115,3 +140,4 @@ pub use read_only::read_only_command;
 pub use rule::Rule;
 pub use subject::secret_file_label;
 pub use toolbelt_core::{Decision, Evaluation, Request, Subject};
+pub use writes::{Writes, write_targets};

@@ -1,11 +1,15 @@
-//! The policy: rules checked deny → ask → allow, the secret-file defaults, shell
-//! command lines judged part by part, and the `[permissions]` table.
+//! The policy: rules checked deny → ask → allow, the secret-file and
+//! configuration defaults, shell command lines judged part by part, and the
+//! `[permissions]` table.
+
+mod protected;
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use toolbelt_core::{Authorizer, Decision, Evaluation, Request, Subject as SubjectKind};
 
+use self::protected::ProtectedPath;
 use crate::error::PolicyError;
 use crate::kinds::ToolKinds;
 use crate::rule::{Rule, Specifier};
@@ -13,7 +17,7 @@ use crate::shell;
 use crate::subject::{Subject, absolute_path_string, secret_file};
 
 /// Allow / ask / deny rules, checked deny → ask → allow, plus the built-in
-/// secret-file defaults. See the [crate documentation](crate).
+/// secret-file and configuration defaults. See the [crate documentation](crate).
 ///
 /// # Security
 ///
@@ -28,18 +32,25 @@ pub struct Policy {
     pub(crate) rules: Vec<(Decision, Rule)>,
     pub(crate) kinds: ToolKinds,
     pub(crate) secret_defaults: bool,
+    /// toolbelt's configuration is denied to tools that write (see
+    /// [`Policy::config_defaults`]).
+    pub(crate) config_defaults: bool,
+    /// Paths denied to tools that write (see [`Policy::with_protected_paths`]).
+    pub(crate) protected: Vec<ProtectedPath>,
     pub(crate) roots: Vec<String>,
     pub(crate) home: Option<String>,
 }
 
 impl Default for Policy {
-    /// No rules, with the secret-file defaults, and the home directory of the
-    /// process for `~/` patterns.
+    /// No rules, with the secret-file and configuration defaults, and the home
+    /// directory of the process for `~/` patterns.
     fn default() -> Policy {
         Policy {
             rules: Vec::new(),
             kinds: ToolKinds::new(),
             secret_defaults: true,
+            config_defaults: true,
+            protected: Vec::new(),
             roots: Vec::new(),
             home: std::env::home_dir().and_then(|h| absolute_path_string(&h)),
         }
@@ -47,7 +58,8 @@ impl Default for Policy {
 }
 
 impl Policy {
-    /// A policy from allow, ask and deny rules, with the secret-file defaults. One
+    /// A policy from allow, ask and deny rules, with the secret-file and
+    /// configuration defaults. One
     /// string type serves all three lists, so `&[]` needs no annotation.
     ///
     /// # Errors
@@ -71,9 +83,12 @@ impl Policy {
         Ok(policy)
     }
 
-    /// No rules at all, not even the secret-file defaults: everything is allowed.
+    /// No rules at all, not even the secret-file and configuration defaults:
+    /// everything is allowed.
     pub fn permissive() -> Policy {
-        Policy::default().without_secret_defaults()
+        Policy::default()
+            .without_secret_defaults()
+            .without_config_defaults()
     }
 
     /// Adds a rule.
@@ -139,8 +154,10 @@ impl Policy {
         self.rules.iter().map(|(d, r)| (*d, r))
     }
 
-    /// Evaluates a request: deny rules, then the secret-file defaults, then ask
-    /// rules, then allow rules; allowed when nothing matches.
+    /// Evaluates a request: deny rules, then the secret-file defaults, then the
+    /// protection of toolbelt's configuration and of the protected paths (for
+    /// tools that write), then ask rules, then allow rules; allowed when nothing
+    /// matches.
     ///
     /// A shell tool's command is split into its simple commands (see
     /// [`shell::simple_commands`]) when the policy has
@@ -224,6 +241,12 @@ impl Policy {
             return Evaluation {
                 decision: Decision::Deny,
                 rule: Some(format!("deny secret file {label} (built-in)")),
+            };
+        }
+        if let Some(label) = self.protection(req, &subject) {
+            return Evaluation {
+                decision: Decision::Deny,
+                rule: Some(label),
             };
         }
         first(Decision::Ask)
@@ -361,7 +384,7 @@ pub(crate) fn strictest(evals: impl IntoIterator<Item = Evaluation>) -> Option<E
 /// let config: PolicyConfig =
 ///     serde_json::from_str(r#"{"allow": ["bash(cargo test:*)"], "deny": ["web_fetch(domain:example.com)"]}"#)
 ///         .unwrap();
-/// assert!(config.secret_defaults);
+/// assert!(config.secret_defaults && config.config_defaults);
 /// let policy = config.build().unwrap();
 /// assert_eq!(policy.rules().len(), 2);
 /// ```
@@ -376,6 +399,9 @@ pub struct PolicyConfig {
     pub deny: Vec<String>,
     /// Whether the built-in secret files are denied (default `true`).
     pub secret_defaults: bool,
+    /// Whether tools that write files are denied the workspace's `toolbelt.toml`
+    /// and `.toolbelt/hooks/` (default `true`; see [`Policy::config_defaults`]).
+    pub config_defaults: bool,
 }
 
 impl Default for PolicyConfig {
@@ -385,6 +411,7 @@ impl Default for PolicyConfig {
             ask: Vec::new(),
             deny: Vec::new(),
             secret_defaults: true,
+            config_defaults: true,
         }
     }
 }
@@ -396,12 +423,14 @@ impl PolicyConfig {
     ///
     /// The first rule that does not parse (see [`Rule::parse`]).
     pub fn build(&self) -> Result<Policy, PolicyError> {
-        let policy = Policy::from_rules(&self.allow, &self.ask, &self.deny)?;
-        Ok(if self.secret_defaults {
-            policy
-        } else {
-            policy.without_secret_defaults()
-        })
+        let mut policy = Policy::from_rules(&self.allow, &self.ask, &self.deny)?;
+        if !self.secret_defaults {
+            policy = policy.without_secret_defaults();
+        }
+        if !self.config_defaults {
+            policy = policy.without_config_defaults();
+        }
+        Ok(policy)
     }
 }
 

@@ -272,6 +272,7 @@ fn config_from_toml() {
             ask: vec!["bash(git push:*)".into()],
             deny: vec!["web_fetch(domain:example.com)".into()],
             secret_defaults: true,
+            config_defaults: true,
         }
     );
     let p = build(&config).unwrap();
@@ -317,6 +318,7 @@ fn config_round_trips_through_toml() {
         ask: vec![],
         deny: vec!["*(**/.env)".into()],
         secret_defaults: false,
+        config_defaults: false,
     };
     let text = toml::to_string(&config).unwrap();
     assert_eq!(toml::from_str::<PolicyConfig>(&text).unwrap(), config);

@@ -31,6 +31,7 @@
 use tree_sitter::Node;
 
 use crate::shell;
+use crate::words::{self, Arg, Redirect};
 
 /// How deep the tree is searched before the line is judged not read-only (the
 /// parser's own walk refuses far less deep lines already).
@@ -57,43 +58,13 @@ pub fn read_only_command(command: &str) -> bool {
     Checker { src: command }.node(tree.root_node(), 0)
 }
 
-/// One argument of a simple command, as far as it can be known before it runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Arg {
-    /// Its value is known: `-n`, `"a b"`, `'x'`, `a\ b`.
-    Known(String),
-    /// Its value is not known, but it cannot start with `-`: `src/*.rs`,
-    /// `"a$x"`, `<(ls)`.
-    Operand,
-    /// Anything else: `$x`, `*`, `$(cmd)`, `"$x"`.
-    Unknown,
-}
-
-impl Arg {
-    fn known(&self) -> Option<&str> {
-        match self {
-            Arg::Known(v) => Some(v),
-            Arg::Operand | Arg::Unknown => None,
-        }
-    }
-
-    /// What an argument starting with `start` (a known prefix) may be.
-    fn starting(start: &str) -> Arg {
-        if start.is_empty() || start.starts_with('-') {
-            Arg::Unknown
-        } else {
-            Arg::Operand
-        }
-    }
-}
-
 struct Checker<'s> {
     src: &'s str,
 }
 
 impl Checker<'_> {
     fn text(&self, node: Node<'_>) -> &str {
-        self.src.get(node.byte_range()).unwrap_or_default()
+        words::text(self.src, node)
     }
 
     /// Whether `node` and everything beneath it only reads.
@@ -132,128 +103,29 @@ impl Checker<'_> {
     /// and no assignments before it. Its redirections and substitutions are
     /// searched by [`Checker::node`].
     fn command(&self, node: Node<'_>) -> bool {
-        let mut name = None;
-        let mut args = Vec::new();
-        let mut cursor = node.walk();
-        for (i, child) in node.children(&mut cursor).enumerate() {
-            match node.field_name_for_child(u32::try_from(i).unwrap_or(u32::MAX)) {
-                Some("redirect") => {}
-                Some("name") => match shell::literal_name(self.src, child) {
-                    Some(n) => name = Some(n),
-                    None => return false,
-                },
-                Some("argument") => args.push(self.arg(child)),
-                _ if child.is_named() => return false,
-                _ => {}
-            }
-        }
-        name.is_some_and(|n| program(&n, &args))
-    }
-
-    /// What the argument `node` is, as far as it is known.
-    fn arg(&self, node: Node<'_>) -> Arg {
-        let raw = self.text(node);
-        if !node.is_named() {
-            return Arg::Known(raw.to_string());
-        }
-        match node.kind() {
-            "word" | "number" => word(raw),
-            "raw_string" => raw
-                .strip_prefix('\'')
-                .and_then(|r| r.strip_suffix('\''))
-                .map_or(Arg::Unknown, |v| Arg::Known(v.to_string())),
-            "string" => {
-                let mut cursor = node.walk();
-                let parts: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
-                let body = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"'));
-                match body {
-                    Some(body) if parts.iter().all(|p| p.kind() == "string_content") => {
-                        Arg::Known(unescape_double(body))
-                    }
-                    _ => match parts.first() {
-                        Some(first)
-                            if first.kind() == "string_content"
-                                && first.start_byte() == node.start_byte() + 1 =>
-                        {
-                            Arg::starting(&unescape_double(self.text(*first)))
-                        }
-                        _ => Arg::Unknown,
-                    },
-                }
-            }
-            "concatenation" => {
-                let mut cursor = node.walk();
-                let parts: Vec<Node<'_>> = node.children(&mut cursor).collect();
-                let mut value = String::new();
-                for (i, part) in parts.iter().enumerate() {
-                    match self.arg(*part) {
-                        Arg::Known(v) => value.push_str(&v),
-                        Arg::Operand if i == 0 => return Arg::Operand,
-                        Arg::Operand | Arg::Unknown => return Arg::starting(&value),
-                    }
-                }
-                Arg::Known(value)
-            }
-            "process_substitution" => Arg::Operand,
-            _ => Arg::Unknown,
-        }
+        let Some(parts) = words::parts(self.src, node) else {
+            return false;
+        };
+        let args: Vec<Arg> = parts.args.into_iter().map(|(_, a)| a).collect();
+        parts.assignments.is_empty() && program(&parts.name, &args)
     }
 
     /// An output redirection writes a file unless it goes to a sink or duplicates
     /// a descriptor; input redirections only read.
     fn redirect(&self, node: Node<'_>) -> bool {
-        let mut operator = None;
-        let mut destinations = Vec::new();
-        let mut cursor = node.walk();
-        for (i, child) in node.children(&mut cursor).enumerate() {
-            match node.field_name_for_child(u32::try_from(i).unwrap_or(u32::MAX)) {
-                Some("descriptor") => {}
-                Some("destination") => destinations.push(child),
-                _ if !child.is_named() => operator = Some(child.kind()),
-                _ => return false,
-            }
-        }
-        let to_sinks = || {
-            !destinations.is_empty()
-                && destinations
-                    .iter()
-                    .all(|d| self.arg(*d).known().is_some_and(|v| SINKS.contains(&v)))
-        };
-        match operator {
-            Some("<" | "<&") => true,
-            Some("<&-" | ">&-") => destinations.is_empty(),
-            Some(">&")
-                if destinations.len() == 1
+        match words::redirect(self.src, node) {
+            Redirect::Input | Redirect::Descriptor => true,
+            Redirect::Output(destinations) => {
+                !destinations.is_empty()
                     && destinations.iter().all(|d| {
-                        let t = self.text(*d);
-                        t == "-" || (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
-                    }) =>
-            {
-                true
+                        words::arg(self.src, *d)
+                            .known()
+                            .is_some_and(|v| SINKS.contains(&v))
+                    })
             }
-            Some(">" | ">>" | "&>" | "&>>" | ">|" | ">&") => to_sinks(),
-            _ => false,
+            Redirect::Other => false,
         }
     }
-}
-
-/// An unquoted word: known when it holds nothing the shell expands.
-fn word(raw: &str) -> Arg {
-    const EXPANDS: [char; 9] = ['*', '?', '[', ']', '{', '}', '~', '$', '`'];
-    if raw.contains(EXPANDS) {
-        let first = raw.chars().next();
-        return if first.is_some_and(|c| c.is_ascii_alphanumeric() || "/._,:+=@%".contains(c)) {
-            Arg::Operand
-        } else {
-            Arg::Unknown
-        };
-    }
-    Arg::Known(shell::unescape(raw, |c| c != '\n'))
-}
-
-/// The value of the text between double quotes.
-fn unescape_double(body: &str) -> String {
-    shell::unescape(body, |c| matches!(c, '"' | '\\' | '$' | '`'))
 }
 
 /// `-abc` (one dash, not only a dash) holding one of `letters`.
@@ -336,7 +208,7 @@ const READERS: &[&str] = &[
 ];
 
 /// Whether the program `name` run with `args` only reads.
-fn program(name: &str, args: &[Arg]) -> bool {
+pub(crate) fn program(name: &str, args: &[Arg]) -> bool {
     if READERS.contains(&name) {
         return true;
     }
@@ -526,7 +398,7 @@ fn sed(args: &[Arg]) -> bool {
 /// a number; not `w` or `e`), each after optional addresses (`3`, `$`, `1~2`,
 /// `/re/`, `addr,addr`, `addr,+3`) and `!`, separated by `;` or newlines. Blocks,
 /// `w`, `r`, `e` and every other command make it false.
-fn print_script(script: &str) -> bool {
+pub(crate) fn print_script(script: &str) -> bool {
     let b = script.as_bytes();
     let mut i = 0;
     let mut commands = 0;

@@ -1,5 +1,6 @@
 //! The helper: a fresh process (the toolbelt binary, re-run with
-//! [`crate::HELPER_ARG`]) that enters namespaces, binds the git files read-only,
+//! [`crate::HELPER_ARG`]) that enters namespaces, binds the git files and
+//! toolbelt's configuration read-only,
 //! restricts itself with Landlock and `no_new_privs`, then starts the command and
 //! passes its exit code on.
 //!
@@ -24,7 +25,7 @@ use nix::unistd::{Gid, Uid};
 
 use crate::mode::{Plan, SandboxMode};
 use crate::probe::Support;
-use crate::{chain, git};
+use crate::{chain, config, git};
 
 /// Exit code of the helper when the sandbox cannot be set up (as `env(1)` and
 /// container runtimes use 125 for their own failures).
@@ -65,6 +66,24 @@ enum SetupError {
         path.as_ref().map_or_else(String::new, |p| p.display().to_string())
     )]
     GitWithoutMountNamespace { path: Option<PathBuf> },
+    #[error(
+        "{} must stay read-only, and without a mount namespace it cannot be",
+        path.display()
+    )]
+    ReadOnlyWithoutMountNamespace { path: PathBuf },
+    #[error(
+        "{} cannot be kept read-only: {} is a symbolic link inside a writable root, which a \
+         command could replace",
+        path.display(),
+        link.display()
+    )]
+    ReadOnlyThroughLink { path: PathBuf, link: PathBuf },
+    #[error("cannot enter the working directory {} again", path.display())]
+    WorkingDirectory {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     #[error("the working directory {} is hidden from commands", path.display())]
     HiddenWorkingDirectory {
         path: PathBuf,
@@ -177,6 +196,9 @@ fn enter(plan: &Plan) -> Result<(), SetupError> {
                 });
             }
             protect_git(&guard)?;
+        }
+        if protect_config(plan)? || !guard.dirs.is_empty() || !guard.files.is_empty() {
+            reenter_working_directory()?;
         }
     }
     if plan.mount_ns && !plan.hidden.is_empty() {
@@ -372,6 +394,38 @@ fn protect_git(guard: &git::GitGuard) -> Result<(), SetupError> {
     Ok(())
 }
 
+/// Keeps toolbelt's configuration and the plan's protected paths from being
+/// changed (see [`crate::config`]); says whether anything was bound.
+fn protect_config(plan: &Plan) -> Result<bool, SetupError> {
+    let binds = config::binds(&plan.writable, &plan.protected).map_err(|e| {
+        SetupError::ReadOnlyThroughLink {
+            path: e.path,
+            link: e.link,
+        }
+    })?;
+    if !plan.mount_ns {
+        return match binds.into_iter().find(|(_, read_only)| *read_only) {
+            Some((path, _)) => Err(SetupError::ReadOnlyWithoutMountNamespace { path }),
+            None => Ok(false),
+        };
+    }
+    for (path, read_only) in &binds {
+        bind(path, *read_only)?;
+    }
+    Ok(!binds.is_empty())
+}
+
+/// Enters the working directory again by its path: one inside a directory bound
+/// since (`.toolbelt`, `.git`) would otherwise stay on what lies beneath the
+/// bind, where the read-only parts are writable.
+fn reenter_working_directory() -> Result<(), SetupError> {
+    let Ok(cwd) = std::env::current_dir() else {
+        return Ok(());
+    };
+    std::env::set_current_dir(&cwd)
+        .map_err(|source| SetupError::WorkingDirectory { path: cwd, source })
+}
+
 /// Restricts this process and what it starts with Landlock: read everywhere,
 /// write only where `plan` allows; no TCP when the network is off.
 fn landlock(plan: &Plan) -> Result<u32, SetupError> {
@@ -490,6 +544,7 @@ fn probe() -> Support {
         mount_ns: false,
         pid_ns: false,
         hidden: Vec::new(),
+        protected: Vec::new(),
     };
     match landlock(&plan) {
         Ok(abi) => s.landlock_abi = Some(abi),
@@ -562,6 +617,20 @@ mod tests {
                 },
                 "/w/.git is a git repository, and without a mount namespace its hooks and config \
                  cannot be kept read-only",
+            ),
+            (
+                SetupError::ReadOnlyWithoutMountNamespace {
+                    path: PathBuf::from("/w/toolbelt.toml"),
+                },
+                "/w/toolbelt.toml must stay read-only, and without a mount namespace it cannot be",
+            ),
+            (
+                SetupError::ReadOnlyThroughLink {
+                    path: PathBuf::from("/w/.toolbelt/hooks"),
+                    link: PathBuf::from("/w/.toolbelt"),
+                },
+                "/w/.toolbelt/hooks cannot be kept read-only: /w/.toolbelt is a symbolic link \
+                 inside a writable root, which a command could replace",
             ),
             (SetupError::NoNewPrivs, "cannot set no_new_privs"),
             (

@@ -3,7 +3,9 @@
 //!
 //! - [`SandboxMode`]: `none`, `read-only` (write nowhere but a private temporary
 //!   directory) or `workspace-write` (write inside the roots too, with the git
-//!   hooks and config of the roots kept read-only); the network on or off.
+//!   hooks and config of the roots, toolbelt's `toolbelt.toml` and
+//!   `.toolbelt/hooks`, and the paths given to [`Sandbox::protecting`] kept
+//!   read-only); the network on or off.
 //! - [`Support`]: what this machine enforces, probed once by running the helper
 //!   and trying each part for real.
 //! - [`Sandbox`]: a mode checked against the probe, which wraps a command line in
@@ -32,6 +34,7 @@
 //! }
 //! ```
 
+mod config;
 mod git;
 mod helper;
 mod mode;
@@ -91,6 +94,45 @@ pub enum SandboxError {
         path: PathBuf,
         /// What the probe found wrong.
         problems: Vec<String>,
+    },
+    /// A path to keep read-only exists, and this machine has no mount namespace
+    /// to bind it so.
+    #[error(
+        "sandbox workspace-write cannot keep {path} read-only on this machine: it needs mount \
+         namespaces{why}",
+        path = path.display(),
+        why = if problems.is_empty() { String::new() } else { format!(" ({})", problems.join("; ")) }
+    )]
+    ReadOnlyNeedsMountNamespace {
+        /// The path (toolbelt's configuration, or one given to
+        /// [`Sandbox::protecting`]).
+        path: PathBuf,
+        /// What the probe found wrong.
+        problems: Vec<String>,
+    },
+    /// A path to keep read-only is reached through a symbolic link inside a
+    /// writable root, which a command could replace.
+    #[error(
+        "sandbox workspace-write cannot keep {path} read-only: {link} is a symbolic link inside \
+         a writable root, which a command could replace; make it a regular file or directory",
+        path = path.display(),
+        link = link.display()
+    )]
+    ReadOnlyThroughLink {
+        /// The path to keep read-only.
+        path: PathBuf,
+        /// The link on the way to it (maybe the path itself).
+        link: PathBuf,
+    },
+    /// A path given to [`Sandbox::protecting`] is not valid UTF-8 (the helper is
+    /// told its plan as JSON).
+    #[error(
+        "sandbox workspace-write cannot keep {path} read-only: the path is not valid UTF-8",
+        path = path.display()
+    )]
+    ReadOnlyNotUtf8 {
+        /// The path.
+        path: PathBuf,
     },
     /// No helper program was found.
     #[error(

@@ -16,8 +16,9 @@ pub enum SandboxMode {
     /// directory (and `/dev/null`).
     ReadOnly,
     /// Commands write inside the workspace roots and their private temporary
-    /// directory only; the `hooks` and `config` of the roots' git repositories
-    /// stay read-only.
+    /// directory only; the `hooks` and `config` of the roots' git repositories,
+    /// toolbelt's configuration (`toolbelt.toml`, `.toolbelt/hooks`) and the
+    /// paths given to [`crate::Sandbox::protecting`] stay read-only.
     WorkspaceWrite,
 }
 
@@ -76,4 +77,8 @@ pub(crate) struct Plan {
     /// server's state, which holds its token.
     #[serde(default)]
     pub(crate) hidden: Vec<PathBuf>,
+    /// Paths kept read-only under [`SandboxMode::WorkspaceWrite`] besides
+    /// toolbelt's configuration (absolute; see [`crate::config`]).
+    #[serde(default)]
+    pub(crate) protected: Vec<PathBuf>,
 }

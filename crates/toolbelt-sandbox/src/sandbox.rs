@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::mode::{Plan, SandboxMode};
 use crate::probe::Support;
-use crate::{SandboxError, git};
+use crate::{SandboxError, config, git};
 
 /// A sandbox for shell commands, checked against what the machine enforces.
 ///
@@ -23,6 +23,8 @@ pub struct Sandbox {
     plan_json: String,
     /// A mount namespace works here: directories can be hidden.
     can_hide: bool,
+    /// What the probe found wrong, for a refusal.
+    problems: Vec<String>,
     tmp: tempfile::TempDir,
 }
 
@@ -33,8 +35,10 @@ impl Sandbox {
     ///
     /// # Errors
     /// The mode cannot be enforced here ([`SandboxError::Unsupported`],
-    /// [`SandboxError::GitNeedsMountNamespace`]), a root cannot be resolved, or
-    /// the temporary directory cannot be made.
+    /// [`SandboxError::GitNeedsMountNamespace`],
+    /// [`SandboxError::ReadOnlyNeedsMountNamespace`]), toolbelt's configuration
+    /// lies behind a symbolic link in a root ([`SandboxError::ReadOnlyThroughLink`]),
+    /// a root cannot be resolved, or the temporary directory cannot be made.
     ///
     /// # Security
     /// Never weakens a mode: what cannot be enforced is refused.
@@ -86,6 +90,9 @@ impl Sandbox {
                 problems: support.problems.clone(),
             });
         }
+        if mode == SandboxMode::WorkspaceWrite {
+            check_protected(&writable, &[], support.mount_namespace, &support.problems)?;
+        }
         let tmp = tempfile::Builder::new()
             .prefix("toolbelt-sandbox-")
             .tempdir()?;
@@ -99,6 +106,7 @@ impl Sandbox {
             mount_ns: mode == SandboxMode::WorkspaceWrite && support.mount_namespace,
             pid_ns: support.pid_namespace,
             hidden: Vec::new(),
+            protected: Vec::new(),
         };
         let plan_json = plan_json(&plan)?;
         Ok(Sandbox {
@@ -108,6 +116,7 @@ impl Sandbox {
             plan,
             plan_json,
             can_hide: support.mount_namespace,
+            problems: support.problems.clone(),
             tmp,
         })
     }
@@ -147,6 +156,60 @@ impl Sandbox {
     #[must_use]
     pub fn hidden(&self) -> &[PathBuf] {
         &self.plan.hidden
+    }
+
+    /// Keeps `paths` read-only under [`SandboxMode::WorkspaceWrite`], as it keeps
+    /// toolbelt's configuration: the hook scripts a person keeps elsewhere in the
+    /// workspace. A relative path is taken from the first root. Each path that
+    /// exists inside a writable root when a command starts is bound read-only
+    /// (a directory with everything in it), and the directories between its root
+    /// and it cannot be renamed; one outside the roots is read-only already.
+    /// Under the other modes nothing changes: `read-only` writes none of them
+    /// anyway, `none` enforces nothing.
+    ///
+    /// # Errors
+    /// A path that exists needs a mount namespace this machine lacks
+    /// ([`SandboxError::ReadOnlyNeedsMountNamespace`]), is reached through a
+    /// symbolic link inside a root ([`SandboxError::ReadOnlyThroughLink`]), or
+    /// is not valid UTF-8 ([`SandboxError::ReadOnlyNotUtf8`]); nothing is added
+    /// then.
+    ///
+    /// # Security
+    /// A path that does not exist yet is protected from the first command
+    /// started after it is made; until then a command may create it.
+    pub fn protecting(mut self, paths: &[PathBuf]) -> Result<Sandbox, SandboxError> {
+        if self.mode != SandboxMode::WorkspaceWrite {
+            return Ok(self);
+        }
+        let mut protected = self.plan.protected.clone();
+        for path in paths {
+            if path.to_str().is_none() {
+                return Err(SandboxError::ReadOnlyNotUtf8 { path: path.clone() });
+            }
+            let path = match self.plan.writable.first() {
+                Some(root) if path.is_relative() => root.join(path),
+                _ => path.clone(),
+            };
+            if !protected.contains(&path) {
+                protected.push(path);
+            }
+        }
+        check_protected(
+            &self.plan.writable,
+            &protected,
+            self.plan.mount_ns,
+            &self.problems,
+        )?;
+        self.plan.protected = protected;
+        self.plan_json = plan_json(&self.plan)?;
+        Ok(self)
+    }
+
+    /// The paths given to [`Sandbox::protecting`] (absolute), kept read-only
+    /// besides toolbelt's configuration.
+    #[must_use]
+    pub fn protected(&self) -> &[PathBuf] {
+        &self.plan.protected
     }
 
     /// The file-system mode.
@@ -194,6 +257,29 @@ impl Sandbox {
     }
 }
 
+/// Refuses protected paths (toolbelt's configuration in `writable`, and
+/// `protected`) that cannot be kept read-only: one behind a symbolic link a
+/// command could replace, or any existing one without a mount namespace.
+fn check_protected(
+    writable: &[PathBuf],
+    protected: &[PathBuf],
+    mount_namespace: bool,
+    problems: &[String],
+) -> Result<(), SandboxError> {
+    let binds =
+        config::binds(writable, protected).map_err(|e| SandboxError::ReadOnlyThroughLink {
+            path: e.path,
+            link: e.link,
+        })?;
+    match binds.into_iter().find(|(_, read_only)| *read_only) {
+        Some((path, _)) if !mount_namespace => Err(SandboxError::ReadOnlyNeedsMountNamespace {
+            path,
+            problems: problems.to_vec(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The plan as the helper reads it (it fails only on a path that is not UTF-8,
 /// such as a temporary directory's).
 fn plan_json(plan: &Plan) -> std::io::Result<String> {
@@ -216,7 +302,9 @@ pub fn describe(mode: SandboxMode, network: bool) -> String {
         SandboxMode::WorkspaceWrite => text.push_str(
             "Sandbox: workspace-write (Landlock and namespaces). Commands can write only inside \
              the workspace roots and $TMPDIR (a private temporary directory); writes elsewhere \
-             fail with \"Permission denied\". .git/hooks and .git/config are read-only.",
+             fail with \"Permission denied\". .git/hooks and .git/config are read-only, and so \
+             are toolbelt's own configuration and hooks (toolbelt.toml, .toolbelt/hooks): \
+             writing them fails with \"Read-only file system\".",
         ),
     }
     if network {

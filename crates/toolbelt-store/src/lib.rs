@@ -71,7 +71,8 @@ pub use calls::{
 };
 pub use checkpoints::{
     CheckpointRecord, FileChange, FileState, checkpoint_ages, checkpoints_from, get_checkpoint,
-    insert_checkpoint, last_rewind, list_checkpoints, mark_pruned, mark_reverted, referenced_hashes,
+    insert_checkpoint, last_rewind, list_checkpoints, mark_pruned, mark_reverted,
+    referenced_hashes,
 };
 pub use cron::{
     Claim, CronJob, CronJobStatus, FireMode, Firing, LastRun, MAX_CRON_NAME_CHARS, NewCronJob,

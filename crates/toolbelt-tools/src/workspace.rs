@@ -19,6 +19,8 @@ use toolbelt_fs::{FsError, Jail, TempJournal, WorkPath, content_hash};
 
 /// The permission that marks a request as a file-system one for the policy.
 const FS_PERMISSION: &str = "fs:read";
+/// What a tool that writes a path is checked as, on its real path.
+const WRITE_PERMISSION: &str = "fs:write";
 
 /// Lines of "what changed" shown in a conflict.
 const MAX_CONFLICT_DIFF_LINES: usize = 40;
@@ -114,8 +116,19 @@ impl Workspace {
     /// rules against the path as given; where symlinks lead elsewhere, the deny
     /// rules (and the secret-file defaults) are checked again on the real path.
     pub fn resolve(&self, path: &str) -> Result<WorkPath, ToolError> {
+        self.resolve_as(path, FS_PERMISSION)
+    }
+
+    /// [`Workspace::resolve`] for a path the tool writes: the rules that deny only
+    /// writes (the workspace's configuration and hook scripts) are checked on the
+    /// real path too, so a link or a patch does not get past them.
+    pub fn resolve_write(&self, path: &str) -> Result<WorkPath, ToolError> {
+        self.resolve_as(path, WRITE_PERMISSION)
+    }
+
+    fn resolve_as(&self, path: &str, permission: &str) -> Result<WorkPath, ToolError> {
         let p = self.jail.resolve(&self.cwd, path)?;
-        if let Some(rule) = self.denied(&p) {
+        if let Some(rule) = self.denied_as(&p, permission) {
             return Err(ToolError::new(
                 ErrorCode::AccessDenied,
                 format!("{path} leads to {}, which is denied by {rule}", self.display(&p)),
@@ -125,15 +138,16 @@ impl Workspace {
         Ok(p)
     }
 
-    /// The deny rule (or built-in secret default) that covers `p`, if any.
-    pub fn denied(&self, p: &WorkPath) -> Option<String> {
+    /// The deny rule (or built-in default) that covers `p` for a request with
+    /// `permission`, if any.
+    fn denied_as(&self, p: &WorkPath, permission: &str) -> Option<String> {
         let authorizer = self.authorizer.as_ref()?;
         let subject = p.abs().to_string_lossy();
         let eval = authorizer.evaluate(&Request {
             tool: &self.tool,
             alias: None,
             subject: Some(&subject),
-            permissions: &[FS_PERMISSION.to_owned()],
+            permissions: &[permission.to_owned()],
         });
         (eval.decision == Decision::Deny).then(|| {
             eval.rule

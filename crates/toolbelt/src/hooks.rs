@@ -9,16 +9,10 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use toolbelt_core::Registry;
-use toolbelt_hooks::{HookEnv, Hooks, HooksConfig, Layer, Source, TRUST_FILE, TrustStore};
+use toolbelt_hooks::{HookEnv, Hooks, HooksConfig, Layer, Source};
 
 use crate::settings::{Settings, real_path};
-use crate::upstream::user_config_path;
-
-/// The user's trust file, beside the user's config (none without a home).
-pub fn trust_store() -> Option<TrustStore> {
-    let config = user_config_path()?;
-    Some(TrustStore::new(config.with_file_name(TRUST_FILE)))
-}
+use crate::upstream::{trust_store, user_config_path};
 
 /// Only `[hooks]` is read here from the user's config.
 #[derive(Debug, Default, Deserialize)]
@@ -78,17 +72,35 @@ fn in_workspace(path: &Path, roots: &[PathBuf]) -> bool {
         .any(|r| path.starts_with(r) || real.starts_with(real_path(r)))
 }
 
-/// The hooks of `settings` for `registry`'s tools (none when there are none).
+/// The paths the agent may not rewrite beyond the built-in ones (`toolbelt.toml`
+/// and `.toolbelt/hooks/` at each root): the scripts the hooks of `layers` run,
+/// and the configuration file when it lies in the workspace.
+pub fn protected_paths(settings: &Settings, layers: &[Layer]) -> Vec<PathBuf> {
+    let Some(root) = settings.roots.first() else {
+        return Vec::new();
+    };
+    let mut paths = toolbelt_hooks::script_paths(layers, root);
+    if let Some(file) = &settings.file.path
+        && in_workspace(file, &settings.roots)
+        && file.is_file()
+    {
+        paths.push(file.clone());
+    }
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// The hooks of `layers` for `registry`'s tools (none when there are none).
 ///
 /// # Errors
 /// An invalid `[hooks]` table (an unknown event, a bad matcher...).
-pub fn build(settings: &Settings, registry: &Registry) -> Result<Option<Hooks>> {
-    let layers = layers(settings)?;
+pub fn build(layers: &[Layer], registry: &Registry) -> Result<Option<Hooks>> {
     if layers.is_empty() {
         return Ok(None);
     }
     let hooks =
-        Hooks::new(&layers, env(registry)).context("invalid [hooks] in the configuration")?;
+        Hooks::new(layers, env(registry)).context("invalid [hooks] in the configuration")?;
     Ok(Some(hooks))
 }
 

@@ -74,6 +74,15 @@ pub fn user_config_path() -> Option<PathBuf> {
     Some(base.join("toolbelt").join("toolbelt.toml"))
 }
 
+/// The user's trust file, beside the user's config (none without a home): the
+/// hashes of the workspaces' hooks and servers the user trusted.
+pub fn trust_store() -> Option<toolbelt_hooks::TrustStore> {
+    let config = user_config_path()?;
+    Some(toolbelt_hooks::TrustStore::new(
+        config.with_file_name(toolbelt_hooks::TRUST_FILE),
+    ))
+}
+
 /// The servers of the user's config, `first_root/.mcp.json` and `file`.
 ///
 /// # Errors
@@ -140,16 +149,18 @@ pub fn servers(file: &FileConfig, first_root: &Path) -> Result<Servers> {
         ),
         None => ("toolbelt.toml".to_string(), first_root.to_path_buf()),
     };
-    let workspace_file = file.path.as_deref().is_none_or(|p| {
-        crate::settings::real_path(p).starts_with(crate::settings::real_path(first_root))
-    });
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let workspace_file = file
+        .path
+        .as_deref()
+        .is_none_or(|p| real(p).starts_with(real(first_root)));
     for (name, c) in &file.mcp_servers {
         all.insert(
             name.clone(),
             (c.clone(), origin.clone(), base.clone(), workspace_file),
         );
     }
-    let trust = crate::hooks::trust_store();
+    let trust = trust_store();
     let mut specs = Vec::new();
     let mut untrusted = Vec::new();
     for (name, (config, origin, base, declared_here)) in all {

@@ -78,9 +78,18 @@ impl Workspace {
             mcp_servers,
             ..
         } = settings;
+        // The hooks' definitions and scripts: the agent may not rewrite them.
+        let hook_layers = crate::hooks::layers(settings)?;
+        let protected = crate::hooks::protected_paths(settings, &hook_layers);
         let sandbox = Sandbox::new(*sandbox, *network, roots)
             .context("the shell sandbox cannot be set up (see `toolbelt doctor`)")?
             .map(|sandbox| hide_state(sandbox, roots, state_dir))
+            .transpose()?
+            .map(|sandbox| {
+                sandbox
+                    .protecting(&protected)
+                    .context("the shell sandbox cannot keep the hooks read-only")
+            })
             .transpose()?
             .map(Arc::new);
         let budget = file
@@ -116,6 +125,16 @@ impl Workspace {
                     .context("invalid [permissions] in the config file")
             })
             .transpose()?;
+        let policy = if protected.is_empty() {
+            policy
+        } else {
+            Some(
+                policy
+                    .unwrap_or_default()
+                    .with_protected_paths(&protected)
+                    .context("the hook scripts cannot be protected")?,
+            )
+        };
         let web = web_options(file, *allow_private_network)?;
         let store = StoreHandle::lazy(store.clone());
         let (messaging, jobs) = jobs::messaging(
@@ -171,7 +190,7 @@ impl Workspace {
                 .clone()
                 .map(|c| Arc::new(c) as Arc<dyn toolbelt_core::Checkpointer>),
         );
-        let hooks = crate::hooks::build(settings, &registry)?.map(Arc::new);
+        let hooks = crate::hooks::build(&hook_layers, &registry)?.map(Arc::new);
         registry.set_hooks(
             hooks
                 .clone()

@@ -30,11 +30,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+mod hook_stages;
+
 use futures::FutureExt;
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
-use super::hook_stages::PermissionAnswer;
+use self::hook_stages::PermissionAnswer;
 use super::{
     Approval, ApprovalRequest, BatchMode, CallOptions, Entry, Registry, ToolCall, new_call_id,
     unix_ms_now,
@@ -61,12 +63,12 @@ const TRUNCATED_STRING_REPAIR: &str = "closed unterminated string";
 const PARAMETER_MATCH: f64 = 0.75;
 
 /// The tool a call reached, as the stages after lookup see it.
-pub(super) struct Target<'a> {
-    pub(super) tool: &'a Arc<dyn Tool>,
-    pub(super) spec: &'a ToolSpec,
-    pub(super) canonical: &'a str,
+struct Target<'a> {
+    tool: &'a Arc<dyn Tool>,
+    spec: &'a ToolSpec,
+    canonical: &'a str,
     /// The name the model knows the tool by.
-    pub(super) exposed: &'a str,
+    exposed: &'a str,
     /// The tool's parameter names, when the profile shows them in camelCase: the
     /// arguments are read back as the tool's, and its messages shown as the model's.
     camel: Option<&'a BTreeSet<String>>,
@@ -74,7 +76,7 @@ pub(super) struct Target<'a> {
 
 /// What a stage before execute gives: its result, or the envelope the call ends
 /// with (boxed: an envelope is large, and ending early the rarer path).
-pub(super) type Stage<T> = Result<T, Box<Envelope>>;
+type Stage<T> = Result<T, Box<Envelope>>;
 
 /// A call as it came in, for the record stage.
 struct Incoming {
@@ -91,19 +93,19 @@ struct Incoming {
 
 /// What the record stage needs to know of how far a call got.
 #[derive(Default)]
-pub(super) struct Trace {
+struct Trace {
     /// The canonical name, once the tool was found.
     canonical: Option<String>,
     /// The repairs made to the arguments.
     repairs: Vec<Repair>,
     /// Where the call came from.
-    pub(super) origin: Origin,
+    origin: Origin,
     /// The person's hooks that ran, in order.
-    pub(super) hooks: Vec<crate::hooks::HookRun>,
+    hooks: Vec<crate::hooks::HookRun>,
 }
 
 /// What the rules said of a call that may go on.
-pub(super) enum Ruling {
+enum Ruling {
     /// Run it.
     Allowed,
     /// Ask the person first.
@@ -251,7 +253,7 @@ impl Registry {
     }
 
     /// Stage 4: what the permission rules say of the call; a denied call ends here.
-    pub(super) fn authorize(&self, target: &Target<'_>, args: &Value) -> Stage<Ruling> {
+    fn authorize(&self, target: &Target<'_>, args: &Value) -> Stage<Ruling> {
         let Target {
             tool,
             spec,
@@ -588,7 +590,7 @@ fn repair(target: &Target<'_>, arguments: Value, repairs: &mut Vec<Repair>) -> S
 
 /// Stage 3: the input schema, then the tool's own rules; every violation is
 /// listed in the envelope the call ends with.
-pub(super) fn validate(target: &Target<'_>, entry: &Entry, args: &Value) -> Stage<()> {
+fn validate(target: &Target<'_>, entry: &Entry, args: &Value) -> Stage<()> {
     let Target {
         tool,
         spec,

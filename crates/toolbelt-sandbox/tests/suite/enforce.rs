@@ -22,7 +22,11 @@ fn sandbox(mode: SandboxMode, network: bool, roots: &[PathBuf]) -> Option<Sandbo
         Ok(sandbox) => Some(sandbox),
         Err(e) => {
             let refused_by_probe = support.check(mode, network).is_err()
-                || matches!(e, SandboxError::GitNeedsMountNamespace { .. });
+                || matches!(
+                    e,
+                    SandboxError::GitNeedsMountNamespace { .. }
+                        | SandboxError::ReadOnlyNeedsMountNamespace { .. }
+                );
             assert!(refused_by_probe, "refused though the probe allows it: {e}");
             eprintln!("not enforceable on this machine, refused: {e}");
             None
@@ -113,6 +117,193 @@ cat inside.txt"#,
     let written = etc.exists();
     let _ = std::fs::remove_file(&etc);
     assert!(!written, "{} was written", etc.display());
+}
+
+#[test]
+fn workspace_write_keeps_toolbelt_configuration_and_hook_scripts_read_only() {
+    let (_ws, root) = canonical_tempdir();
+    let config = "[permissions]\ndeny = [\"bash(rm:*)\"]\n";
+    std::fs::write(root.join("toolbelt.toml"), config).unwrap();
+    std::fs::create_dir_all(root.join(".toolbelt/hooks")).unwrap();
+    std::fs::create_dir_all(root.join(".toolbelt/agents")).unwrap();
+    std::fs::write(root.join(".toolbelt/hooks/pre.sh"), "exit 0\n").unwrap();
+    std::fs::create_dir_all(root.join("scripts/hooks")).unwrap();
+    std::fs::write(root.join("scripts/hooks/check.sh"), "check\n").unwrap();
+    let Some(sandbox) = sandbox(
+        SandboxMode::WorkspaceWrite,
+        true,
+        std::slice::from_ref(&root),
+    ) else {
+        return;
+    };
+    let sandbox = sandbox
+        .protecting(&[PathBuf::from("scripts/hooks/check.sh")])
+        .unwrap();
+    assert_eq!(sandbox.protected(), [root.join("scripts/hooks/check.sh")]);
+    let script = r#"echo >> toolbelt.toml; echo append=$?
+: > toolbelt.toml 2>/dev/null; echo truncate=$?
+rm -f toolbelt.toml 2>/dev/null; echo rm=$?
+mv toolbelt.toml moved.toml 2>/dev/null; echo mv=$?
+echo x > .toolbelt/hooks/pre.sh 2>/dev/null; echo hook=$?
+echo x > .toolbelt/hooks/new.sh 2>/dev/null; echo new_hook=$?
+rm -rf .toolbelt/hooks 2>/dev/null; echo rm_hooks=$?
+mv .toolbelt .toolbelt-moved 2>/dev/null; echo mv_dir=$?
+echo a > .toolbelt/agents/a.md && echo agents=ok
+echo x >> scripts/hooks/check.sh 2>/dev/null; echo script=$?
+mv scripts scripts-moved 2>/dev/null; echo mv_scripts=$?
+echo n > scripts/notes.txt && echo scripts_dir=ok
+echo w > other.txt && echo other=ok"#;
+    let out = run(&sandbox, &root, script);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stdout(&out),
+        "append=1\ntruncate=1\nrm=1\nmv=1\nhook=1\nnew_hook=1\nrm_hooks=1\nmv_dir=1\n\
+         agents=ok\nscript=1\nmv_scripts=1\nscripts_dir=ok\nother=ok\n",
+        "stderr: {stderr}"
+    );
+    assert!(
+        stderr.contains("toolbelt.toml: Read-only file system"),
+        "{stderr}"
+    );
+    // A working directory inside a bound directory is on the bind too.
+    let out = run(
+        &sandbox,
+        &root.join(".toolbelt"),
+        "echo x > hooks/pre.sh 2>/dev/null; echo hook=$?",
+    );
+    assert_eq!(stdout(&out), "hook=1\n");
+    let out = run(
+        &sandbox,
+        &root.join("scripts/hooks"),
+        "echo x >> check.sh 2>/dev/null; echo script=$?",
+    );
+    assert_eq!(stdout(&out), "script=1\n");
+
+    assert_eq!(
+        std::fs::read_to_string(root.join("toolbelt.toml")).unwrap(),
+        config
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".toolbelt/hooks/pre.sh")).unwrap(),
+        "exit 0\n"
+    );
+    assert_eq!(
+        std::fs::read_dir(root.join(".toolbelt/hooks"))
+            .unwrap()
+            .count(),
+        1
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("scripts/hooks/check.sh")).unwrap(),
+        "check\n"
+    );
+    assert!(!root.join("moved.toml").exists());
+    assert!(root.join(".toolbelt/agents/a.md").is_file());
+    assert!(root.join("other.txt").is_file());
+}
+
+#[test]
+fn a_configuration_reached_through_a_link_in_the_workspace_is_refused() {
+    let (_ws, root) = canonical_tempdir();
+    let (_elsewhere, elsewhere) = canonical_tempdir();
+    std::fs::write(elsewhere.join("toolbelt.toml"), "").unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("toolbelt.toml"), root.join("toolbelt.toml"))
+        .unwrap();
+    let support = Support::probe_with(&helper());
+    if support.check(SandboxMode::WorkspaceWrite, true).is_err() {
+        return;
+    }
+    let err = Sandbox::with_helper(
+        SandboxMode::WorkspaceWrite,
+        true,
+        std::slice::from_ref(&root),
+        helper(),
+        &support,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, SandboxError::ReadOnlyThroughLink { link, .. } if *link == root.join("toolbelt.toml")),
+        "{err}"
+    );
+    // Read-only keeps every file of the root as it is anyway.
+    assert!(
+        Sandbox::with_helper(
+            SandboxMode::ReadOnly,
+            true,
+            std::slice::from_ref(&root),
+            helper(),
+            &support
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn a_configuration_without_mount_namespaces_is_refused() {
+    let (_ws, root) = canonical_tempdir();
+    std::fs::write(root.join("toolbelt.toml"), "").unwrap();
+    let (_other, other) = canonical_tempdir();
+    std::fs::write(other.join("hook.sh"), "").unwrap();
+    let support = Support {
+        landlock_abi: Some(7),
+        user_namespace: false,
+        mount_namespace: false,
+        network_namespace: false,
+        pid_namespace: false,
+        problems: vec!["user namespace: EPERM".to_string()],
+    };
+    let build = |mode, root: &PathBuf| {
+        Sandbox::with_helper(mode, true, std::slice::from_ref(root), helper(), &support)
+    };
+    let err = build(SandboxMode::WorkspaceWrite, &root).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "sandbox workspace-write cannot keep {} read-only on this machine: it needs mount \
+             namespaces (user namespace: EPERM)",
+            root.join("toolbelt.toml").display()
+        )
+    );
+    assert!(build(SandboxMode::ReadOnly, &root).is_ok());
+    // A protected path is refused the same way; one that does not exist is kept.
+    let sandbox = build(SandboxMode::WorkspaceWrite, &other).unwrap();
+    let sandbox = sandbox.protecting(&[PathBuf::from("missing.sh")]).unwrap();
+    let err = sandbox.protecting(&[other.join("hook.sh")]).unwrap_err();
+    assert!(
+        matches!(&err, SandboxError::ReadOnlyNeedsMountNamespace { path, .. } if *path == other.join("hook.sh")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_configuration_made_later_without_mount_namespaces_stops_the_command_before_it_runs() {
+    let (_ws, root) = canonical_tempdir();
+    let probed = Support::probe_with(&helper());
+    if probed.check(SandboxMode::WorkspaceWrite, true).is_err() {
+        return;
+    }
+    let support = Support {
+        mount_namespace: false,
+        ..probed
+    };
+    let sandbox = Sandbox::with_helper(
+        SandboxMode::WorkspaceWrite,
+        true,
+        std::slice::from_ref(&root),
+        helper(),
+        &support,
+    )
+    .unwrap();
+    std::fs::write(root.join("toolbelt.toml"), "").unwrap();
+    let out = run(&sandbox, &root, "echo ran > ran.txt");
+    assert_eq!(out.status.code(), Some(SETUP_FAILED_EXIT_CODE));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("toolbelt sandbox: the command was not run: ")
+            && stderr.contains("toolbelt.toml must stay read-only"),
+        "{stderr}"
+    );
+    assert!(!root.join("ran.txt").exists());
 }
 
 #[test]

@@ -204,7 +204,7 @@ fn run(
     let mut files: HashMap<PathBuf, OnDisk> = HashMap::with_capacity(keys.len());
     let mut seen: HashMap<WorkPath, PathBuf> = HashMap::with_capacity(keys.len());
     for key in &keys {
-        let wp = ws.resolve(&key.to_string_lossy())?;
+        let wp = ws.resolve_write(&key.to_string_lossy())?;
         if let Some(other) = seen.insert(wp.clone(), key.clone()) {
             return Err(ToolError::new(
                 ErrorCode::InvalidParams,

@@ -90,7 +90,7 @@ impl Done {
 /// Resolve, lock, read, check, edit, write, record: the shared flow.
 pub(crate) async fn run(ws: Workspace, request: EditRequest) -> Result<Done, ToolError> {
     blocking(move || {
-        let p = ws.resolve(&request.path)?;
+        let p = ws.resolve_write(&request.path)?;
         let _guard = ws.jail.lock(&p)?;
         let bytes = read_existing(&ws, &p)?;
         let shown = ws.display(&p);

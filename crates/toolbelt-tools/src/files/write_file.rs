@@ -206,7 +206,7 @@ fn write(ws: &Workspace, p: WriteFileParams) -> Result<Reply<WriteFileOutput>, T
     let mode = p.mode.unwrap_or_default();
     let dry_run = p.dry_run.unwrap_or(false);
     let create_dirs = p.create_dirs.unwrap_or(true);
-    let path = ws.resolve(&p.path)?;
+    let path = ws.resolve_write(&p.path)?;
     let shown = ws.display(&path);
     let _guard = ws.jail.lock(&path)?;
 

@@ -156,7 +156,7 @@ fn trust(
             return Ok(exit_code(false));
         }
     }
-    let store = crate::hooks::trust_store()
+    let store = crate::upstream::trust_store()
         .context("no user configuration directory (set XDG_CONFIG_HOME or HOME)")?;
     let trusted = match hooks {
         Some(h) => h.trust_all().context("cannot record the trust")?,

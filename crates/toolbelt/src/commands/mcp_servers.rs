@@ -286,7 +286,7 @@ fn trust_added(g: &Global, name: &str) -> Result<()> {
     let Ok(settings) = crate::settings::Settings::new(g) else {
         return Ok(());
     };
-    let Some(store) = crate::hooks::trust_store() else {
+    let Some(store) = crate::upstream::trust_store() else {
         return Ok(());
     };
     let workspace = settings

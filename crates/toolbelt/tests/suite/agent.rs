@@ -92,10 +92,10 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// A tool result as the model received it: (call id, text, is_error).
-type SentResult = (String, String, bool);
+pub(super) type SentResult = (String, String, bool);
 
 /// The tool results at the end of a request, in the order sent.
-fn last_tool_results(kind: ProviderKind, request: &Recorded) -> Vec<SentResult> {
+pub(super) fn last_tool_results(kind: ProviderKind, request: &Recorded) -> Vec<SentResult> {
     let messages = request.body["messages"].as_array().unwrap();
     match kind {
         ProviderKind::OpenAi => {

@@ -1093,12 +1093,7 @@ fn bash_memory(root: &Path, command: &str, timeout_secs: u64) -> (Value, u64, u6
     });
     let (mut baseline, mut peak) = (0, 0);
     while child.try_wait().unwrap().is_none() {
-        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            && let Some(kib) = status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        {
+        if let Some(kib) = peak_rss_kib(pid) {
             if started.elapsed() < SETTLE.mul_f64(0.8) {
                 baseline = kib;
             }
@@ -1112,6 +1107,16 @@ fn bash_memory(root: &Path, command: &str, timeout_secs: u64) -> (Value, u64, u6
         "the server was not sampled before the command"
     );
     (serde_json::from_str(&out).unwrap(), baseline, peak)
+}
+
+/// The high-water mark of the resident memory of process `pid`, in KiB (none once
+/// it has exited).
+pub(super) fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// `toolbelt call bash`, with the call log and checkpoints off: the memory checks

@@ -36,14 +36,19 @@ fn run(root: &Path, database: Option<&str>, args: &[&str]) -> Output {
 }
 
 /// A running `toolbelt serve` and its address.
-struct Served {
+pub(super) struct Served {
     child: Child,
-    url: String,
+    pub(super) url: String,
 }
 
 impl Served {
     fn start(root: &Path, database: Option<&str>) -> Served {
-        let mut child = command(root, database)
+        Served::from_command(command(root, database))
+    }
+
+    /// `cmd serve` on a free port of 127.0.0.1 without a token, once it listens.
+    pub(super) fn from_command(mut cmd: Command) -> Served {
+        let mut child = cmd
             .args(["serve", "--bind", "127.0.0.1:0", "--no-token"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -62,7 +67,7 @@ impl Served {
     }
 
     /// SIGTERM, then wait.
-    fn stop(mut self) {
+    pub(super) fn stop(mut self) {
         let pid = rustix::process::Pid::from_raw(i32::try_from(self.child.id()).unwrap()).unwrap();
         rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
         let _ = self.child.wait();
@@ -83,7 +88,7 @@ fn file_channel_config(root: &Path) {
     .unwrap();
 }
 
-fn delivered(root: &Path) -> Vec<Value> {
+pub(super) fn delivered(root: &Path) -> Vec<Value> {
     std::fs::read_to_string(super::cli::state_dir(root).join("messages-local.jsonl"))
         .unwrap_or_default()
         .lines()

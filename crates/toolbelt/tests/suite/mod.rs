@@ -10,6 +10,7 @@ mod checkpoints;
 mod cli;
 mod cron;
 mod docs;
+mod hooks;
 mod layout;
 mod leftovers;
 mod mcp;

@@ -300,7 +300,7 @@ fn background_shells_run_in_the_sandbox_too() {
 }
 
 /// Processes whose command line holds `token`.
-fn running_with(token: &str) -> Vec<u32> {
+pub(super) fn running_with(token: &str) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {

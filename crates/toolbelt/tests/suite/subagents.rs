@@ -9,7 +9,7 @@ use toolbelt_agent::testing::{Recorded, Reply, Script, ScriptedServer};
 
 use super::cli::{command, finish};
 
-fn events(stdout: &str) -> Vec<Value> {
+pub(super) fn events(stdout: &str) -> Vec<Value> {
     stdout
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -17,7 +17,7 @@ fn events(stdout: &str) -> Vec<Value> {
         .collect()
 }
 
-fn first_user(r: &Recorded) -> String {
+pub(super) fn first_user(r: &Recorded) -> String {
     r.body["messages"]
         .as_array()
         .and_then(|m| m.iter().find(|m| m["role"] == "user"))
@@ -38,7 +38,7 @@ fn tool_names(r: &Recorded) -> Vec<String> {
 }
 
 /// `toolbelt <args>` with the scripted provider as the configured model.
-fn with_model(
+pub(super) fn with_model(
     root: &std::path::Path,
     server: &ScriptedServer,
     args: &[&str],

@@ -4,15 +4,15 @@
 
 use serde_json::{Value, json};
 
-use super::dispatch::{Ruling, Stage, Target, Trace};
-use super::{Entry, Registry};
+use super::super::{Entry, Registry};
+use super::{Ruling, Stage, Target, Trace};
 use crate::checkpoint::{CheckpointNote, Origin};
 use crate::envelope::{Envelope, ErrorCode};
 use crate::error::error_chain;
 use crate::hooks::{HookCall, HookContext, HookDecision, HookEvent, HookInput, HookVerdict};
 use crate::output::{OutputBudget, apply_budget, truncate_in_memory};
 
-/// Bytes of one hook's context in the text; the rest is saved for `read_output`.
+/// Bytes of one hook's context in the text; the rest is saved for the reader of saved outputs.
 pub const MAX_HOOK_CONTEXT_BYTES: usize = 4 * 1024;
 
 /// What the pre-call hooks leave for the stages after them.
@@ -116,15 +116,15 @@ impl Registry {
             Some(rewrite) => {
                 let hook = rewrite.hook;
                 let args = rewrite.arguments;
-                super::dispatch::validate(target, entry, &args).map_err(|mut env| {
+                super::validate(target, entry, &args).map_err(|mut env| {
                     let message = format!(
                         "hook '{hook}' rewrote the arguments of {exposed} into invalid ones: {}",
                         env.error.as_ref().map_or("", |e| e.message.as_str())
                     );
-                    env.text = message.clone();
                     if let Some(e) = env.error.as_mut() {
                         e.message = message;
                         e.hint = Some("the call did not run; this is the hook's doing, not the model's: ask the user to fix the hook".into());
+                        env.text = crate::envelope::error_text(e.code, &e.message, e.hint.as_deref());
                     }
                     env.data["hook"] = json!(hook);
                     env
@@ -274,43 +274,49 @@ impl Registry {
         trace: &Trace,
     ) -> Envelope {
         let exposed = target.exposed;
-        let reverted = match (&self.checkpointer, &note.id) {
-            (Some(cp), Some(id)) => match cp.revert(id, &trace.origin).await {
-                Ok(n) => Ok(format!(
-                    "its changes ({n} {}) were undone (checkpoint {id})",
-                    crate::human::plural(n as u64, "path")
-                )),
-                Err(e) => Err(format!(
-                    "its changes could not be undone: {}",
-                    error_chain(&e)
-                )),
-            },
+        let undone = match (&self.checkpointer, &note.id) {
+            (Some(cp), Some(id)) => cp
+                .revert(id, &trace.origin)
+                .await
+                .map(|n| {
+                    format!(
+                        "its changes ({n} {}) were undone (checkpoint {id})",
+                        crate::human::plural(n as u64, "path")
+                    )
+                })
+                .map_err(Some),
             (_, None) if note.changed.is_empty() => Ok("it changed no file".to_string()),
-            _ => Err("its changes could not be undone: no checkpoint was kept".to_string()),
+            _ => Err(None),
         };
-        let (said, hint) = match &reverted {
-            Ok(done) => (
-                done.as_str(),
-                "do not repeat the call unchanged; follow the hook's reason",
+        let reverted = undone.is_ok();
+        let mut out = match undone {
+            Ok(done) => Envelope::error(
+                ErrorCode::AccessDenied,
+                format!("hook '{hook}' rejected the result of {exposed}: {reason}; {done}"),
+                Some("do not repeat the call unchanged; follow the hook's reason".into()),
             ),
-            Err(problem) => (
-                problem.as_str(),
-                "tell the user: the files may still hold the call's changes",
-            ),
+            Err(cause) => {
+                let why = match cause {
+                    Some(failed) => error_chain(&failed),
+                    None => "no checkpoint was kept".to_string(),
+                };
+                Envelope::error(
+                    ErrorCode::AccessDenied,
+                    format!(
+                        "hook '{hook}' rejected the result of {exposed}: {reason}; its changes could not be undone: {why}"
+                    ),
+                    Some("tell the user: the files may still hold the call's changes".into()),
+                )
+            }
         };
-        let mut out = Envelope::error(
-            ErrorCode::AccessDenied,
-            format!("hook '{hook}' rejected the result of {exposed}: {reason}; {said}"),
-            Some(hint.into()),
-        );
-        out.data = json!({ "hook": hook, "reverted": reverted.is_ok(), "result": env.text });
+        out.data = json!({ "hook": hook, "reverted": reverted, "result": env.text });
         out.context = env.context;
         out.stats = env.stats;
         out
     }
 
     /// The hooks' context, each cut to [`MAX_HOOK_CONTEXT_BYTES`] (the whole saved
-    /// for `read_output`), added to the text the model reads.
+    /// for the reader of saved outputs), added to the text the model reads.
     fn add_context(&self, env: &mut Envelope, context: &[HookContext]) {
         for c in context {
             let text = c.text.trim();
@@ -320,16 +326,12 @@ impl Registry {
             let shown = if text.len() <= MAX_HOOK_CONTEXT_BYTES {
                 text.to_string()
             } else {
-                let budget = OutputBudget::with_max_bytes(MAX_HOOK_CONTEXT_BYTES);
-                let captured = apply_budget(text, &budget, &self.session.spill_dir())
-                    .unwrap_or_else(|_| truncate_in_memory(text, &budget));
-                match &captured.output_id {
-                    Some(id) => format!(
-                        "{}\n[the hook's whole text: read_output output_id {id}]",
-                        captured.text
-                    ),
-                    None => captured.text,
-                }
+                // Cut as any long result is: the markers name the reader of the whole.
+                let budget = OutputBudget::with_max_bytes(MAX_HOOK_CONTEXT_BYTES)
+                    .with_reader(self.saved_output_reader());
+                apply_budget(text, &budget, &self.session.spill_dir())
+                    .unwrap_or_else(|_| truncate_in_memory(text, &budget))
+                    .text
             };
             env.text
                 .push_str(&format!("\n\n[hook '{}'] {shown}", c.hook));
