@@ -703,10 +703,11 @@ command = ["{context}"]
         .unwrap_or_else(|| panic!("{env:#}"))..];
     assert!(shown.len() <= 4096 + 200, "{} bytes: {shown}", shown.len());
     assert!(!shown.contains("\n10000\n"), "{shown}");
+    // The marker every cut result has, naming the reader of the whole.
     let output_id = shown
-        .split("output_id ")
+        .split("output_id=")
         .nth(1)
-        .and_then(|rest| rest.split(']').next())
+        .and_then(|rest| rest.split([',', ')']).next())
         .unwrap_or_else(|| panic!("no output_id in {shown}"));
     let (status, page) = ws.call(
         "read_output",
