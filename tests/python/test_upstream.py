@@ -549,3 +549,31 @@ def test_the_agent_calls_a_remote_tool(ws: Workspace, tmp_path: Path, toolbelt_b
         assert "up__echo" in first_tools and "read_file" in first_tools
         last = json.dumps(requests[-1]["body"]["messages"])
         assert "remote says hi" in last
+
+
+@pytest.mark.parametrize("mode", ["legacy"])
+def test_a_hook_guards_an_upstream_tool_through_the_gateway(ws: Workspace, toolbelt_bin: str, mode: str) -> None:
+    """A person's hook (their own config) blocks another server's tool served through
+    toolbelt, before the call reaches that server."""
+    user = Path(ws.env["XDG_CONFIG_HOME"]) / "toolbelt"
+    user.mkdir(parents=True, exist_ok=True)
+    (user / "toolbelt.toml").write_text(
+        """
+[[hooks.pre_tool_use]]
+name = "no-upstream-touch"
+match = "up__touch"
+command = "echo 'no touching upstream' >&2; exit 2"
+"""
+    )
+
+    async def main() -> None:
+        async with gateway(ws, toolbelt_bin, mode) as client:
+            refused = await client.call_tool("up__touch", {"name": "marker"})
+            assert refused.is_error, text_of(refused)
+            assert "hook 'no-upstream-touch'" in text_of(refused) and "no touching upstream" in text_of(refused)
+            fine = await client.call_tool("up__echo", {"text": "still served"})
+            assert not fine.is_error and "still served" in text_of(fine)
+
+    anyio.run(main)
+    assert not (ws.marks / "marker").exists()
+

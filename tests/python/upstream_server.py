@@ -57,6 +57,13 @@ def echo(text: str) -> str:
 
 
 @server.tool()
+def touch(name: str) -> str:
+    """Creates the marker NAME in UPSTREAM_MARKS (a call that changes something)."""
+    mark(name, "touched")
+    return f"touched {name}"
+
+
+@server.tool()
 def add(a: int, b: int) -> dict[str, int]:
     """Adds two numbers; the sum is structured output."""
     return {"sum": a + b}
