@@ -146,20 +146,28 @@ fn text(bytes: &[u8]) -> String {
 /// command line that runs the agent in it against `server`; the line prints
 /// `EXITED <status>` when the binary ends.
 fn workspace(server: &ScriptedServer) -> (TempDir, String) {
+    workspace_with(server, "[permissions]\nask = [\"bash(echo:*)\"]\n", None)
+}
+
+/// [`workspace`] with `config` as the workspace's toolbelt.toml and, when given,
+/// `user` as the user's own (in a configuration directory of the test's).
+fn workspace_with(server: &ScriptedServer, config: &str, user: Option<&str>) -> (TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("work");
     std::fs::create_dir(&root).unwrap();
-    std::fs::write(
-        root.join("toolbelt.toml"),
-        "[permissions]\nask = [\"bash(echo:*)\"]\n",
-    )
-    .unwrap();
+    std::fs::write(root.join("toolbelt.toml"), config).unwrap();
+    let config_home = dir.path().join("config");
+    std::fs::create_dir_all(config_home.join("toolbelt")).unwrap();
+    if let Some(user) = user {
+        std::fs::write(config_home.join("toolbelt").join("toolbelt.toml"), user).unwrap();
+    }
     let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
     let command = format!(
         "trap 'echo WRAPPER-INTERRUPTED' INT; \
-         cd {root} && XDG_STATE_HOME={state} {bin} --root {root} agent --model scripted-model --base-url {url}; \
+         cd {root} && XDG_STATE_HOME={state} XDG_CONFIG_HOME={config} {bin} --root {root} agent --model scripted-model --base-url {url}; \
          echo EXITED $?; sleep 600",
         root = quote(&root.display().to_string()),
+        config = quote(&config_home.display().to_string()),
         bin = quote(env!("CARGO_BIN_EXE_toolbelt")),
         state = quote(&super::cli::state_home().display().to_string()),
         url = quote(&server.base_url()),
@@ -227,6 +235,53 @@ fn approved_call_runs_and_the_answer_streams() {
             .unwrap()
             .count();
     assert_eq!(runs, 1);
+}
+
+#[test]
+fn a_hooks_ask_reaches_the_terminal_prompt() {
+    let Some(tmux) = tmux() else {
+        eprintln!("skipping: tmux is not installed and cannot be installed here");
+        return;
+    };
+    let server = ScriptedServer::start(Script::new(
+        ProviderKind::OpenAi,
+        vec![
+            Reply::call("bash", r#"{"command":"touch asked"}"#),
+            Reply::text("not done"),
+        ],
+    ))
+    .unwrap();
+    // No rule asks: the user's own hook does.
+    let hook = r#"
+[[hooks.pre_tool_use]]
+name = "ask-touch"
+if = "bash(touch:*)"
+command = """echo '{"hookSpecificOutput":{"permissionDecision":"ask","permissionDecisionReason":"touching needs a yes"}}'"""
+"#;
+    let (dir, command) = workspace_with(&server, "", Some(hook));
+    let term = Terminal::start(tmux, dir.path(), &command);
+    term.wait_for(&["/help for commands", "› "]);
+    term.keys(&["-l", "make the file"]);
+    term.keys(&["Enter"]);
+    term.wait_for(&[
+        "bash needs your approval (rule hook 'ask-touch' (touching needs a yes))",
+        "$ touch asked",
+    ]);
+    term.keys(&["n"]);
+    term.wait_for(&["Why not?"]);
+    term.keys(&["-l", "not now"]);
+    term.keys(&["Enter"]);
+    term.wait_for(&["not done"]);
+    term.keys(&["-l", "/exit"]);
+    term.keys(&["Enter"]);
+    term.wait_for(&["EXITED 0"]);
+    assert!(!dir.path().join("work").join("asked").exists());
+    let requests = server.requests();
+    let second = messages(&requests[1].body);
+    assert!(
+        second.contains("declined") && second.contains("not now"),
+        "{second}"
+    );
 }
 
 #[test]

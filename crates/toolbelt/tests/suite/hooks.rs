@@ -8,7 +8,7 @@
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -722,4 +722,97 @@ command = ["{context}"]
         "{page:#}"
     );
     assert_eq!(page["data"]["total_lines"], 20000, "{page:#}");
+}
+
+/// The hooks of `toolbelt agent -p` as a user meets them: a stop hook that
+/// blocks twice keeps the model going for two more turns (the second stop is
+/// marked `stop_hook_active` in the transcript); one that always blocks ends the
+/// run after eight blocks with its own outcome and exit 1; and Claude Code's own
+/// example script, unchanged, blocks `rm -rf` under the claude profile.
+#[test]
+fn the_agent_meets_stop_hooks_and_claude_codes_script() {
+    let ws = Hooked::new("");
+    let counter = ws.dir.path().join("stops");
+    let keep_going = ws.script(
+        "keep-going.sh",
+        &format!(
+            "n=$(cat '{c}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{c}'\n\
+             if [ $n -le 2 ]; then echo \"keep going $n\" >&2; exit 2; fi",
+            c = counter.display()
+        ),
+    );
+    ws.hooks(&format!(
+        "[[hooks.stop]]\nname = \"keep-going\"\ncommand = {}\n",
+        Value::from(keep_going.as_str())
+    ));
+    let replies = |n: usize| {
+        (1..=n)
+            .map(|i| Reply::text(format!("answer {i}")))
+            .collect()
+    };
+    let server = ScriptedServer::start(Script::new(ProviderKind::OpenAi, replies(3))).unwrap();
+    let model = |server: &ScriptedServer, args: &[&str]| -> Run {
+        let mut cmd = with_model(&ws.root, server, args);
+        finish(ws.configure(&mut cmd).spawn().unwrap(), args)
+    };
+    let run = model(&server, &["agent", "-p", "STOP-RUN", "--json"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "two more turns");
+    let second = requests[1].body.to_string();
+    assert!(second.contains("keep going 1"), "{second}");
+    let transcripts: Vec<String> =
+        std::fs::read_dir(super::cli::state_dir(&ws.root).join("agent/runs"))
+            .unwrap()
+            .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
+            .collect();
+    let stops: Vec<Value> = transcripts
+        .iter()
+        .flat_map(|t| t.lines())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "hook" && e["event"] == "stop")
+        .collect();
+    assert_eq!(stops.len(), 3, "{stops:#?}");
+    assert_eq!(stops[0]["input"]["stop_hook_active"], false, "{stops:#?}");
+    assert_eq!(stops[1]["input"]["stop_hook_active"], true, "{stops:#?}");
+
+    // A hook that always blocks: eight more turns, then the run ends, exit 1.
+    ws.hooks("[[hooks.stop]]\nname = \"never\"\ncommand = \"echo 'not yet' >&2; exit 2\"\n");
+    let server = ScriptedServer::start(Script::new(ProviderKind::OpenAi, replies(12))).unwrap();
+    let run = model(&server, &["agent", "-p", "NEVER-RUN", "--json"]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert_eq!(server.requests().len(), 9);
+    let events = events(&run.stdout);
+    let end = events.iter().find(|e| e["type"] == "run_ended").unwrap();
+    assert!(end.to_string().contains("stop_hook_limit"), "{end:#}");
+
+    // Claude Code's block-rm.sh, as its documentation gives it.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/python/fixtures/block-rm.sh")
+        .canonicalize()
+        .unwrap();
+    ws.hooks(&format!(
+        "[[hooks.pre_tool_use]]\nmatch = \"Bash\"\ndialect = \"claude\"\ncommand = {}\n",
+        Value::from(script.to_str().unwrap())
+    ));
+    std::fs::create_dir_all(ws.root.join("x")).unwrap();
+    let server = ScriptedServer::start(Script::new(
+        ProviderKind::OpenAi,
+        vec![
+            Reply::call("Bash", json!({"command": "rm -rf x"}).to_string()),
+            Reply::text("it stayed"),
+        ],
+    ))
+    .unwrap();
+    let run = model(
+        &server,
+        &["--profile", "claude", "agent", "-p", "remove x", "--json"],
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    let (_, sent, _) = &last_tool_results(ProviderKind::OpenAi, &server.requests()[1])[0];
+    assert!(
+        sent.contains("Destructive command blocked by hook"),
+        "{sent}"
+    );
+    assert!(ws.root.join("x").is_dir());
 }
