@@ -816,3 +816,96 @@ fn the_agent_meets_stop_hooks_and_claude_codes_script() {
     );
     assert!(ws.root.join("x").is_dir());
 }
+
+/// `toolbelt hooks list`, `test` and `import`, and `doctor` on a hook whose
+/// command is missing.
+#[test]
+fn hooks_are_listed_tested_imported_and_checked_by_the_doctor() {
+    let ws = Hooked::new(NO_TOUCH);
+    let listed = ws.tb(&["hooks", "list", "--json"]);
+    assert_eq!(listed.code, 0, "{listed:#?}");
+    let listed: Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(listed["hooks"][0]["name"], "no-touch", "{listed:#}");
+    assert_eq!(listed["hooks"][0]["trusted"], true, "{listed:#}");
+
+    // test: the hooks' verdict on a call, without running it.
+    let tested = ws.tb(&[
+        "hooks",
+        "test",
+        "pre_tool_use",
+        "--tool",
+        "bash",
+        "--args",
+        r#"{"command":"touch marker"}"#,
+        "--json",
+    ]);
+    assert_eq!(tested.code, 1, "{tested:#?}");
+    let verdict: Value = serde_json::from_str(&tested.stdout).unwrap();
+    assert_eq!(verdict["decision"], "deny", "{verdict:#}");
+    assert_eq!(verdict["reason"], "no touching", "{verdict:#}");
+    assert!(ws.read("marker").is_none());
+    let fine = ws.tb(&[
+        "hooks",
+        "test",
+        "pre_tool_use",
+        "--tool",
+        "bash",
+        "--args",
+        r#"{"command":"ls"}"#,
+    ]);
+    assert_eq!(fine.code, 0, "{fine:#?}");
+    assert!(fine.stdout.contains("no hook matched"), "{fine:#?}");
+
+    // import: Claude Code's settings become [[hooks.*]] tables that load.
+    ws.file(
+        ".claude/settings.json",
+        &json!({"hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "exit 0", "timeout": 5}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": "true"}]}],
+            "Notification": [{"hooks": [{"type": "command", "command": "true"}]}]
+        }})
+        .to_string(),
+    );
+    let imported = ws.tb(&["hooks", "import", ".claude/settings.json"]);
+    assert_eq!(imported.code, 0, "{imported:#?}");
+    assert!(
+        imported.stdout.contains("[[hooks.pre_tool_use]]"),
+        "{}",
+        imported.stdout
+    );
+    assert!(
+        imported.stdout.contains("matcher = \"Bash\"")
+            || imported.stdout.contains("match = \"Bash\""),
+        "{}",
+        imported.stdout
+    );
+    assert!(
+        imported.stdout.contains("timeout_ms = 5000"),
+        "{}",
+        imported.stdout
+    );
+    assert!(
+        imported.stdout.contains("dialect = \"claude\""),
+        "{}",
+        imported.stdout
+    );
+    assert!(
+        imported.stderr.contains("Notification"),
+        "{}",
+        imported.stderr
+    );
+    ws.hooks(&imported.stdout);
+    let listed = ws.tb(&["hooks", "list", "--json"]);
+    let listed: Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(listed["hooks"].as_array().unwrap().len(), 2, "{listed:#}");
+
+    // doctor: a hook whose command is not found fails it, naming the hook.
+    ws.hooks("[[hooks.pre_tool_use]]\nname = \"gone\"\ncommand = \"./nope.sh\"\n");
+    let doctor = ws.tb(&["doctor"]);
+    assert_eq!(doctor.code, 1, "{doctor:#?}");
+    assert!(
+        doctor.stdout.contains("hook 'gone'") && doctor.stdout.contains("./nope.sh"),
+        "{}",
+        doctor.stdout
+    );
+}
