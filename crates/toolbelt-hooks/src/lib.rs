@@ -650,7 +650,8 @@ impl Hooks {
             .roots
             .first()
             .map_or_else(|| input.cwd.to_path_buf(), Clone::clone);
-        let writes = CallWrites::of(&input, &root);
+        let cell = std::sync::OnceLock::new();
+        let writes = || cell.get_or_init(|| CallWrites::of(&input, &root));
         let claude = input
             .call
             .and_then(|c| self.env.claude_names.get(c.tool))
@@ -666,7 +667,7 @@ impl Hooks {
             .iter()
             .any(|h| matches!(h.handler, Handler::Command(_)))
         {
-            runner::payload(&input, &writes)
+            runner::payload(&input, writes())
         } else {
             Map::new()
         };

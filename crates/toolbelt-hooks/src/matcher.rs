@@ -151,11 +151,12 @@ impl Matcher {
     }
 
     /// Whether the hook applies to `input`. `writes`: what the call may write
-    /// (before it); `claude_name`: the tool's name in Claude Code.
-    pub(crate) fn matches(
+    /// (before it), worked out only when a hook asks (a shell line is parsed for
+    /// it); `claude_name`: the tool's name in Claude Code.
+    pub(crate) fn matches<'w>(
         &self,
         input: &HookInput<'_>,
-        writes: &CallWrites,
+        writes: &dyn Fn() -> &'w CallWrites,
         claude_name: Option<&str>,
     ) -> bool {
         let call = input.call;
@@ -188,6 +189,7 @@ impl Matcher {
                     eval.decision == Decision::Deny && eval.rule.as_deref() == Some(text)
                 }
                 Condition::Write(globs) => {
+                    let writes = writes();
                     writes.unknown || writes.paths.iter().any(|p| globs.is_match(p))
                 }
             };
@@ -198,6 +200,7 @@ impl Matcher {
         if let Some(paths) = &self.paths {
             let hit = match input.event {
                 HookEvent::PreToolUse | HookEvent::PermissionRequest => {
+                    let writes = writes();
                     writes.unknown || writes.paths.iter().any(|p| paths.is_match(p))
                 }
                 _ => input.changed.iter().any(|c| paths.is_match(&c.path)),
