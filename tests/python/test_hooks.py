@@ -281,9 +281,12 @@ deny = "never"
     assert (place.root / "hook-ran").exists()
     assert server_mark.exists(), tools
 
-    # One byte more in the script: it stops again.
+    # One byte more in the script, through the shell (no sandbox): the call that did
+    # it is told, and the hook stops until trusted again.
     (place.root / "hook-ran").unlink()
-    mark.write_text(mark.read_text() + "#\n")
+    changed = place.run(toolbelt_bin, "call", "bash", json.dumps({"command": "echo '#' >> .toolbelt/hooks/mark.sh"}), "--json")
+    assert "changed the workspace's hooks (.toolbelt/hooks/mark.sh)" in json.loads(changed.stdout)["text"], changed.stdout
+    (place.root / "hook-ran").unlink()
     called = place.run(toolbelt_bin, "call", "bash", json.dumps({"command": "echo hi"}), "--json")
     assert called.returncode == 0, called.stderr
     assert [h["outcome"] for h in json.loads(called.stdout)["context"]["hooks"]][0] == "untrusted"

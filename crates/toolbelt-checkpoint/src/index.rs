@@ -19,8 +19,34 @@ use ignore::{WalkBuilder, WalkState};
 use crate::observe::{DIR, FILE, OTHER, SYMLINK, Stat};
 
 /// Names never walked: git's own directory (and the older in-workspace state
-/// directory, whose files are toolbelt's).
+/// directory, whose files are toolbelt's, but for its `hooks`: see [`walked`]).
 pub(crate) const NEVER_WALKED: &[&str] = &[".git", ".toolbelt"];
+
+/// The workspace's hook scripts, in `.toolbelt` at a root: walked, so that a
+/// command that changes one is seen (its hook then stops until trusted again).
+const HOOKS_DIR: &str = "hooks";
+
+/// Whether the walk of a root enters `e`: not `.git`, nor the state directories
+/// `skip`, nor `.toolbelt` at any depth but the root's, and of the root's only
+/// `hooks`.
+fn walked(e: &ignore::DirEntry, skip: &[PathBuf]) -> bool {
+    if e.depth() == 0 {
+        return true;
+    }
+    if skip.iter().any(|s| e.path() == s) {
+        return false;
+    }
+    let name = e.file_name();
+    if name == std::ffi::OsStr::new(".toolbelt") {
+        return e.depth() == 1;
+    }
+    let in_toolbelt = e.depth() == 2
+        && e.path().parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new(".toolbelt"));
+    if in_toolbelt {
+        return name == std::ffi::OsStr::new(HOOKS_DIR);
+    }
+    !NEVER_WALKED.iter().any(|n| name == std::ffi::OsStr::new(n))
+}
 
 const MAGIC: &[u8; 8] = b"TBIDX01\n";
 
@@ -80,13 +106,7 @@ pub(crate) fn walk(root: &Path, skip: &[PathBuf], deadline: Instant) -> Walked {
         .require_git(false)
         .follow_links(false)
         .threads(threads)
-        .filter_entry(move |e| {
-            e.depth() == 0
-                || !(NEVER_WALKED
-                    .iter()
-                    .any(|n| e.file_name() == std::ffi::OsStr::new(n))
-                    || skip.iter().any(|s| e.path() == s))
-        })
+        .filter_entry(move |e| walked(e, &skip))
         .build_parallel()
         .visit(&mut Builder(&shared));
     Walked {
