@@ -26,6 +26,7 @@
 //! - **Trust**: hooks of a workspace's own configuration run only once their
 //!   hash is in the user's [`TrustStore`]; an untrusted `required` hook denies.
 
+mod compose;
 mod config;
 mod matcher;
 mod reply;
@@ -40,7 +41,7 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 use toolbelt_core::BoxFuture;
 use toolbelt_core::hooks::{
-    CallHooks, HookContext, HookDecision, HookEvent, HookInput, HookRun, HookVerdict, Rewrite,
+    CallHooks, HookContext, HookDecision, HookEvent, HookInput, HookRun, HookVerdict,
 };
 use toolbelt_policy::ToolKinds;
 
@@ -52,6 +53,7 @@ pub use matcher::CallWrites;
 pub use runner::MAX_HOOK_OUTPUT_BYTES;
 pub use trust::{TRUST_FILE, TrustError, TrustStore, Trusted, definition_hash};
 
+use crate::compose::{Answer, compose};
 use crate::matcher::{MatchEnv, Matcher};
 use crate::reply::{Said, Unusable};
 use crate::runner::Ended;
@@ -673,106 +675,9 @@ impl Hooks {
         };
         let answers =
             futures::future::join_all(matched.iter().map(|h| self.run_one(h, &input, &base))).await;
-        compose(&matched, answers, input.call.map(|c| c.arguments))
-    }
-}
-
-/// One hook's answer.
-#[derive(Debug, Default)]
-struct Answer {
-    decision: HookDecision,
-    outcome: &'static str,
-    rewrite: Option<Map<String, Value>>,
-    context: Option<String>,
-    message: Option<String>,
-    ms: u64,
-}
-
-impl Answer {
-    fn outcome(outcome: &'static str, message: Option<String>) -> Answer {
-        Answer {
-            outcome,
-            message,
-            ..Answer::default()
-        }
-    }
-
-    fn decided(decision: HookDecision, outcome: &'static str) -> Answer {
-        let message = match &decision {
-            HookDecision::Deny { reason, .. }
-            | HookDecision::Block { reason, .. }
-            | HookDecision::Revert { reason, .. } => Some(reason.clone()),
-            HookDecision::Ask { reason, .. } => reason.clone(),
-            _ => None,
-        };
-        Answer {
-            decision,
-            outcome,
-            message,
-            ..Answer::default()
-        }
-    }
-}
-
-/// The answers of `hooks` (in configuration order) as one verdict: any deny
-/// wins, then a revert, then a block, then ask, then allow; rewrites are merged
-/// into the arguments in order.
-fn compose(hooks: &[&Hook], answers: Vec<Answer>, arguments: Option<&Value>) -> HookVerdict {
-    let mut verdict = HookVerdict::default();
-    let rank = |d: &HookDecision| match d {
-        HookDecision::Deny { .. } => 5,
-        HookDecision::Revert { .. } => 4,
-        HookDecision::Block { .. } => 3,
-        HookDecision::Ask { .. } => 2,
-        HookDecision::Allow => 1,
-        HookDecision::Continue => 0,
-    };
-    let mut args = arguments.cloned();
-    for (h, a) in hooks.iter().zip(answers) {
-        verdict.runs.push(HookRun {
-            name: h.name.clone(),
-            event: h.event.as_str().to_string(),
-            outcome: a.outcome.to_string(),
-            ms: a.ms,
-            message: a.message,
-        });
-        if rank(&a.decision) > rank(&verdict.decision) {
-            verdict.decision = a.decision;
-        }
-        if let (Some(patch), Some(args)) = (a.rewrite, args.as_mut()) {
-            merge_patch(args, Value::Object(patch));
-            verdict.rewrite = Some(Rewrite {
-                hook: h.name.clone(),
-                arguments: args.clone(),
-            });
-        }
-        if let Some(text) = a.context {
-            verdict.context.push(HookContext {
-                hook: h.name.clone(),
-                text,
-            });
-        }
-    }
-    verdict
-}
-
-/// RFC 7396: `patch` merged into `target` (a null removes a key).
-fn merge_patch(target: &mut Value, patch: Value) {
-    let Value::Object(patch) = patch else {
-        *target = patch;
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Map::new());
-    }
-    if let Value::Object(t) = target {
-        for (k, v) in patch {
-            if v.is_null() {
-                t.remove(&k);
-            } else {
-                merge_patch(t.entry(k).or_insert(Value::Null), v);
-            }
-        }
+        let names: Vec<(String, HookEvent)> =
+            matched.iter().map(|h| (h.name.clone(), h.event)).collect();
+        compose(&names, answers, input.call.map(|c| c.arguments))
     }
 }
 
