@@ -98,6 +98,12 @@ pub struct HookSpec {
     pub deny: Option<String>,
     /// Add this text for the model to every matching call (no process).
     pub context: Option<String>,
+    /// POST the hook's JSON to this URL and read the answer from the response's
+    /// body (a loopback address unless `allow_remote`).
+    pub http: Option<String>,
+    /// Let `http` reach an address other than this machine's loopback.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_remote: bool,
     /// How long the command may run, in milliseconds (default 10 s, at most 600 s).
     pub timeout_ms: Option<u64>,
     /// What a failure means (default: deny for guards, allow for observers).
@@ -119,11 +125,21 @@ pub enum ConfigError {
     #[error("unknown hook event [[hooks.{0}]]; choose one of: {events}", events = event_names())]
     UnknownEvent(String),
     /// A hook with nothing to do.
-    #[error("hook '{0}' has nothing to do: give it a command, deny or context")]
+    #[error("hook '{0}' has nothing to do: give it a command, http, deny or context")]
     NoHandler(String),
     /// A hook with more than one thing to do.
-    #[error("hook '{0}' has more than one of command, deny and context; give it one")]
+    #[error("hook '{0}' has more than one of command, http, deny and context; give it one")]
     TwoHandlers(String),
+    /// An `http` that cannot be used.
+    #[error("hook '{name}': http = {url:?} {why}")]
+    Http {
+        /// The hook.
+        name: String,
+        /// The URL.
+        url: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// An empty command.
     #[error("hook '{0}' has an empty command")]
     EmptyCommand(String),

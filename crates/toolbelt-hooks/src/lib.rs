@@ -28,6 +28,8 @@
 
 mod compose;
 mod config;
+mod ended;
+mod http;
 mod matcher;
 mod reply;
 mod runner;
@@ -49,14 +51,14 @@ pub use config::{
     CommandSpec, ConfigError, DEFAULT_TIMEOUT_MS, Dialect, HookSpec, HooksConfig, MAX_TIMEOUT_MS,
     OnError,
 };
+pub use ended::MAX_HOOK_OUTPUT_BYTES;
 pub use matcher::CallWrites;
-pub use runner::MAX_HOOK_OUTPUT_BYTES;
 pub use trust::{TRUST_FILE, TrustError, TrustStore, Trusted, definition_hash};
 
 use crate::compose::{Answer, compose};
+use crate::ended::Ended;
 use crate::matcher::{MatchEnv, Matcher};
 use crate::reply::{Said, Unusable};
-use crate::runner::Ended;
 
 /// Where a `[hooks]` table was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +105,7 @@ pub struct HookEnv {
 #[derive(Debug)]
 enum Handler {
     Command(CommandSpec),
+    Http(reqwest::Url),
     Deny(String),
     Context(String),
 }
@@ -179,6 +182,17 @@ impl Hooks {
                         });
                     }
                     let handler = match (&spec.command, &spec.deny, &spec.context) {
+                        _ if spec.http.is_some()
+                            && (spec.command.is_some()
+                                || spec.deny.is_some()
+                                || spec.context.is_some()) =>
+                        {
+                            return Err(ConfigError::TwoHandlers(name));
+                        }
+                        (None, None, None) if spec.http.is_some() => {
+                            let text = spec.http.as_deref().unwrap_or_default();
+                            Handler::Http(http::checked_url(&name, text, spec.allow_remote)?)
+                        }
                         (Some(c), None, None) => {
                             let empty = match c {
                                 CommandSpec::Line(l) => l.trim().is_empty(),
@@ -236,6 +250,7 @@ impl Hooks {
                     Handler::Command(c) => format!("command: {}", runner::shell_line(c)),
                     Handler::Deny(d) => format!("deny: {d}"),
                     Handler::Context(c) => format!("context: {c}"),
+                    Handler::Http(url) => format!("http: {url}"),
                 },
                 trusted: self.trusted(h),
                 hash: self.hash(h),
@@ -373,10 +388,27 @@ impl Hooks {
                     a
                 }
                 Handler::Command(c) => self.run_command(h, c, input, base).await,
+                Handler::Http(url) => {
+                    let ended = http::post(url, self.payload(h, input, base), h.timeout_ms).await;
+                    self.read_ended(h, None, ended)
+                }
             }
         };
         answer.ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         answer
+    }
+
+    /// The JSON hook `h` is given: `base` with the names its dialect uses.
+    fn payload(&self, h: &Hook, input: &HookInput<'_>, base: &Map<String, Value>) -> Vec<u8> {
+        let claude = input
+            .call
+            .and_then(|call| self.env.claude_names.get(call.tool));
+        runner::for_dialect(
+            base.clone(),
+            input,
+            h.spec.dialect,
+            claude.map(String::as_str),
+        )
     }
 
     async fn run_command(
@@ -386,15 +418,7 @@ impl Hooks {
         input: &HookInput<'_>,
         base: &Map<String, Value>,
     ) -> Answer {
-        let claude = input
-            .call
-            .and_then(|call| self.env.claude_names.get(call.tool));
-        let payload = runner::for_dialect(
-            base.clone(),
-            input,
-            h.spec.dialect,
-            claude.map(String::as_str),
-        );
+        let payload = self.payload(h, input, base);
         let root = self
             .env
             .roots
@@ -414,11 +438,11 @@ impl Hooks {
             vars.insert("CLAUDE_PROJECT_DIR".to_string(), root.display().to_string());
         }
         let ended = runner::run(c, payload, &root, &vars, h.timeout_ms).await;
-        self.read_ended(h, c, ended)
+        self.read_ended(h, Some(c), ended)
     }
 
     /// What a command's end means.
-    fn read_ended(&self, h: &Hook, c: &CommandSpec, ended: Ended) -> Answer {
+    fn read_ended(&self, h: &Hook, c: Option<&CommandSpec>, ended: Ended) -> Answer {
         let (code, stdout, stderr, cut) = match ended {
             Ended::Timeout(ms) => {
                 return self.failed(h, "timeout", format!("timed out after {ms} ms"));
@@ -427,7 +451,11 @@ impl Hooks {
                 return self.failed(h, "failed", format!("killed by signal {s}"));
             }
             Ended::NotStarted(why) => {
+                let why = toolbelt_core::error_chain(&why);
                 return self.failed(h, "failed", format!("could not start: {why}"));
+            }
+            Ended::Http(why) => {
+                return self.failed(h, "failed", toolbelt_core::error_chain(&why));
             }
             Ended::Exit {
                 code,
@@ -455,7 +483,7 @@ impl Hooks {
                 return self.blocked(h, reason.to_string());
             }
             126 | 127 => {
-                let program = runner::program(c).unwrap_or_default();
+                let program = c.and_then(runner::program).unwrap_or_default();
                 let what = if code == 127 {
                     "not found"
                 } else {
@@ -667,7 +695,7 @@ impl Hooks {
         }
         let base = if matched
             .iter()
-            .any(|h| matches!(h.handler, Handler::Command(_)))
+            .any(|h| matches!(h.handler, Handler::Command(_) | Handler::Http(_)))
         {
             runner::payload(&input, writes())
         } else {

@@ -13,37 +13,15 @@ use toolbelt_core::output::OutputBudget;
 use toolbelt_exec::{EnvPolicy, ExecRequest};
 
 use crate::config::{CommandSpec, Dialect};
+use crate::ended::{Ended, MAX_HOOK_OUTPUT_BYTES};
 use crate::matcher::CallWrites;
 
-/// Bytes of a hook's standard output that are read: room for a long
-/// `additionalContext` (the model is shown 4 KiB of it, the whole saved for
-/// `read_output`); past it the output is ignored.
-pub const MAX_HOOK_OUTPUT_BYTES: usize = 1024 * 1024;
 /// Bytes of a hook's standard error that are read (a reason, an error line).
 const MAX_HOOK_STDERR_BYTES: usize = 64 * 1024;
 /// Between `SIGTERM` and `SIGKILL` for a hook past its time.
 const KILL_GRACE: Duration = Duration::from_millis(200);
 /// How long a hook's leftovers may hold its output open after it exits.
 const DRAIN: Duration = Duration::from_millis(300);
-
-/// How a command hook ended.
-#[derive(Debug)]
-pub(crate) enum Ended {
-    /// It exited with this code.
-    Exit {
-        code: i32,
-        stdout: String,
-        stderr: String,
-        /// Its standard output was longer than what was read.
-        cut: bool,
-    },
-    /// A signal ended it.
-    Signal(i32),
-    /// It ran past its time and was stopped.
-    Timeout(u64),
-    /// It could not be started.
-    NotStarted(toolbelt_exec::ExecError),
-}
 
 /// The text of `spec` as the shell runs it: a shell line as written, a program
 /// and its arguments quoted and `exec`ed.

@@ -909,3 +909,79 @@ fn hooks_are_listed_tested_imported_and_checked_by_the_doctor() {
         doctor.stdout
     );
 }
+
+/// An `http` hook: the call's JSON POSTed to a server on 127.0.0.1, whose answer
+/// denies it; a server that answers 500 applies `on_error`; an address off this
+/// machine is refused unless the hook allows it.
+#[test]
+fn an_http_hook_answers_from_a_loopback_server() {
+    use std::net::TcpListener;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let mut bodies = Vec::new();
+        for status in ["200 OK", "500 Internal Server Error"] {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            // Headers, then as many body bytes as Content-Length says.
+            let body = loop {
+                let n = conn.read(&mut buf).unwrap();
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got).to_string();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap())
+                        })
+                        .unwrap_or(0);
+                    if body.len() >= len {
+                        break body.to_string();
+                    }
+                }
+            };
+            bodies.push(body);
+            let answer = r#"{"hookSpecificOutput":{"permissionDecision":"deny","permissionDecisionReason":"the server says no"}}"#;
+            write!(
+                conn,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            )
+            .unwrap();
+        }
+        bodies
+    });
+    let ws = Hooked::new(&format!(
+        "[[hooks.pre_tool_use]]\nname = \"remote-guard\"\nmatch = \"bash\"\nhttp = \"http://127.0.0.1:{port}/hook\"\n"
+    ));
+    let (status, env) = ws.call("bash", &json!({"command": "touch marker"}));
+    assert_eq!(status, 1, "{env:#}");
+    assert_eq!(code(&env), "ACCESS_DENIED", "{env:#}");
+    assert!(
+        text(&env).contains("hook 'remote-guard'") && text(&env).contains("the server says no"),
+        "{env:#}"
+    );
+    // A 500: the guard fails closed, naming the status.
+    let (status, env) = ws.call("bash", &json!({"command": "touch marker"}));
+    assert_eq!(status, 1, "{env:#}");
+    assert!(text(&env).contains("HTTP 500"), "{env:#}");
+    let bodies = server.join().unwrap();
+    let sent: Value = serde_json::from_str(&bodies[0]).unwrap();
+    assert_eq!(sent["tool_name"], "bash", "{sent:#}");
+    assert_eq!(sent["tool_input"]["command"], "touch marker", "{sent:#}");
+    assert_eq!(sent["hook_event_name"], "pre_tool_use", "{sent:#}");
+    assert!(ws.read("marker").is_none());
+
+    // Off this machine: refused when the hooks are read.
+    ws.hooks("[[hooks.pre_tool_use]]\nname = \"far\"\nhttp = \"http://192.0.2.1/hook\"\n");
+    let run = ws.tb(&["call", "bash", r#"{"command":"true"}"#]);
+    assert_eq!(run.code, 2, "{run:#?}");
+    assert!(
+        run.stderr.contains("hook 'far'") && run.stderr.contains("allow_remote"),
+        "{}",
+        run.stderr
+    );
+}
