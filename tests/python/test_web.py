@@ -551,6 +551,54 @@ def test_a_prompt_jobs_question_answered_on_the_page(toolbelt_bin: str, tmp_path
             stop_server(server)
 
 
+def test_a_hooks_ask_in_a_prompt_job_is_declined_on_the_page(toolbelt_bin: str, tmp_path: Path,
+                                                           browser: webdriver.Chrome, artifacts: Path) -> None:
+    """A person's hook asks before a scheduled run's call: the page shows the approval
+    among its questions, and declining it there tells the model why."""
+    from test_providers import serve as scripted_model  # the scripted provider beside the binary
+
+    script = {"kind": "openai", "replies": [
+        {"tool_calls": [{"name": "bash", "arguments": json.dumps({"command": "touch marker"})}]},
+        {"text": "It was refused."}]}
+    ask = '{"hookSpecificOutput":{"permissionDecision":"ask","permissionDecisionReason":"touching needs a yes"}}'
+    with scripted_model(tmp_path, script) as model:
+        config = tmp_path / "toolbelt.toml"
+        config.write_text('[channels.local]\nkind = "file"\n[agent]\nprovider = "openai"\n'
+                          f'model = "scripted-model"\nbase_url = "{model.base_url}"\n'
+                          '[[hooks.pre_tool_use]]\nname = "ask-touch"\nif = "bash(touch:*)"\n'
+                          f"command = {json.dumps('echo ' + repr(ask))}\n")
+        server = start_server(toolbelt_bin, tmp_path, "--config", str(config), env_drop=(
+            "TOOLBELT_AGENT_PROVIDER", "TOOLBELT_AGENT_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"))
+        try:
+            server.call("cron", {"action": "add", "name": "touchy", "schedule": "every 1h",
+                                 "prompt": "Make the marker."})
+            server.call("cron", {"action": "run_now", "name": "touchy"})
+            d = browser
+            d.get(f"{server.base}/")
+            log_in(d, server)
+            card = WebDriverWait(d, 30).until(ec.visibility_of_element_located(
+                (By.CSS_SELECTOR, "#questions form.question-set")), message="waiting for the approval")
+            assert "needs your approval under hook 'ask-touch' (touching needs a yes)" in card.text, card.text
+            assert "touch marker" in card.text, card.text
+            card.find_element(By.CSS_SELECTOR, "input[id$='-reason']").send_keys("not from a job")
+            shot(d, artifacts, "16-approval")
+            card.find_element(By.CSS_SELECTOR, "button.decline").click()
+            wait(d, lambda drv: not drv.find_elements(By.CSS_SELECTOR, "#questions form.question-set"),
+                 "the declined approval to go")
+            deadline = time.monotonic() + WAIT_S
+            while len(model.requests()) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            requests = model.requests()
+            assert len(requests) == 2, requests
+            sent = json.dumps(requests[1]["body"])
+            assert "not from a job" in sent and "declined" in sent, sent
+            assert not (server.root / "marker").exists()
+            errors = console_errors(d)
+            assert errors == [], errors
+        finally:
+            stop_server(server)
+
+
 def test_checkpoints_a_diff_and_a_restore_shown_as_a_dry_run_first(server: Server, browser: webdriver.Chrome,
                                                                    artifacts: Path) -> None:
     d = browser

@@ -9,7 +9,10 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::{BoxFuture, Origin, Registry};
+use toolbelt_core::{
+    Answers, Approval, ApprovalRequest, Approver, Asker, BoxFuture, Origin, Question,
+    QuestionOption, Registry,
+};
 use toolbelt_sched::{ChannelConfig, Channels, Messaging, PromptRun, PromptRunner};
 use toolbelt_server::PendingQuestions;
 use toolbelt_store::{CronJob, StoreHandle};
@@ -49,8 +52,10 @@ pub fn messaging(
 /// Runs the prompts of jobs with the agent of `[agent]`, on the tools of the
 /// command that runs the scheduler (`toolbelt serve`, `toolbelt cron run`): the
 /// same roots, rules, sandbox and call log; calls that an `ask` rule covers are
-/// declined, as in `toolbelt agent -p`. The model's questions (`ask_user`) wait on
-/// the web page of `toolbelt serve`; elsewhere nobody can answer them.
+/// declined, as in `toolbelt agent -p`, unless the runs have someone to ask: on
+/// the web page of `toolbelt serve`, the model's questions (`ask_user`) and the
+/// calls that need approval (an `ask` rule, a hook that asks) wait for the
+/// person; elsewhere nobody can answer them.
 #[derive(Debug)]
 pub struct AgentJobs {
     settings: AgentSettings,
@@ -90,6 +95,70 @@ fn job_fork(registry: &Registry) -> Registry {
     tools
 }
 
+/// The label of the choice that approves a call.
+const ALLOW_ONCE: &str = "Allow once";
+
+/// Puts a call that needs approval to the person as a question (on the web
+/// page): "Allow once" runs it; anything else declines it, with what they wrote.
+struct AskingApprover {
+    asker: Arc<dyn Asker>,
+}
+
+impl Approver for AskingApprover {
+    fn approve<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
+        Box::pin(async move {
+            let why = request
+                .rule
+                .map(|r| format!(" under {r}"))
+                .unwrap_or_default();
+            let what = request
+                .subject
+                .map(|s| format!(": {s}"))
+                .unwrap_or_default();
+            let question = Question {
+                header: "Approval".into(),
+                question: format!(
+                    "A scheduled run asks to call {}{what}, which needs your approval{why}. Allow it?",
+                    request.tool
+                ),
+                options: vec![
+                    QuestionOption {
+                        label: ALLOW_ONCE.into(),
+                        description: "run this call".into(),
+                    },
+                    QuestionOption {
+                        label: "Deny".into(),
+                        description: "refuse it (say why in your own words)".into(),
+                    },
+                ],
+                multi_select: false,
+            };
+            match self.asker.ask(std::slice::from_ref(&question)).await {
+                Ok(Answers::Answered(answers))
+                    if answers
+                        .iter()
+                        .any(|a| a.selected.iter().any(|s| s == ALLOW_ONCE)) =>
+                {
+                    Approval::Approve
+                }
+                Ok(Answers::Answered(answers)) => Approval::Decline {
+                    reason: answers.into_iter().find_map(|a| a.text),
+                },
+                Ok(Answers::Declined { reason }) => Approval::Decline { reason },
+                Err(e) => {
+                    tracing::warn!(
+                        "an approval could not be asked: {}",
+                        toolbelt_core::error_chain(&e)
+                    );
+                    Approval::Decline {
+                        reason: Some(JOB_REASON.to_string()),
+                    }
+                }
+            }
+        })
+    }
+}
+
 impl PromptRunner for AgentJobs {
     fn run<'a>(&'a self, job: &'a CronJob, cancel: CancellationToken) -> BoxFuture<'a, PromptRun> {
         Box::pin(async move {
@@ -104,7 +173,11 @@ impl PromptRunner for AgentJobs {
             let registry = match &tools.questions {
                 Some(questions) => {
                     let mut registry = job_fork(&tools.registry);
-                    registry.set_asker(Some(Arc::new(questions.for_run(Arc::clone(&run_id)))));
+                    let asker = Arc::new(questions.for_run(Arc::clone(&run_id)));
+                    registry.set_approver(Some(Arc::new(AskingApprover {
+                        asker: asker.clone(),
+                    })));
+                    registry.set_asker(Some(asker));
                     Arc::new(registry)
                 }
                 None => Arc::clone(&tools.registry),
