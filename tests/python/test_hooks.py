@@ -281,10 +281,14 @@ deny = "never"
     assert (place.root / "hook-ran").exists()
     assert server_mark.exists(), tools
 
-    # One byte more in the script, through the shell (no sandbox): the call that did
-    # it is told, and the hook stops until trusted again.
+    # A shell line that names the script as a target is refused...
+    refused = place.run(toolbelt_bin, "call", "bash", json.dumps({"command": "echo '#' >> .toolbelt/hooks/mark.sh"}), "--json")
+    assert json.loads(refused.stdout)["error"]["code"] == "ACCESS_DENIED", refused.stdout
+    # ...and one byte more through a write the line does not show (no sandbox): the
+    # call that did it is told, and the hook stops until trusted again.
     (place.root / "hook-ran").unlink()
-    changed = place.run(toolbelt_bin, "call", "bash", json.dumps({"command": "echo '#' >> .toolbelt/hooks/mark.sh"}), "--json")
+    sneaky = "python3 -c \"open('.toolbelt/hooks/mark.sh', 'a').write('#')\""
+    changed = place.run(toolbelt_bin, "call", "bash", json.dumps({"command": sneaky}), "--json")
     assert "changed the workspace's hooks (.toolbelt/hooks/mark.sh)" in json.loads(changed.stdout)["text"], changed.stdout
     (place.root / "hook-ran").unlink()
     called = place.run(toolbelt_bin, "call", "bash", json.dumps({"command": "echo hi"}), "--json")

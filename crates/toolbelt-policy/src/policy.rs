@@ -156,8 +156,9 @@ impl Policy {
 
     /// Evaluates a request: deny rules, then the secret-file defaults, then the
     /// protection of toolbelt's configuration and of the protected paths (for
-    /// tools that write), then ask rules, then allow rules; allowed when nothing
-    /// matches.
+    /// tools that write, and for shell lines that write them through a
+    /// redirection or a known writer), then ask rules, then allow rules; allowed
+    /// when nothing matches.
     ///
     /// A shell tool's command is split into its simple commands (see
     /// [`shell::simple_commands`]) when the policy has
@@ -168,9 +169,13 @@ impl Policy {
     pub fn evaluate(&self, req: &Request<'_>) -> Evaluation {
         if let Some(raw) = req.subject
             && self.is_shell_tool(req)
-            && self.has_command_rules(req)
         {
-            return self.evaluate_shell(req, raw);
+            if let Some(denied) = self.shell_protection(req, raw) {
+                return denied;
+            }
+            if self.has_command_rules(req) {
+                return self.evaluate_shell(req, raw);
+            }
         }
         self.evaluate_whole(req)
     }

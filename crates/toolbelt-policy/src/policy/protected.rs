@@ -168,6 +168,45 @@ impl Policy {
         self.protected.iter().map(|p| p.given.as_str())
     }
 
+    /// The built-in deny of a shell command line `command` that names one of the
+    /// protected paths as a target it writes (a redirection, `tee`, `sed -i`,
+    /// `cp`...; see [`crate::write_targets`]): the configuration is not rewritten
+    /// through the shell either. A write that cannot be read from the line
+    /// (`python3 -c ...`) is left to the sandbox, which keeps the paths read-only.
+    pub(crate) fn shell_protection(
+        &self,
+        req: &Request<'_>,
+        command: &str,
+    ) -> Option<crate::Evaluation> {
+        if !self.config_defaults && self.protected.is_empty() {
+            return None;
+        }
+        // The line is parsed only when it mentions one of the paths at all.
+        let mentions = (self.config_defaults && command.to_ascii_lowercase().contains("toolbelt"))
+            || self.protected.iter().any(|p| {
+                Path::new(&p.given)
+                    .file_name()
+                    .is_some_and(|name| command.contains(&*name.to_string_lossy()))
+            });
+        if !mentions {
+            return None;
+        }
+        let permissions = [WRITE_PERMISSION.to_string()];
+        crate::write_targets(command).paths.iter().find_map(|path| {
+            let write = Request {
+                subject: Some(path),
+                permissions: &permissions,
+                ..*req
+            };
+            let subject = Subject::new(&write, &self.roots, self.home.as_deref());
+            self.protection(&write, &subject)
+                .map(|rule| crate::Evaluation {
+                    decision: crate::Decision::Deny,
+                    rule: Some(rule),
+                })
+        })
+    }
+
     /// The label of the built-in rule that denies `req` because it writes
     /// toolbelt's configuration or a protected path, if any.
     pub(crate) fn protection(&self, req: &Request<'_>, subject: &Subject<'_>) -> Option<String> {

@@ -258,3 +258,58 @@ proptest! {
         prop_assert_eq!(write(&p, &path), denied(HOOKS));
     }
 }
+
+/// How a shell tool's `command` is judged by `policy` (its kinds declare `bash`).
+fn shell(policy: &Policy, command: &str) -> Evaluation {
+    policy.evaluate(&Request {
+        tool: "bash",
+        alias: None,
+        subject: Some(command),
+        permissions: &["shell:exec".to_string()],
+    })
+}
+
+fn with_bash(policy: Policy) -> Policy {
+    let mut kinds = crate::ToolKinds::new();
+    kinds.declare("bash", toolbelt_core::Subject::Command);
+    at_proj(policy).with_kinds(kinds).unwrap()
+}
+
+#[test]
+fn a_shell_line_that_writes_the_configuration_is_denied() {
+    let p = with_bash(
+        Policy::default()
+            .with_protected_paths(["/work/proj/scripts/guard.sh"])
+            .unwrap(),
+    );
+    for command in [
+        "echo '[permissions]' >> toolbelt.toml",
+        "cd . && sed -i s/deny/allow/ toolbelt.toml",
+        "cat x | tee ./toolbelt.toml",
+    ] {
+        assert_eq!(shell(&p, command), denied(CONFIG), "{command}");
+    }
+    assert_eq!(
+        shell(&p, "cp /tmp/x .toolbelt/hooks/check.sh"),
+        denied(HOOKS)
+    );
+    assert_eq!(
+        shell(&p, "echo exit 0 > scripts/guard.sh"),
+        denied("deny hook script /work/proj/scripts/guard.sh (built-in)")
+    );
+    // Reading them, and writing elsewhere, is not touched.
+    for command in [
+        "cat toolbelt.toml",
+        "grep -r hooks .toolbelt/hooks",
+        "cargo build -p toolbelt > build.log",
+        "echo x >> notes.txt",
+    ] {
+        assert_eq!(shell(&p, command).decision, Decision::Allow, "{command}");
+    }
+    // Turned off with the defaults.
+    let off = with_bash(Policy::default().without_config_defaults());
+    assert_eq!(
+        shell(&off, "echo x >> toolbelt.toml").decision,
+        Decision::Allow
+    );
+}
