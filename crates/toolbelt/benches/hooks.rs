@@ -5,7 +5,7 @@
 //! `cargo bench -p toolbelt --bench hooks` (a release build). Cases, each over
 //! `read_file` of a small file:
 //! - only a hook on `bash` configured (it matches nothing here): the cost of
-//!   asking;
+//!   asking, call by call and in batches of 1,000 (each batch timed whole);
 //! - an in-process `context` hook and an in-process `deny` hook that match;
 //! - a command hook (`exit 0`) that matches, beside the time the same command
 //!   takes on its own.
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolbelt_core::hooks::CallHooks;
-use toolbelt_core::{Registry, Session};
+use toolbelt_core::{BatchMode, Registry, Session, ToolCall};
 use toolbelt_hooks::{HookEnv, Hooks, HooksConfig, Layer, Source};
 
 fn registry(root: &Path, state: &Path, hooks: Option<&str>) -> Registry {
@@ -141,6 +141,34 @@ fn main() {
                 ms(a) - ms(b)
             );
         }
+        // The same, as the issue of it puts it: batches of 1,000 `read_file` calls
+        // (`toolbelt batch`'s path), each side's batch timed whole, taking turns.
+        let with = registry(&root, &state, Some(cases[0].1));
+        let calls = || -> Vec<ToolCall> {
+            (0..1_000)
+                .map(|_| ToolCall::new("read_file", json!({"path": "a.txt"})))
+                .collect()
+        };
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for round in 0..12 {
+            for (side, times) in [(&with, &mut a), (&without, &mut b)] {
+                let t = Instant::now();
+                let out = side
+                    .execute_batch(calls(), BatchMode::Concurrent { max: 8 })
+                    .await;
+                assert!(out.iter().all(|e| e.error.is_none()));
+                if round >= 2 {
+                    times.push(t.elapsed() / 1_000);
+                }
+            }
+        }
+        let (a, b) = (median(a), median(b));
+        println!(
+            "| only a bash hook, a batch of 1,000 (per call) | {:.4} ms | {:.4} ms | {:+.4} ms |",
+            ms(b),
+            ms(a),
+            ms(a) - ms(b)
+        );
         // The hook's own run time: the same command, started the same way
         // (`bash -c`), outside toolbelt.
         let own: Vec<Duration> = (0..runs / 10)
