@@ -296,6 +296,15 @@ deny = "never"
     assert [h["outcome"] for h in json.loads(called.stdout)["context"]["hooks"]][0] == "untrusted"
     assert not (place.root / "hook-ran").exists()
 
+    # Trusted again, then one character more in its definition: it stops again.
+    assert place.run(toolbelt_bin, "hooks", "trust", "--yes").returncode == 0
+    called = place.run(toolbelt_bin, "call", "bash", json.dumps({"command": "echo hi"}), "--json")
+    assert [h["outcome"] for h in json.loads(called.stdout)["context"]["hooks"]][0] == "ok", called.stdout
+    config = place.root / "toolbelt.toml"
+    config.write_text(config.read_text().replace('match = "bash"', 'match = "bash*"'))
+    called = place.run(toolbelt_bin, "call", "bash", json.dumps({"command": "echo hi"}), "--json")
+    assert [h["outcome"] for h in json.loads(called.stdout)["context"]["hooks"]][0] == "untrusted", called.stdout
+
     # The agent's file tools may not rewrite the rules or the hooks.
     for tool, args in [
         ("write_file", {"path": "toolbelt.toml", "content": "", "overwrite": True}),
