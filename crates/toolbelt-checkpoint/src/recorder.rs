@@ -20,7 +20,7 @@ use crate::rewind::RewindRequest;
 use crate::error::CheckpointError;
 use crate::index::{Entry, Index, index_path, walk};
 use crate::observe::{Captured, DIR, FILE, Stat, capture, same_state, stat};
-use crate::workspace::{Checkpoints, Inner, absolute_clean};
+use crate::workspace::{Checkpoints, Inner};
 
 /// Where a call came from and what it was, for its record.
 #[derive(Clone)]
@@ -149,7 +149,7 @@ impl PathsPending {
             stored: 0,
         };
         for p in paths {
-            let abs = absolute_clean(cwd, p);
+            let abs = toolbelt_core::checkpoint::absolute_path(cwd, p);
             let Some((root, rel)) = inner.locate(&abs) else {
                 continue;
             };

@@ -2,9 +2,10 @@
 //! indexes, shared by taking checkpoints, rewinding and pruning.
 
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use toolbelt_core::checkpoint::absolute_path;
 use toolbelt_store::StoreHandle;
 
 use crate::Settings;
@@ -59,14 +60,14 @@ impl Checkpoints {
         roots: Vec<PathBuf>,
     ) -> Checkpoints {
         let dir = state_dir.join("checkpoints");
-        let skip = vec![absolute_clean(
+        let skip = vec![absolute_path(
             &std::env::current_dir().unwrap_or_default(),
             state_dir,
         )];
         // `/w/.` and `/w/` are the workspace `/w`.
         let roots: Vec<PathBuf> = roots
             .iter()
-            .map(|r| absolute_clean(Path::new("/"), r))
+            .map(|r| absolute_path(Path::new("/"), r))
             .collect();
         let workspace = roots
             .first()
@@ -195,25 +196,4 @@ impl Inner {
         st.kind == FILE
             && crate::observe::not_capturable(st, self.settings.max_file_bytes).is_none()
     }
-}
-
-/// `path` made absolute against `cwd` and cleaned of `.` and `..` without
-/// touching the disk.
-pub(crate) fn absolute_clean(cwd: &Path, path: &Path) -> PathBuf {
-    let joined = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        cwd.join(path)
-    };
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }

@@ -128,6 +128,27 @@ pub enum Changes {
     Unknown,
 }
 
+/// A path of [`Changes::Paths`] (absolute, or relative to `cwd`) made absolute
+/// and cleaned of `.` and `..` by text, without touching the disk.
+pub fn absolute_path(cwd: &Path, path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
 /// A call about to run, as a [`Checkpointer`] sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct CheckpointCall<'a> {

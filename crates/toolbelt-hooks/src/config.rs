@@ -162,16 +162,16 @@ pub enum ConfigError {
         #[source]
         source: globset::Error,
     },
-    /// A bad path glob.
-    #[error("hook '{name}': invalid path glob {pattern:?}")]
+    /// A bad path pattern.
+    #[error("hook '{name}': invalid path pattern {pattern:?}")]
     Paths {
         /// The hook.
         name: String,
-        /// The glob.
+        /// The patterns.
         pattern: String,
-        /// Why.
+        /// Why (boxed: the policy's errors are large).
         #[source]
-        source: globset::Error,
+        source: Box<toolbelt_policy::PolicyError>,
     },
     /// A bad `if`.
     #[error("hook '{name}': invalid if {rule:?}")]

@@ -579,9 +579,7 @@ impl Hooks {
             }
         };
         let mut a = Answer::decided(decision, outcome);
-        if reply.updated_input.is_some() && a.outcome == "ok"
-            || a.outcome == "allowed" && reply.updated_input.is_some()
-        {
+        if reply.updated_input.is_some() && matches!(a.outcome, "ok" | "allowed") {
             a.outcome = "rewrote";
         }
         a.rewrite = reply.updated_input;

@@ -1,12 +1,13 @@
 //! Which calls a hook applies to, decided in process: tool-name globs, an `if`
 //! in the permission-rule syntax, and globs over the files a call writes.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use toolbelt_core::checkpoint::absolute_path;
 use toolbelt_core::hooks::{HookEvent, HookInput};
 use toolbelt_core::{Changes, Decision, Request};
-use toolbelt_policy::{Policy, ToolKinds, write_targets};
+use toolbelt_policy::{Policy, PolicyError, ToolKinds, write_targets};
 
 use crate::config::{ConfigError, HookSpec};
 
@@ -54,21 +55,7 @@ impl CallWrites {
 /// `path` (relative to `cwd` when relative) as the rules see it: relative to
 /// `root` when inside it, absolute otherwise; `.` and `..` resolved by text.
 fn relative(root: &Path, cwd: &Path, path: &Path) -> String {
-    let abs = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        cwd.join(path)
-    };
-    let mut clean = PathBuf::new();
-    for part in abs.components() {
-        match part {
-            Component::ParentDir => {
-                clean.pop();
-            }
-            Component::CurDir => {}
-            other => clean.push(other),
-        }
-    }
+    let clean = absolute_path(cwd, path);
     match clean.strip_prefix(root) {
         Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
         Ok(rel) => rel.to_string_lossy().into_owned(),
@@ -83,7 +70,7 @@ enum Condition {
     /// the call by it.
     Rule { policy: Box<Policy>, text: String },
     /// `write(glob, ...)`: the call may write a matching path.
-    Write(GlobSet),
+    Write(PathSet),
 }
 
 /// A hook's matcher, compiled.
@@ -91,7 +78,7 @@ enum Condition {
 pub(crate) struct Matcher {
     tools: Option<GlobSet>,
     condition: Option<Condition>,
-    paths: Option<GlobSet>,
+    paths: Option<PathSet>,
 }
 
 /// What the matcher needs to know of the workspace.
@@ -136,10 +123,12 @@ impl Matcher {
             None
         } else {
             Some(
-                globs(&spec.paths).map_err(|(pattern, source)| ConfigError::Paths {
-                    name: name.to_string(),
-                    pattern,
-                    source,
+                PathSet::new(&spec.paths, env.roots).map_err(|(pattern, source)| {
+                    ConfigError::Paths {
+                        name: name.to_string(),
+                        pattern,
+                        source: Box::new(source),
+                    }
                 })?,
             )
         };
@@ -220,12 +209,12 @@ fn condition(name: &str, text: &str, env: &MatchEnv<'_>) -> Result<Condition, Co
         .and_then(|r| r.strip_suffix(')'))
     {
         let patterns: Vec<String> = inner.split(',').map(|g| g.trim().to_string()).collect();
-        return globs(&patterns)
+        return PathSet::new(&patterns, env.roots)
             .map(Condition::Write)
             .map_err(|(pattern, source)| ConfigError::Paths {
                 name: name.to_string(),
                 pattern,
-                source,
+                source: Box::new(source),
             });
     }
     let bad = |source| ConfigError::Condition {
@@ -247,30 +236,41 @@ fn condition(name: &str, text: &str, env: &MatchEnv<'_>) -> Result<Condition, Co
     })
 }
 
-/// A set of path globs: `*` stays in one component, `**` crosses them, a
-/// pattern without `/` matches at any depth.
-fn globs(patterns: &[String]) -> Result<GlobSet, (String, globset::Error)> {
-    let mut b = GlobSetBuilder::new();
-    for p in patterns {
-        let p = p.trim().trim_start_matches("./");
-        let full = if p.contains('/') || p.starts_with("**") {
-            p.to_string()
-        } else {
-            format!("**/{p}")
-        };
-        let glob = GlobBuilder::new(&full)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| (p.to_string(), e))?;
-        b.add(glob);
-        // A pattern naming a directory covers what is under it.
-        if !full.ends_with("**")
-            && let Ok(under) = GlobBuilder::new(&format!("{full}/**"))
-                .literal_separator(true)
-                .build()
-        {
-            b.add(under);
-        }
+/// Path patterns as the permission rules read them (gitignore-style: a pattern
+/// without `/` at any depth, a directory with what is beneath it, `./x` from the
+/// root, `~/x`, absolute paths under a root too): a policy that denies each
+/// pattern to a tool that writes.
+#[derive(Debug)]
+struct PathSet {
+    policy: Box<Policy>,
+    permissions: [String; 1],
+}
+
+impl PathSet {
+    fn new(patterns: &[String], roots: &[PathBuf]) -> Result<PathSet, (String, PolicyError)> {
+        let rules: Vec<String> = patterns
+            .iter()
+            .map(|p| format!("*({})", p.trim()))
+            .collect();
+        let policy = Policy::from_rules::<String>(&[], &[], &rules)
+            .map_err(|e| (patterns.join(", "), e))?
+            .without_secret_defaults()
+            .without_config_defaults()
+            .with_roots(roots);
+        Ok(PathSet {
+            policy: Box::new(policy),
+            permissions: ["fs:write".to_string()],
+        })
     }
-    b.build().map_err(|e| (patterns.join(", "), e))
+
+    /// Whether `path` (relative to the first root, or absolute) matches.
+    fn is_match(&self, path: &str) -> bool {
+        let eval = self.policy.evaluate(&Request {
+            tool: "hook",
+            alias: None,
+            subject: Some(path),
+            permissions: &self.permissions,
+        });
+        eval.decision == Decision::Deny
+    }
 }

@@ -36,6 +36,28 @@ pub struct UntrustedServer {
     pub runs: String,
     /// The hash `toolbelt hooks trust` records.
     pub hash: String,
+    /// The workspace it belongs to (its first root), as the trust file names it.
+    pub workspace: String,
+}
+
+impl UntrustedServer {
+    /// Records it in `store` as trusted: it starts from now on, as it is now.
+    ///
+    /// # Errors
+    /// The trust file cannot be read or written.
+    pub fn trust(
+        &self,
+        store: &toolbelt_hooks::TrustStore,
+    ) -> Result<(), toolbelt_hooks::TrustError> {
+        store.trust(
+            &self.hash,
+            toolbelt_hooks::Trusted {
+                workspace: self.workspace.clone(),
+                what: format!("MCP server {}", self.name),
+                at_ms: toolbelt_store::now_ms(),
+            },
+        )
+    }
 }
 
 /// The hash a workspace's server is trusted by: its name, what it runs, with
@@ -185,6 +207,7 @@ pub fn servers(file: &FileConfig, first_root: &Path) -> Result<Servers> {
                     origin,
                     runs,
                     hash,
+                    workspace: first_root.display().to_string(),
                 });
                 continue;
             }

@@ -8,7 +8,6 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
@@ -17,14 +16,15 @@ use tokio_util::sync::CancellationToken;
 use toolbelt_agent::testing::{Consume, Recorded, Reply, Script, ScriptedServer};
 use toolbelt_agent::{
     Agent, AgentEvent, AgentOptions, AgentTypes, Message, Outcome, ProviderConfig, ProviderKind,
-    RunOutcome, SubagentModel, SubagentSettings, Subagents, build_provider,
+    SubagentModel, SubagentSettings, Subagents, build_provider,
 };
 use toolbelt_core::hooks::{
     CallHooks, HookContext, HookDecision, HookEvent, HookInput, HookRun, HookVerdict,
 };
 use toolbelt_core::{BoxFuture, Origin, Registry, Session};
 
-const RUN_TIMEOUT: Duration = Duration::from_secs(40);
+use super::local::{RUN_TIMEOUT, drain, notices, run};
+use super::origins::options;
 
 /// What the scripted hooks were asked: the event, its `extra`, the origin.
 #[derive(Debug, Clone)]
@@ -166,13 +166,6 @@ fn setup(root: &Path, server: &ScriptedServer, hooks: ScriptedHooks) -> Setup {
     }
 }
 
-fn options(root: &Path) -> AgentOptions {
-    AgentOptions {
-        transcript_dir: Some(root.join(".state").join("runs")),
-        ..AgentOptions::default()
-    }
-}
-
 fn agent(
     s: &Setup,
     options: AgentOptions,
@@ -186,30 +179,6 @@ fn agent(
     );
     agent.set_subagents(s.subagents.clone());
     (agent, rx)
-}
-
-async fn run(agent: &mut Agent, prompt: &str) -> RunOutcome {
-    tokio::time::timeout(RUN_TIMEOUT, agent.run(prompt, &CancellationToken::new()))
-        .await
-        .unwrap()
-}
-
-fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<AgentEvent>) -> Vec<AgentEvent> {
-    let mut out = Vec::new();
-    while let Ok(e) = rx.try_recv() {
-        out.push(e);
-    }
-    out
-}
-
-fn notices(events: &[AgentEvent]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            AgentEvent::Notice { message } => Some(message.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The transcript's `hook` lines.

@@ -18,7 +18,7 @@ use toolbelt_agent::{
 use toolbelt_core::{Registry, Session};
 
 /// Bound on one run.
-const RUN_TIMEOUT: Duration = Duration::from_secs(40);
+pub(super) const RUN_TIMEOUT: Duration = Duration::from_secs(40);
 
 fn config(server: &ScriptedServer) -> ProviderConfig {
     let mut config = ProviderConfig::new(ProviderKind::OpenAi, "small-local-model");
@@ -44,13 +44,13 @@ fn agent_for(
     (Agent::new(Arc::new(registry), provider, options, tx), rx)
 }
 
-async fn run(agent: &mut Agent, prompt: &str) -> RunOutcome {
+pub(super) async fn run(agent: &mut Agent, prompt: &str) -> RunOutcome {
     tokio::time::timeout(RUN_TIMEOUT, agent.run(prompt, &CancellationToken::new()))
         .await
         .unwrap()
 }
 
-fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<AgentEvent>) -> Vec<AgentEvent> {
+pub(super) fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<AgentEvent>) -> Vec<AgentEvent> {
     let mut out = Vec::new();
     while let Ok(event) = rx.try_recv() {
         out.push(event);
@@ -58,7 +58,7 @@ fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<AgentEvent>) -> Vec<Agent
     out
 }
 
-fn notices(events: &[AgentEvent]) -> Vec<String> {
+pub(super) fn notices(events: &[AgentEvent]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match e {

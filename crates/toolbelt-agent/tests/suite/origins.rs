@@ -82,7 +82,7 @@ fn setup(root: &Path, server: &ScriptedServer) -> Setup {
     }
 }
 
-fn options(root: &Path) -> AgentOptions {
+pub(super) fn options(root: &Path) -> AgentOptions {
     AgentOptions {
         transcript_dir: Some(root.join(".state").join("runs")),
         ..AgentOptions::default()

@@ -146,24 +146,22 @@ fn check(settings: Result<Settings>) -> Report {
     // Before the workspace is built: building it finishes a cut-short rewind
     // quietly, and the doctor says so.
     let checkpoints = settings.as_ref().map(checkpoints_report);
-    let hooks = settings
-        .as_ref()
-        .map(|s| hooks_report(s, &mut ok, &mut problems))
-        .unwrap_or((Vec::new(), Value::Null));
-    let (tools, servers) = settings
-        .as_ref()
-        .and_then(|s| Workspace::build(s, false, false).ok())
-        .map_or((None, Vec::new()), |ws| {
-            // Each server is started (side by side, within its startup timeout) to
-            // see that it answers and what it offers.
-            let rt = (!ws.upstreams.is_empty())
-                .then(|| runtime::start(Threads::One).ok())
-                .flatten();
-            if let Some(rt) = &rt {
-                rt.block_on(ws.start_servers());
-            }
-            (Some(ws.registry.definitions().len()), ws.upstreams.status())
-        });
+    let built = settings.as_ref().map(|s| Workspace::build(s, false, false));
+    let hooks = match (&settings, &built) {
+        (Some(s), Some(ws)) => hooks_report(s, ws, &mut ok, &mut problems),
+        _ => (Vec::new(), Value::Null),
+    };
+    let (tools, servers) = built.and_then(Result::ok).map_or((None, Vec::new()), |ws| {
+        // Each server is started (side by side, within its startup timeout) to
+        // see that it answers and what it offers.
+        let rt = (!ws.upstreams.is_empty())
+            .then(|| runtime::start(Threads::One).ok())
+            .flatten();
+        if let Some(rt) = &rt {
+            rt.block_on(ws.start_servers());
+        }
+        (Some(ws.registry.definitions().len()), ws.upstreams.status())
+    });
     // Broken skills are skipped where they are served: warnings, not failures.
     let skills = Skills::from_env(&roots);
     let skill_scan = skills.scan();
@@ -203,7 +201,12 @@ fn check(settings: Result<Settings>) -> Report {
 /// The hooks as `doctor` reports them: a hook whose command is not found, or
 /// hooks that cannot be built, are problems (the status is 1); untrusted hooks
 /// and servers of the workspace are warnings.
-fn hooks_report(s: &Settings, ok: &mut bool, problems: &mut Vec<String>) -> (Vec<String>, Value) {
+fn hooks_report(
+    s: &Settings,
+    ws: &Result<Workspace>,
+    ok: &mut bool,
+    problems: &mut Vec<String>,
+) -> (Vec<String>, Value) {
     let mut lines = Vec::new();
     let untrusted_servers: Vec<Value> = s
         .mcp_servers
@@ -217,13 +220,12 @@ fn hooks_report(s: &Settings, ok: &mut bool, problems: &mut Vec<String>) -> (Vec
             json!({"name": u.name, "declared_in": u.origin, "runs": u.runs})
         })
         .collect();
-    let infos = match Workspace::build(s, false, false) {
-        Ok(ws) => ws.hooks.map(|h| h.list()).unwrap_or_default(),
+    let infos = match ws {
+        Ok(ws) => ws.hooks.as_ref().map(|h| h.list()).unwrap_or_default(),
         Err(e) => {
-            let why = format!("{e:#}");
-            if why.contains("[hooks]") {
+            if e.chain().any(|c| c.is::<toolbelt_hooks::ConfigError>()) {
                 *ok = false;
-                problems.push(why);
+                problems.push(format!("{e:#}"));
             }
             Vec::new()
         }

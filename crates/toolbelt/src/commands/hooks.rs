@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use toolbelt_core::hooks::{HookCall, HookDecision, HookEvent, HookInput};
 use toolbelt_core::{Changes, Origin};
-use toolbelt_hooks::{CommandSpec, Dialect, HookInfo, HookSpec, HooksConfig, Source, Trusted};
+use toolbelt_hooks::{CommandSpec, Dialect, HookInfo, HookSpec, HooksConfig, Source};
 
 use super::{exit_code, out, out_json};
 use crate::cli::HooksAction;
@@ -29,7 +29,7 @@ pub fn run(action: HooksAction, ws: &Workspace, settings: &Settings) -> Result<E
     let servers = &settings.mcp_servers.untrusted;
     match action {
         HooksAction::List { json } => list(hooks, servers, json),
-        HooksAction::Trust { yes } => trust(hooks, servers, &settings.roots, yes),
+        HooksAction::Trust { yes } => trust(hooks, servers, yes),
         HooksAction::Test {
             event,
             tool,
@@ -113,7 +113,6 @@ fn info_json(i: &HookInfo) -> Value {
 fn trust(
     hooks: Option<&toolbelt_hooks::Hooks>,
     servers: &[UntrustedServer],
-    roots: &[std::path::PathBuf],
     yes: bool,
 ) -> Result<ExitCode> {
     let pending: Vec<HookInfo> = hooks
@@ -162,21 +161,8 @@ fn trust(
         Some(h) => h.trust_all().context("cannot record the trust")?,
         None => Vec::new(),
     };
-    let workspace = roots
-        .first()
-        .map(|r| r.display().to_string())
-        .unwrap_or_default();
     for s in servers {
-        store
-            .trust(
-                &s.hash,
-                Trusted {
-                    workspace: workspace.clone(),
-                    what: format!("MCP server {}", s.name),
-                    at_ms: toolbelt_store::now_ms(),
-                },
-            )
-            .context("cannot record the trust")?;
+        s.trust(&store).context("cannot record the trust")?;
     }
     out(&format!(
         "trusted {} {} and {} MCP {} (recorded in {})\n",

@@ -289,26 +289,13 @@ fn trust_added(g: &Global, name: &str) -> Result<()> {
     let Some(store) = crate::upstream::trust_store() else {
         return Ok(());
     };
-    let workspace = settings
-        .roots
-        .first()
-        .map(|r| r.display().to_string())
-        .unwrap_or_default();
     for s in settings
         .mcp_servers
         .untrusted
         .iter()
         .filter(|s| s.name == name)
     {
-        store
-            .trust(
-                &s.hash,
-                toolbelt_hooks::Trusted {
-                    workspace: workspace.clone(),
-                    what: format!("MCP server {name}"),
-                    at_ms: toolbelt_store::now_ms(),
-                },
-            )
+        s.trust(&store)
             .context("cannot record the new server as trusted")?;
     }
     Ok(())

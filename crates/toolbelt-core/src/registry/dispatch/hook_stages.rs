@@ -6,7 +6,9 @@ use serde_json::{Value, json};
 
 use super::super::{Entry, Registry};
 use super::{Ruling, Stage, Target, Trace};
-use crate::checkpoint::{CheckpointNote, Origin};
+use std::sync::OnceLock;
+
+use crate::checkpoint::{Changes, CheckpointNote, Origin};
 use crate::envelope::{Envelope, ErrorCode};
 use crate::error::error_chain;
 use crate::hooks::{HookCall, HookContext, HookDecision, HookEvent, HookInput, HookVerdict};
@@ -37,7 +39,7 @@ impl Registry {
         args: &'a Value,
         call_id: &'a str,
         subject: Option<&'a str>,
-        changes: &'a crate::checkpoint::Changes,
+        changes: &'a Changes,
     ) -> HookCall<'a> {
         HookCall {
             tool: target.canonical,
@@ -51,20 +53,28 @@ impl Registry {
         }
     }
 
-    /// Runs the hooks of `event` for a call.
+    /// Runs the hooks of `event` for a call. `facts`: the call's subject and what
+    /// it may change, worked out once for the events of one stage, and only when
+    /// a hook is configured for one of them.
+    #[allow(clippy::too_many_arguments)]
     async fn run_call_hooks(
         &self,
         event: HookEvent,
         target: &Target<'_>,
         args: &Value,
+        facts: &OnceLock<(Option<String>, Changes)>,
         call_id: &str,
         origin: &Origin,
         after: Option<(&Envelope, &CheckpointNote)>,
     ) -> Option<HookVerdict> {
         let hooks = self.hooks.as_ref().filter(|h| h.wants(event))?;
-        let subject = target.tool.permission_subject(args);
-        let changes = target.tool.changes(args);
-        let call = Registry::hook_call(target, args, call_id, subject.as_deref(), &changes);
+        let (subject, changes) = facts.get_or_init(|| {
+            (
+                target.tool.permission_subject(args),
+                target.tool.changes(args),
+            )
+        });
+        let call = Registry::hook_call(target, args, call_id, subject.as_deref(), changes);
         let mut input = HookInput::new(event, origin, self.session.cwd());
         input.call = Some(call);
         if let Some((env, note)) = after {
@@ -92,6 +102,7 @@ impl Registry {
                 HookEvent::PreToolUse,
                 target,
                 &args,
+                &OnceLock::new(),
                 call_id,
                 &trace.origin,
                 None,
@@ -173,6 +184,7 @@ impl Registry {
                 HookEvent::PermissionRequest,
                 target,
                 args,
+                &OnceLock::new(),
                 call_id,
                 &trace.origin,
                 None,
@@ -213,36 +225,17 @@ impl Registry {
         } else {
             HookEvent::PostToolUse
         };
-        let mut verdicts = Vec::new();
-        if let Some(v) = self
-            .run_call_hooks(
-                event,
-                target,
-                args,
-                call_id,
-                &trace.origin,
-                Some((&env, note)),
-            )
-            .await
-        {
-            verdicts.push(v);
-        }
-        if !note.changed.is_empty()
-            && let Some(v) = self
-                .run_call_hooks(
-                    HookEvent::FileChanged,
-                    target,
-                    args,
-                    call_id,
-                    &trace.origin,
-                    Some((&env, note)),
-                )
-                .await
-        {
-            verdicts.push(v);
-        }
+        let changed = (!note.changed.is_empty()).then_some(HookEvent::FileChanged);
+        let facts = OnceLock::new();
         let mut decision = HookDecision::Continue;
-        for v in verdicts {
+        for event in std::iter::once(event).chain(changed) {
+            let after = Some((&env, note));
+            let Some(v) = self
+                .run_call_hooks(event, target, args, &facts, call_id, &trace.origin, after)
+                .await
+            else {
+                continue;
+            };
             trace.hooks.extend(v.runs);
             context.extend(v.context);
             decision = stronger(decision, v.decision);
