@@ -174,6 +174,7 @@ pub struct ToolContext {
     events: Option<Arc<dyn EventSink>>,
     authorizer: Option<Arc<dyn Authorizer>>,
     asker: Option<Arc<dyn crate::Asker>>,
+    after_write: Option<Arc<dyn crate::AfterWrite>>,
     /// The call's own output budget, over the session's.
     budget: Option<OutputBudget>,
 }
@@ -201,6 +202,7 @@ impl ToolContext {
             events: None,
             authorizer: None,
             asker: None,
+            after_write: None,
             budget: None,
         }
     }
@@ -248,6 +250,18 @@ impl ToolContext {
     pub fn with_asker(mut self, asker: Option<Arc<dyn crate::Asker>>) -> ToolContext {
         self.asker = asker;
         self
+    }
+
+    /// Gives the call the post-edit pipeline (formatter, syntax check, diagnostics)
+    /// that the write tools run around their writes.
+    pub fn with_after_write(mut self, after: Option<Arc<dyn crate::AfterWrite>>) -> ToolContext {
+        self.after_write = after;
+        self
+    }
+
+    /// The post-edit pipeline, when one is set up.
+    pub fn after_write(&self) -> Option<&Arc<dyn crate::AfterWrite>> {
+        self.after_write.as_ref()
     }
 
     /// Who answers this call's questions, if anyone can.

@@ -61,6 +61,7 @@ mod calllog;
 pub mod checkpoint;
 pub mod closest;
 mod context;
+pub mod diagnostics;
 mod envelope;
 mod error;
 pub mod front_matter;
@@ -92,6 +93,7 @@ pub use checkpoint::{
     Changes, CheckpointCall, CheckpointNote, CheckpointRefused, Checkpointer, Origin,
     PendingCheckpoint,
 };
+pub use diagnostics::{AfterWrite, Diagnostic, DiagnosticsReport, Severity};
 pub use context::{
     DEFAULT_TIMEOUT_MS, EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolContext,
 };

@@ -263,6 +263,8 @@ pub struct Registry {
     checkpointer: Option<Arc<dyn Checkpointer>>,
     /// The person's hooks, asked before and after every call.
     hooks: Option<Arc<dyn CallHooks>>,
+    /// The post-edit pipeline the write tools run (and the shell's changes meet).
+    after_write: Option<Arc<dyn crate::AfterWrite>>,
     /// Where calls come from unless their options say otherwise.
     origin: Origin,
     /// The canonical name of the tool that reads saved outputs, if one is registered.
@@ -305,6 +307,7 @@ impl Registry {
             call_log: None,
             checkpointer: None,
             hooks: None,
+            after_write: None,
             origin: Origin::default(),
             saved_output_reader: None,
             descriptions: crate::Descriptions::Full,
@@ -387,8 +390,19 @@ impl Registry {
         self.hooks.as_ref()
     }
 
+    /// Gives the write tools `after` (formatter, syntax check, diagnostics), and
+    /// checks the files a shell command changed when it says so. A fork keeps it.
+    pub fn set_after_write(&mut self, after: Option<Arc<dyn crate::AfterWrite>>) {
+        self.after_write = after;
+    }
+
+    /// The post-edit pipeline, if any.
+    pub fn after_write(&self) -> Option<&Arc<dyn crate::AfterWrite>> {
+        self.after_write.as_ref()
+    }
+
     /// A registry with the same session, tools, profile, policy, call log,
-    /// checkpointer, hooks and origin, for
+    /// checkpointer, hooks, post-edit pipeline and origin, for
     /// another caller: its approver and event sink are its own (none at first).
     /// The tools themselves are shared (a background shell started through one is
     /// seen through the other).
@@ -411,6 +425,7 @@ impl Registry {
             call_log: self.call_log.clone(),
             checkpointer: self.checkpointer.clone(),
             hooks: self.hooks.clone(),
+            after_write: self.after_write.clone(),
             origin: self.origin.clone(),
             saved_output_reader: self.saved_output_reader.clone(),
             descriptions: self.descriptions,

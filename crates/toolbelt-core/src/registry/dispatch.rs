@@ -363,7 +363,8 @@ impl Registry {
             .with_progress(opts.progress)
             .with_events(self.events.clone())
             .with_asker(opts.asker.or_else(|| self.asker.clone()))
-            .with_authorizer(Some(Arc::clone(&self.authorizer)));
+            .with_authorizer(Some(Arc::clone(&self.authorizer)))
+            .with_after_write(self.after_write.clone());
         let timeout = match opts.timeout {
             Some(t) => t.min(Duration::from_millis(MAX_TIMEOUT_MS)),
             // The tool stops itself; the slack covers its clean-up.
