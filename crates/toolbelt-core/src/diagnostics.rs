@@ -113,11 +113,9 @@ impl Diagnostic {
     }
 }
 
-/// What the checks found after a change, counted against before it.
+/// The counts and notes of a check, beside its list.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct DiagnosticsReport {
-    /// The problems shown: the new ones (the first of each file up to the limits).
-    pub diagnostics: Vec<Diagnostic>,
+pub struct DiagnosticsSummary {
     /// Problems the change brought.
     pub new: usize,
     /// Problems the change removed.
@@ -133,8 +131,21 @@ pub struct DiagnosticsReport {
     /// The `read_output` id of the full list when more were found than are shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_id: Option<String>,
+}
+
+/// What the checks found after a change, counted against before it: the part of a
+/// write tool's data (flattened into it) and the block added to its text.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DiagnosticsReport {
+    /// The problems shown: the new ones first, up to the limits per file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<Diagnostic>,
+    /// How many are new, fixed and already there; what is pending; notes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics_summary: Option<DiagnosticsSummary>,
     /// The block added to the tool's text (empty: nothing to say).
     #[serde(skip)]
+    #[schemars(skip)]
     pub text: String,
 }
 
@@ -142,6 +153,56 @@ impl DiagnosticsReport {
     /// True when there is nothing to tell the model.
     pub fn is_quiet(&self) -> bool {
         self.text.is_empty()
+    }
+
+    /// Appends the block to a tool's text, separated by a blank line.
+    pub fn append_to(&self, text: &mut String) {
+        if self.is_quiet() {
+            return;
+        }
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&self.text);
+    }
+
+    /// Adds a one-line note (to the summary and the text).
+    pub fn note(&mut self, note: impl Into<String>) {
+        let note = note.into();
+        if !self.text.is_empty() && !self.text.ends_with('\n') {
+            self.text.push('\n');
+        }
+        self.text.push_str(&format!("Note: {note}\n"));
+        self.diagnostics_summary
+            .get_or_insert_with(DiagnosticsSummary::default)
+            .notes
+            .push(note);
+    }
+
+    /// Adds `other`'s problems, counts, notes and text to this report's (the
+    /// files of one call).
+    pub fn merge(&mut self, other: DiagnosticsReport) {
+        self.diagnostics.extend(other.diagnostics);
+        if let Some(theirs) = other.diagnostics_summary {
+            let ours = self
+                .diagnostics_summary
+                .get_or_insert_with(DiagnosticsSummary::default);
+            ours.new += theirs.new;
+            ours.fixed += theirs.fixed;
+            ours.already_there += theirs.already_there;
+            ours.pending.extend(theirs.pending);
+            ours.notes.extend(theirs.notes);
+            ours.output_id = ours.output_id.take().or(theirs.output_id);
+        }
+        if !other.text.is_empty() {
+            if !self.text.is_empty() && !self.text.ends_with('\n') {
+                self.text.push('\n');
+            }
+            self.text.push_str(&other.text);
+        }
     }
 }
 

@@ -93,7 +93,7 @@ pub use checkpoint::{
     Changes, CheckpointCall, CheckpointNote, CheckpointRefused, Checkpointer, Origin,
     PendingCheckpoint,
 };
-pub use diagnostics::{AfterWrite, Diagnostic, DiagnosticsReport, Severity};
+pub use diagnostics::{AfterWrite, Diagnostic, DiagnosticsReport, DiagnosticsSummary, Severity};
 pub use context::{
     DEFAULT_TIMEOUT_MS, EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolContext,
 };

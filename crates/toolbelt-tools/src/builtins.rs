@@ -163,6 +163,23 @@ pub fn register_messaging(
     Ok(false)
 }
 
+/// Gives the write tools `after` (formatter, syntax check, diagnostics after each
+/// write; the files a shell command changed, when it says so) and registers the
+/// `diagnostics` tool over it.
+///
+/// # Errors
+/// A tool of the same name is already registered.
+pub fn register_diagnostics(
+    registry: &mut Registry,
+    after: Arc<dyn toolbelt_core::AfterWrite>,
+) -> Result<(), RegistryError> {
+    registry.register_typed(crate::files::diagnostics::Diagnostics::new(Arc::clone(
+        &after,
+    )))?;
+    registry.set_after_write(Some(after));
+    Ok(())
+}
+
 /// Registers `checkpoint_list`, `checkpoint_diff` and `rewind` on `checkpoints`,
 /// and makes every rewind wait for the person's approval unless a rule decides
 /// it (a rule that allows `rewind` lets it run; a dry run is never asked about).

@@ -17,7 +17,9 @@
 //!   [`register_messaging`] registers `message` when a channel is configured,
 //!   `cron` when a channel is or jobs can run prompts; [`register_checkpoints`]
 //!   registers `checkpoint_list`, `checkpoint_diff` and `rewind` when the
-//!   workspace keeps checkpoints (a rewind waits for the person's approval).
+//!   workspace keeps checkpoints (a rewind waits for the person's approval);
+//!   [`register_diagnostics`] gives the write tools the post-edit pipeline
+//!   (formatter, syntax check, diagnostics) and registers `diagnostics`.
 //! - The tools: `think`, `ask_user` and `read_output`; `read_file`, `write_file`,
 //!   `edit_file`, `multi_edit`, `apply_patch` and `list_dir` on the workspace's
 //!   files; `grep` and `glob`; `web_fetch` and `web_search`; `bash` and the
@@ -61,7 +63,7 @@ mod workspace;
 
 pub use builtins::{
     BuiltinOptions, register_builtins, register_builtins_with, register_checkpoints,
-    register_messaging,
+    register_diagnostics, register_messaging,
 };
 pub use coding::ask_user::AskUser;
 pub use files::read_file::MAX_READ_BYTES;

@@ -102,6 +102,12 @@ pub const TOOLSETS: &[Toolset] = &[
         &[],
     ),
     Toolset::new(
+        "diagnostics",
+        "Check files for syntax errors and the configured linters' and language servers' problems.",
+        &["diagnostics"],
+        &[],
+    ),
+    Toolset::new(
         "minimal",
         "The least a coding agent works with, for small models: read, write and edit files, the shell, grep and glob.",
         &[
@@ -116,8 +122,8 @@ pub const TOOLSETS: &[Toolset] = &[
     ),
     Toolset::new(
         "coding",
-        "What a coding agent needs: files, search, shell, todos, think, read_output and ask_user.",
+        "What a coding agent needs: files, search, shell, todos, think, read_output, ask_user and diagnostics.",
         &["think", "read_output", "ask_user"],
-        &["files", "search", "shell", "todos"],
+        &["files", "search", "shell", "todos", "diagnostics"],
     ),
 ];

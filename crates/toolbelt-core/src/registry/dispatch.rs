@@ -14,7 +14,9 @@
 //!    is kept (a call whose required checkpoint cannot be taken ends here);
 //! 7. **execute**: the tool itself, under a timeout and the call's cancellation,
 //!    a panic contained; from here on every outcome is an envelope that goes on;
-//! 8. **changes**: the checkpoint is finished with what the call changed;
+//! 8. **changes**: the checkpoint is finished with what the call changed; the
+//!    files a shell command changed are checked for problems when the post-edit
+//!    pipeline says so (`after_bash`);
 //! 9. **budget**: a text over the output budget is cut and the whole saved;
 //! 10. **record**: the envelope's context and time, the trace event and the call
 //!     log's record (with the call's origin and checkpoint).
@@ -31,6 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 mod hook_stages;
+mod shell_checks;
 
 use futures::FutureExt;
 use futures::stream::{self, StreamExt};
@@ -188,6 +191,7 @@ impl Registry {
             .execute_tool(&target, args.clone(), call_id, opts)
             .await;
         let (env, note) = changes(pending, env).await;
+        let env = self.shell_checks(&target, &args, env, &note).await;
         let env = self
             .post_hooks(&target, &args, env, &note, call_id, pre, trace)
             .await;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolbelt_core::DiagnosticsReport;
 use toolbelt_core::{
     Category, ErrorCode, Reply, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
 };
@@ -15,6 +16,7 @@ use toolbelt_fs::patch::{self, Action, FileOp, MatchTier, PathScope};
 use toolbelt_fs::text::{self, Encoding, Sniffed};
 use toolbelt_fs::{Change, FsError, WorkPath, content_hash};
 
+use crate::files::after::{self, After, Wrote};
 use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS};
 use crate::workspace::{Workspace, blocking, workspace};
 
@@ -103,6 +105,10 @@ pub struct ApplyPatchOutput {
     /// Hunks that matched only after ignoring whitespace or punctuation; check them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loose_matches: Vec<LooseMatch>,
+    /// The problems of the files after the patch (`diagnostics`, `diagnostics_summary`),
+    /// when checks are set up.
+    #[serde(flatten)]
+    pub checks: DiagnosticsReport,
 }
 
 /// The `apply_patch` tool.
@@ -153,7 +159,14 @@ impl TypedTool for ApplyPatch {
     async fn call(&self, ctx: &ToolContext, p: ApplyPatchParams) -> ToolResult<ApplyPatchOutput> {
         let ws = workspace(ctx)?;
         let scope_roots: Vec<PathBuf> = ctx.session().roots().to_vec();
-        blocking(move || run(&ws, scope_roots, &p.patch, p.dry_run)).await
+        let after = after::of(ctx);
+        let staged_after = after.clone();
+        let done =
+            blocking(move || run(&ws, &staged_after, scope_roots, &p.patch, p.dry_run)).await?;
+        let mut reply = done.reply;
+        reply.data.checks = after::collect(&after, &done.wrote, &done.notes).await;
+        reply.data.checks.append_to(&mut reply.text);
+        Ok(reply)
     }
 }
 
@@ -189,12 +202,20 @@ struct OnDisk {
     encoding: Option<Encoding>,
 }
 
+/// What a patch did, before its files' problems are collected.
+struct Done {
+    reply: Reply<ApplyPatchOutput>,
+    wrote: Vec<Wrote>,
+    notes: Vec<String>,
+}
+
 fn run(
     ws: &Workspace,
+    after: &After,
     mut roots: Vec<PathBuf>,
     patch_text: &str,
     dry_run: bool,
-) -> ToolResult<ApplyPatchOutput> {
+) -> Result<Done, ToolError> {
     let parsed = patch::parse(patch_text)?;
     roots.extend(ws.jail.roots().into_iter().map(Path::to_path_buf));
     let scope = PathScope::new(ws.cwd.clone(), roots);
@@ -256,7 +277,7 @@ fn run(
 
     // Plan on the decoded texts; nothing is written yet.
     let only_deleted = only_deleted(&parsed, &scope);
-    let plan = patch::plan(&parsed, &scope, |key: &Path| -> Result<_, ToolError> {
+    let mut plan = patch::plan(&parsed, &scope, |key: &Path| -> Result<_, ToolError> {
         let Some(file) = files.get_mut(key) else {
             return Ok(None);
         };
@@ -273,6 +294,27 @@ fn run(
             Err(err) => Err(err),
         }
     })?;
+
+    // Every new text through the formatter and the syntax check.
+    let mut notes = Vec::new();
+    for effect in &mut plan.files {
+        let Some(text) = effect.after.take() else {
+            continue;
+        };
+        let Some(file) = files.get(&effect.path) else {
+            return Err(internal(&effect.path));
+        };
+        let shown = ws.display(&file.path);
+        let staged = after::stage(
+            after,
+            file.path.abs(),
+            &shown,
+            effect.before.as_deref(),
+            text,
+        )?;
+        notes.extend(staged.notes);
+        effect.after = Some(staged.text);
+    }
 
     // The new bytes of every file, in its original encoding.
     let mut changes: Vec<Change> = Vec::with_capacity(plan.files.len());
@@ -366,18 +408,40 @@ fn run(
         .iter()
         .fold((0, 0), |(a, r), f| (a + f.added, r + f.removed));
     let files_changed = plan.files.len();
-    Ok(Reply::new(
+    let wrote = if dry_run {
+        Vec::new()
+    } else {
+        plan.files
+            .iter()
+            .filter_map(|effect| {
+                let file = files.get(&effect.path)?;
+                Some(Wrote {
+                    file: file.path.abs().to_path_buf(),
+                    shown: ws.display(&file.path),
+                    old: effect.before.clone(),
+                    new: effect.after.clone()?,
+                })
+            })
+            .collect()
+    };
+    let reply = Reply::new(
         ApplyPatchOutput {
             files: out_files,
             dry_run,
             diff,
             loose_matches,
+            checks: DiagnosticsReport::default(),
         },
         text,
     )
     .stat("files", files_changed)
     .stat("added", added)
-    .stat("removed", removed))
+    .stat("removed", removed);
+    Ok(Done {
+        reply,
+        wrote,
+        notes,
+    })
 }
 
 /// Paths whose every section is `*** Delete File`.

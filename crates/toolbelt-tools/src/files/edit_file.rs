@@ -2,9 +2,11 @@
 //! matching, an optimistic lock and a diff (the flow of [`super::edits`], shared
 //! with `multi_edit`).
 
+use crate::files::after;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolbelt_core::DiagnosticsReport;
 use toolbelt_core::human::plural;
 use toolbelt_core::{Category, Reply, Subject, ToolContext, ToolResult, ToolSpec, TypedTool};
 
@@ -61,6 +63,10 @@ pub struct EditFileOutput {
     pub content_hash: String,
     /// True when nothing was written.
     pub dry_run: bool,
+    /// The file's problems after the edit (`diagnostics`, `diagnostics_summary`), when
+    /// checks are set up.
+    #[serde(flatten)]
+    pub checks: DiagnosticsReport,
 }
 
 /// The `edit_file` tool.
@@ -138,13 +144,15 @@ impl TypedTool for EditFile {
             dry_run: p.dry_run,
             single: true,
         };
-        let done = run(workspace(ctx)?, request).await?;
+        let after = after::of(ctx);
+        let done = run(workspace(ctx)?, after.clone(), request).await?;
+        let checks = after::collect(&after, done.wrote.as_slice(), &done.notes).await;
         let applied = done.applied.first().cloned();
         let (replacements, strategy, lines) = match applied {
             Some(a) => (a.replacements, a.strategy.as_str().to_owned(), a.lines),
             None => (0, String::new(), Vec::new()),
         };
-        let text = done.summary(
+        let mut text = done.summary(
             &format!(
                 "{replacements} {} ({strategy}) at {}",
                 plural(replacements as u64, "replacement"),
@@ -162,7 +170,9 @@ impl TypedTool for EditFile {
             diff: done.diff,
             content_hash: done.content_hash,
             dry_run: done.dry_run,
+            checks,
         };
+        out.checks.append_to(&mut text);
         Ok(Reply::new(out, text)
             .stat("replacements", replacements)
             .stat("added_lines", done.added)

@@ -14,6 +14,7 @@ use toolbelt_fs::text::{Sniffed, decode, encode, sniff};
 use toolbelt_fs::{FsError, WorkPath, WriteOptions, content_hash};
 
 use crate::files::MAX_EDIT_BYTES;
+use crate::files::after::{self, After, Wrote};
 use crate::workspace::{Workspace, blocking};
 
 /// Most lines of the diff snippet in a result's text (the full diff is in `data.diff`).
@@ -67,6 +68,10 @@ pub(crate) struct Done {
     pub snippet: String,
     pub content_hash: String,
     pub dry_run: bool,
+    /// The write, for collecting its problems (none for a dry run).
+    pub wrote: Option<Wrote>,
+    /// The pipeline's notes (a formatter that failed).
+    pub notes: Vec<String>,
 }
 
 impl Done {
@@ -87,8 +92,13 @@ impl Done {
     }
 }
 
-/// Resolve, lock, read, check, edit, write, record: the shared flow.
-pub(crate) async fn run(ws: Workspace, request: EditRequest) -> Result<Done, ToolError> {
+/// Resolve, lock, read, check, edit, stage (format, syntax check), write, record:
+/// the shared flow.
+pub(crate) async fn run(
+    ws: Workspace,
+    after: After,
+    request: EditRequest,
+) -> Result<Done, ToolError> {
     blocking(move || {
         let p = ws.resolve_write(&request.path)?;
         let _guard = ws.jail.lock(&p)?;
@@ -127,8 +137,9 @@ pub(crate) async fn run(ws: Workspace, request: EditRequest) -> Result<Done, Too
             .collect();
         let outcome = apply_edits(&decoded.text, &edits)
             .map_err(|e| edit_error(&shown, e, request.single))?;
-        let new_bytes = encode(&outcome.text, decoded.encoding);
-        let diff = FileDiff::new(&decoded.text, &outcome.text);
+        let staged = after::stage(&after, p.abs(), &shown, Some(&decoded.text), outcome.text)?;
+        let new_bytes = encode(&staged.text, decoded.encoding);
+        let diff = FileDiff::new(&decoded.text, &staged.text);
         let stats = diff.stats();
         let unified = diff.unified(&shown, DEFAULT_CONTEXT_LINES);
         let snippet = diff.snippet(DEFAULT_CONTEXT_LINES, MAX_SNIPPET_LINES);
@@ -147,6 +158,13 @@ pub(crate) async fn run(ws: Workspace, request: EditRequest) -> Result<Done, Too
             snippet,
             content_hash: hash,
             dry_run: request.dry_run,
+            wrote: (!request.dry_run).then(|| Wrote {
+                file: p.abs().to_path_buf(),
+                shown: ws.display(&p),
+                old: Some(decoded.text.clone()),
+                new: staged.text.clone(),
+            }),
+            notes: staged.notes,
         })
     })
     .await

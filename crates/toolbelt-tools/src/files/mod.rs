@@ -3,7 +3,9 @@
 //! that changes files, the size limit of a file changed in memory, and the edit
 //! flow of `edit_file` and `multi_edit` ([`edits`]).
 
+pub(crate) mod after;
 pub(crate) mod apply_patch;
+pub(crate) mod diagnostics;
 pub(crate) mod edit_file;
 pub(crate) mod edits;
 pub(crate) mod list_dir;

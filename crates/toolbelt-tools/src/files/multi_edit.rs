@@ -1,8 +1,10 @@
 //! `multi_edit`: several replacements in one file, applied in order, all or nothing.
 
+use crate::files::after;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolbelt_core::DiagnosticsReport;
 use toolbelt_core::human::plural;
 use toolbelt_core::{Category, Reply, Subject, ToolContext, ToolResult, ToolSpec, TypedTool};
 
@@ -73,6 +75,10 @@ pub struct MultiEditOutput {
     pub content_hash: String,
     /// True when nothing was written.
     pub dry_run: bool,
+    /// The file's problems after the edit (`diagnostics`, `diagnostics_summary`), when
+    /// checks are set up.
+    #[serde(flatten)]
+    pub checks: DiagnosticsReport,
 }
 
 /// The `multi_edit` tool.
@@ -137,7 +143,9 @@ impl TypedTool for MultiEdit {
             dry_run: p.dry_run,
             single: false,
         };
-        let done = run(workspace(ctx)?, request).await?;
+        let after = after::of(ctx);
+        let done = run(workspace(ctx)?, after.clone(), request).await?;
+        let checks = after::collect(&after, done.wrote.as_slice(), &done.notes).await;
         let replacements: usize = done.applied.iter().map(|a| a.replacements).sum();
         let count = done.applied.len();
         let what = format!(
@@ -159,7 +167,7 @@ impl TypedTool for MultiEdit {
                 )
             })
             .collect();
-        let text = done.summary(&what, &details);
+        let mut text = done.summary(&what, &details);
         let edits = done
             .applied
             .iter()
@@ -178,7 +186,9 @@ impl TypedTool for MultiEdit {
             diff: done.diff,
             content_hash: done.content_hash,
             dry_run: done.dry_run,
+            checks,
         };
+        out.checks.append_to(&mut text);
         Ok(Reply::new(out, text)
             .stat("edits", count)
             .stat("replacements", replacements))

@@ -3,6 +3,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use toolbelt_core::DiagnosticsReport;
 use toolbelt_core::human::{human_bytes, plural};
 use toolbelt_core::{
     Category, ErrorCode, Reply, Subject, ToolContext, ToolError, ToolResult, ToolSpec, TypedTool,
@@ -11,6 +12,7 @@ use toolbelt_core::{
 use toolbelt_fs::text::{self, Encoding, LineEnding, Sniffed};
 use toolbelt_fs::{EntryKind, FsError, WorkPath, WriteOptions, content_hash};
 
+use crate::files::after::{self, After, Wrote};
 use crate::files::{MAX_EDIT_BYTES, WRITE_HINTS};
 use crate::workspace::{Workspace, blocking, workspace};
 
@@ -111,6 +113,10 @@ pub struct WriteFileOutput {
     /// The unified diff, when it is small or for a dry run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// The file's problems after the write (`diagnostics`, `diagnostics_summary`), when
+    /// checks are set up.
+    #[serde(flatten)]
+    pub checks: DiagnosticsReport,
 }
 
 /// The `write_file` tool.
@@ -190,7 +196,17 @@ impl TypedTool for WriteFile {
 
     async fn call(&self, ctx: &ToolContext, p: WriteFileParams) -> ToolResult<WriteFileOutput> {
         let ws = workspace(ctx)?;
-        blocking(move || write(&ws, p)).await
+        let after = after::of(ctx);
+        let staged_after = after.clone();
+        let done = blocking(move || write(&ws, &staged_after, p)).await?;
+        let mut out = done.out;
+        let mut text = done.text;
+        out.checks = after::collect(&after, done.wrote.as_slice(), &done.notes).await;
+        out.checks.append_to(&mut text);
+        let (bytes, lines) = (out.bytes, out.lines);
+        Ok(Reply::new(out, text)
+            .stat("bytes", bytes)
+            .stat("lines", lines))
     }
 }
 
@@ -202,7 +218,15 @@ struct Before {
     ending: LineEnding,
 }
 
-fn write(ws: &Workspace, p: WriteFileParams) -> Result<Reply<WriteFileOutput>, ToolError> {
+/// What a write did, before its problems are collected.
+struct Done {
+    out: WriteFileOutput,
+    text: String,
+    wrote: Option<Wrote>,
+    notes: Vec<String>,
+}
+
+fn write(ws: &Workspace, after: &After, p: WriteFileParams) -> Result<Done, ToolError> {
     let mode = p.mode.unwrap_or_default();
     let dry_run = p.dry_run.unwrap_or(false);
     let create_dirs = p.create_dirs.unwrap_or(true);
@@ -261,8 +285,11 @@ fn write(ws: &Workspace, p: WriteFileParams) -> Result<Reply<WriteFileOutput>, T
             (p.content.clone(), Encoding::Utf8, None)
         }
     };
+    let old_text = before.as_ref().map(|b| b.text.as_str());
+    let staged = after::stage(after, path.abs(), &shown, old_text, new_text)?;
+    let new_text = staged.text;
     let new_bytes = text::encode(&new_text, encoding);
-    let old_text = before.as_ref().map_or("", |b| b.text.as_str());
+    let old_text = old_text.unwrap_or("");
     let changed = before.as_ref().is_none_or(|b| b.bytes != new_bytes);
     let diff = unified_diff(&shown, old_text, &new_text);
     let created_dirs = if before.is_none() {
@@ -323,11 +350,21 @@ fn write(ws: &Workspace, p: WriteFileParams) -> Result<Reply<WriteFileOutput>, T
         line_ending: text::line_ending(&new_text).as_str().to_string(),
         created_dirs,
         diff: shown_diff,
+        checks: DiagnosticsReport::default(),
     };
     let text = summary(&out, before.as_ref(), note.as_deref());
-    Ok(Reply::new(out, text)
-        .stat("bytes", new_bytes.len())
-        .stat("lines", lines))
+    let wrote = (!dry_run && changed).then(|| Wrote {
+        file: path.abs().to_path_buf(),
+        shown: out.path.clone(),
+        old: before.map(|b| b.text),
+        new: new_text,
+    });
+    Ok(Done {
+        out,
+        text,
+        wrote,
+        notes: staged.notes,
+    })
 }
 
 /// The lines of the old content an error about a shrinking write shows.
