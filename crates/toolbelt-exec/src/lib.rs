@@ -46,3 +46,17 @@ pub use run::{
     CANCELLED_EXIT_CODE, DEFAULT_DRAIN_TIMEOUT, DEFAULT_KILL_GRACE, ExecError, ExecOutcome,
     ExecRequest, StreamOutput, TIMEOUT_EXIT_CODE, default_shell, run,
 };
+
+/// Whether `program` can be started: a path (with a `/`) to an executable file,
+/// or the name of an executable file in a directory of `PATH`.
+pub fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
+}

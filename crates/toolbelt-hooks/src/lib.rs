@@ -339,7 +339,7 @@ impl Hooks {
                 .map_or_else(PathBuf::new, Clone::clone);
             root.join(&program).is_file()
         } else {
-            is_shell_word(&program) || on_path(&program)
+            is_shell_word(&program) || toolbelt_exec::on_path(&program)
         };
         (!found).then_some(program)
     }
@@ -745,17 +745,6 @@ fn is_shell_word(word: &str) -> bool {
             | "{"
             | "("
     ) || word.contains('=')
-}
-
-/// Whether `program` is an executable file on `PATH`.
-fn on_path(program: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| {
-            std::fs::metadata(dir.join(program))
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-    })
 }
 
 fn now_ms() -> i64 {

@@ -122,6 +122,18 @@ pub struct FileConfig {
     /// of a file inside the workspace run once `toolbelt hooks trust` recorded them).
     #[serde(default)]
     pub hooks: Option<toolbelt_hooks::HooksConfig>,
+    /// `[diagnostics]`: what is checked after a write and how much is shown.
+    #[serde(default)]
+    pub diagnostics: Option<toolbelt_diagnostics::config::Settings>,
+    /// `[format.LANG]`: a formatter run on the edited lines before the write.
+    #[serde(default)]
+    pub format: std::collections::BTreeMap<String, toolbelt_diagnostics::config::FormatSpec>,
+    /// `[lint.LANG]`: a linter run after each write.
+    #[serde(default)]
+    pub lint: std::collections::BTreeMap<String, toolbelt_diagnostics::config::LintSpec>,
+    /// `[lsp.LANG]`: a language server asked after each write.
+    #[serde(default)]
+    pub lsp: std::collections::BTreeMap<String, toolbelt_diagnostics::config::LspSpec>,
     /// `[channels.NAME]`: the channels of the `message` and `cron` tools.
     #[serde(default)]
     pub channels: std::collections::BTreeMap<String, toolbelt_sched::ChannelConfig>,

@@ -137,7 +137,7 @@ pub fn warn_untrusted(hooks: Option<&Hooks>, servers: &[crate::upstream::Untrust
         .filter(|i| !i.trusted)
         .map(|i| format!("hook {} '{}'", i.event.as_str(), i.name))
         .collect();
-    names.extend(servers.iter().map(|s| format!("MCP server {}", s.name)));
+    names.extend(servers.iter().map(|s| format!("{} {}", s.kind, s.name)));
     if !names.is_empty() {
         eprintln!(
             "toolbelt: warning: this workspace's {} not trusted and will not run until you review {} and run `toolbelt hooks trust`: {}",

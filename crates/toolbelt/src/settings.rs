@@ -61,6 +61,8 @@ pub struct Settings {
     pub descriptions: Option<Descriptions>,
     /// The other MCP servers whose tools are offered too.
     pub mcp_servers: crate::upstream::Servers,
+    /// The post-edit pipeline's configuration, untrusted workspace commands left out.
+    pub checks: toolbelt_diagnostics::Config,
 }
 
 impl Settings {
@@ -121,7 +123,9 @@ impl Settings {
             None => Location::in_state_dir(&state_dir),
         };
         let call_log = g.call_log.or(file.store.call_log).unwrap_or(true);
-        let mcp_servers = crate::upstream::servers(&file, &first)?;
+        let mut mcp_servers = crate::upstream::servers(&file, &first)?;
+        let (checks, untrusted_checks) = crate::diagnostics::config(&file, &first);
+        mcp_servers.untrusted.extend(untrusted_checks);
         let descriptions = match g.descriptions.as_ref().or(file.tools.descriptions.as_ref()) {
             None => None,
             Some(level) => Some(Descriptions::parse(level).with_context(|| {
@@ -131,6 +135,7 @@ impl Settings {
             })?),
         };
         Ok(Settings {
+            checks,
             descriptions,
             mcp_servers,
             roots,

@@ -28,6 +28,8 @@ pub struct Servers {
 /// A server a workspace declares and the user has not trusted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UntrustedServer {
+    /// `MCP server`, or `checker` for a `[format]`, `[lint]` or `[lsp]` command.
+    pub kind: String,
     /// Its name.
     pub name: String,
     /// The file that declares it.
@@ -53,7 +55,7 @@ impl UntrustedServer {
             &self.hash,
             toolbelt_hooks::Trusted {
                 workspace: self.workspace.clone(),
-                what: format!("MCP server {}", self.name),
+                what: format!("{} {}", self.kind, self.name),
                 at_ms: toolbelt_store::now_ms(),
             },
         )
@@ -203,6 +205,7 @@ pub fn servers(file: &FileConfig, first_root: &Path) -> Result<Servers> {
                     (None, None) => String::new(),
                 };
                 untrusted.push(UntrustedServer {
+                    kind: "MCP server".to_owned(),
                     name,
                     origin,
                     runs,

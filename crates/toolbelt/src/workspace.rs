@@ -48,6 +48,8 @@ pub struct Workspace {
     pub checkpoints: Option<Checkpoints>,
     /// The person's hooks (none when none is configured).
     pub hooks: Option<Arc<toolbelt_hooks::Hooks>>,
+    /// The post-edit pipeline (formatter, syntax check, linters, language servers).
+    pub checks: Arc<toolbelt_diagnostics::Engine>,
 }
 
 impl Workspace {
@@ -161,6 +163,11 @@ impl Workspace {
         if let Some(checkpoints) = &checkpoints {
             toolbelt_tools::register_checkpoints(&mut registry, checkpoints)?;
         }
+        let checks = crate::diagnostics::build(settings.checks.clone(), roots.clone())?;
+        toolbelt_tools::register_diagnostics(
+            &mut registry,
+            Arc::clone(&checks) as Arc<dyn toolbelt_core::AfterWrite>,
+        )?;
         toolbelt_tools::register_messaging(&mut registry, &messaging)?;
         let subagents = if for_agent || AgentSettings::for_jobs(&file.agent).is_ok() {
             let roots = registry.session().roots().to_vec();
@@ -206,6 +213,7 @@ impl Workspace {
             upstreams,
             checkpoints,
             hooks,
+            checks,
         })
     }
 

@@ -214,8 +214,8 @@ fn hooks_report(
         .iter()
         .map(|u| {
             lines.push(format!(
-                "warning: MCP server {} (from {}) is not trusted and not started: `toolbelt hooks trust`",
-                u.name, u.origin
+                "warning: {} {} (from {}) is not trusted and not started: `toolbelt hooks trust`",
+                u.kind, u.name, u.origin
             ));
             json!({"name": u.name, "declared_in": u.origin, "runs": u.runs})
         })
@@ -223,7 +223,9 @@ fn hooks_report(
     let infos = match ws {
         Ok(ws) => ws.hooks.as_ref().map(|h| h.list()).unwrap_or_default(),
         Err(e) => {
-            if e.chain().any(|c| c.is::<toolbelt_hooks::ConfigError>()) {
+            if e.chain().any(|c| {
+                c.is::<toolbelt_hooks::ConfigError>() || c.is::<toolbelt_diagnostics::ConfigError>()
+            }) {
                 *ok = false;
                 problems.push(format!("{e:#}"));
             }
@@ -259,7 +261,25 @@ fn hooks_report(
             ));
         }
     }
+    let checkers = ws
+        .as_ref()
+        .map(|ws| ws.checks.programs())
+        .unwrap_or_default();
+    for c in checkers.iter().filter(|c| !c.found) {
+        lines.push(format!(
+            "warning: [{}] runs {}, which is not found on PATH{}: its diagnostics are unavailable",
+            c.table,
+            c.program,
+            c.install
+                .as_deref()
+                .map(|i| format!(" (`{i}`)"))
+                .unwrap_or_default()
+        ));
+    }
     let json = json!({
+        "checkers": checkers.iter().map(|c| json!({
+            "table": c.table, "program": c.program, "found": c.found,
+        })).collect::<Vec<_>>(),
         "hooks": infos.iter().map(|i| json!({
             "name": i.name,
             "event": i.event.as_str(),

@@ -87,8 +87,8 @@ fn list(
     for s in servers {
         let _ = writeln!(
             text,
-            "MCP server {} (from {}): NOT TRUSTED, not started\n  runs {}",
-            s.name, s.origin, s.runs
+            "{} {} (from {}): NOT TRUSTED, not started\n  runs {}",
+            s.kind, s.name, s.origin, s.runs
         );
     }
     if infos.iter().any(|i| !i.trusted) || !servers.is_empty() {
@@ -138,8 +138,8 @@ fn trust(
     for s in servers {
         let _ = writeln!(
             text,
-            "  MCP server {} (from {}): {}",
-            s.name, s.origin, s.runs
+            "  {} {} (from {}): {}",
+            s.kind, s.name, s.origin, s.runs
         );
     }
     out(&text)?;

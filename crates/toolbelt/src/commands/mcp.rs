@@ -32,6 +32,7 @@ pub fn run(flags: &McpFlags, ws: Workspace, mcp: &McpConfig, g: &Global) -> Resu
         messaging,
         subagents,
         upstreams,
+        checks,
         ..
     } = ws;
     // One client, one request at a time mostly: a single-threaded runtime answers
@@ -91,6 +92,8 @@ pub fn run(flags: &McpFlags, ws: Workspace, mcp: &McpConfig, g: &Global) -> Resu
         }
     });
     outbox.cancel();
+    // No language server outlives the session.
+    rt.block_on(checks.shutdown());
     let writers: Vec<Option<CallLogWriter>> = toolbelt_core::sync::lock(&logs).clone();
     for writer in writers.iter().flatten() {
         rt.block_on(writer.flush());

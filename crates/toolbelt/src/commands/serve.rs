@@ -64,6 +64,7 @@ pub fn run(args: ServeArgs, mut ws: Workspace, mcp: &McpConfig) -> Result<ExitCo
         jobs::spawn(&ws.messaging, ws.jobs.as_deref(), &ws.registry, &questions)
     };
     let registry = ws.registry;
+    let checks = ws.checks;
     let served = rt.block_on(async move {
         let listener = toolbelt_server::http::bind(bind).await?;
         let addr = listener.local_addr().unwrap_or(bind);
@@ -89,6 +90,8 @@ pub fn run(args: ServeArgs, mut ws: Workspace, mcp: &McpConfig) -> Result<ExitCo
     });
     // Prompt runs cut off by the stop record that they were.
     rt.block_on(scheduler.stop());
+    // No language server outlives the server.
+    rt.block_on(checks.shutdown());
     rt.block_on(runtime::flush_log(log.as_ref()));
     // Calls cut off by the shutdown may still be reading files on blocking threads.
     rt.shutdown_timeout(Duration::from_millis(100));

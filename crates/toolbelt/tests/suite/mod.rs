@@ -9,6 +9,7 @@ mod agent_tui_rewind;
 mod checkpoints;
 mod cli;
 mod cron;
+mod diagnostics;
 mod docs;
 mod hooks;
 mod layout;
