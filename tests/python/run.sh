@@ -31,4 +31,4 @@ bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 
 venv="$("$here/setup.sh")"
 cd "$here"
-TOOLBELT_BIN="$bin" exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" test_mcp.py test_checkpoints.py test_hooks.py test_upstream.py test_providers.py test_web.py test_serve_faults.py
+TOOLBELT_BIN="$bin" exec "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" test_mcp.py test_checkpoints.py test_hooks.py test_diagnostics.py test_upstream.py test_providers.py test_web.py test_serve_faults.py

@@ -466,3 +466,73 @@ fn a_language_server_answers_with_fresh_problems_or_pending_never_stale() {
     assert!(text.contains("pending"), "{text}");
     assert!(!text.contains("fake-broken"), "{text}");
 }
+
+#[test]
+fn the_agent_reads_the_new_error_block_in_its_transcript() {
+    use toolbelt_agent::ProviderKind;
+    use toolbelt_agent::testing::{Reply, Script, ScriptedServer};
+
+    let ws = Checked::new("");
+    ws.write("x.py", "import os\ndef f():\n    return os.sep\n");
+    let server = ScriptedServer::start(Script::new(
+        ProviderKind::OpenAi,
+        vec![
+            Reply::call("read_file", json!({"path": "x.py"}).to_string()),
+            Reply::call(
+                "edit_file",
+                json!({"path": "x.py", "old_string": "def f():", "new_string": "def f(:"})
+                    .to_string(),
+            ),
+            Reply::text("done"),
+        ],
+    ))
+    .unwrap();
+    let mut cmd = ws.command(&["agent", "-p", "break it", "--json"]);
+    cmd.env("TOOLBELT_AGENT_PROVIDER", "openai")
+        .env("TOOLBELT_AGENT_MODEL", "scripted-model")
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("OPENAI_API_KEY", "sk-test");
+    let run = finish(cmd.spawn().unwrap(), &["agent"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let (_, sent, _) =
+        &super::agent::last_tool_results(ProviderKind::OpenAi, &server.requests()[2])[0];
+    assert!(
+        sent.contains("Problems after this change: 1 new error"),
+        "{sent}"
+    );
+    assert!(sent.contains("x.py:2:"), "{sent}");
+    // And in the run's own record of the result.
+    assert!(
+        run.stdout.contains("Problems after this change"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn no_language_server_outlives_serve() {
+    let tag = format!("serve-{}", std::process::id());
+    let ws = Checked::new(&fake_lsp(3000, &["--tag", &tag]));
+    ws.write("a.fk", "fine\n");
+    let mut cmd = ws.command(&[]);
+    cmd.stdout(Stdio::null());
+    let served = super::cron::Served::from_command(cmd);
+    let post = |path: &str, body: Value| super::hooks::post(&served.url, path, &body);
+    post("/v1/tools/read_file", json!({"path": "a.fk"}));
+    let env = post(
+        "/v1/tools/edit_file",
+        json!({"path": "a.fk", "old_string": "fine", "new_string": "BROKEN"}),
+    );
+    assert_eq!(env["status"], "success", "{env:#}");
+    assert!(
+        env["data"]["diagnostics"][0]["code"] == "fake-broken",
+        "{env:#}"
+    );
+    assert!(running(&tag));
+    served.stop();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running(&tag) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!running(&tag), "a language server outlived toolbelt serve");
+}

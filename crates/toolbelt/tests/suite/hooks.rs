@@ -144,7 +144,7 @@ fn outcomes(env: &Value) -> Vec<(String, String)> {
 }
 
 /// `POST <url><path>` with a JSON body: the JSON answer.
-fn post(url: &str, path: &str, body: &Value) -> Value {
+pub(super) fn post(url: &str, path: &str, body: &Value) -> Value {
     let addr = url.trim_start_matches("http://");
     let body = body.to_string();
     let mut sock = std::net::TcpStream::connect(addr).unwrap();
