@@ -93,10 +93,10 @@ pub use checkpoint::{
     Changes, CheckpointCall, CheckpointNote, CheckpointRefused, Checkpointer, Origin,
     PendingCheckpoint,
 };
-pub use diagnostics::{AfterWrite, Diagnostic, DiagnosticsReport, DiagnosticsSummary, Severity};
 pub use context::{
     DEFAULT_TIMEOUT_MS, EventSink, MAX_TIMEOUT_MS, ProgressSink, Session, ToolContext,
 };
+pub use diagnostics::{AfterWrite, Diagnostic, DiagnosticsReport, DiagnosticsSummary, Severity};
 pub use envelope::{CallContext, Envelope, ErrorCode, ErrorInfo, Repair, Stats, Status};
 pub use error::error_chain;
 pub use registry::{

@@ -167,17 +167,38 @@ pub struct Config {
 
 /// A configuration that cannot be used, naming the table and field.
 #[derive(Debug, thiserror::Error)]
-#[error("[{table}] {message}")]
-pub struct ConfigError {
-    /// `lint.python`.
-    pub table: String,
-    /// What is wrong and what to write instead.
-    pub message: String,
+pub enum ConfigError {
+    /// A field that cannot be used.
+    #[error("[{table}] {message}")]
+    Invalid {
+        /// `lint.python`.
+        table: String,
+        /// What is wrong and what to write instead.
+        message: String,
+    },
+    /// A formatter's `scope` that is not one.
+    #[error("[{table}] scope")]
+    Scope {
+        /// `format.python`.
+        table: String,
+        /// Why.
+        #[source]
+        source: crate::format::UnknownScope,
+    },
+    /// A linter's `parser` that is not one.
+    #[error("[{table}] parser")]
+    Parser {
+        /// `lint.python`.
+        table: String,
+        /// Why.
+        #[source]
+        source: Box<crate::lint::LintError>,
+    },
 }
 
 impl ConfigError {
     fn new(table: String, message: impl Into<String>) -> ConfigError {
-        ConfigError {
+        ConfigError::Invalid {
             table,
             message: message.into(),
         }

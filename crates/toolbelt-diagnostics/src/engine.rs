@@ -94,9 +94,9 @@ impl Engine {
             check_command("format", lang, &spec.command)?;
             let scope = match spec.scope.as_deref() {
                 None => format::Scope::ChangedLines,
-                Some(s) => s.parse().map_err(|e| ConfigError {
+                Some(s) => s.parse().map_err(|source| ConfigError::Scope {
                     table: format!("format.{lang}"),
-                    message: format!("scope: {e}"),
+                    source,
                 })?,
             };
             formatters.push((
@@ -115,13 +115,13 @@ impl Engine {
         for (lang, spec) in &config.lint {
             commands.push((format!("lint.{lang}"), spec.command.clone()));
             check_command("lint", lang, &spec.command)?;
-            let parser = spec
-                .parser
-                .parse()
-                .map_err(|e: lint::LintError| ConfigError {
-                    table: format!("lint.{lang}"),
-                    message: format!("parser: {e}"),
-                })?;
+            let parser =
+                spec.parser
+                    .parse()
+                    .map_err(|source: lint::LintError| ConfigError::Parser {
+                        table: format!("lint.{lang}"),
+                        source: Box::new(source),
+                    })?;
             linters.push((
                 extensions_of("lint", lang, spec.extensions.as_deref())?,
                 Linter {
@@ -224,7 +224,7 @@ impl Engine {
     }
 
     /// A note given once per engine.
-    fn once(&self, note: String) -> Option<String> {
+    fn note_once(&self, note: String) -> Option<String> {
         lock(&self.said).insert(note.clone()).then_some(note)
     }
 
@@ -322,7 +322,7 @@ impl Engine {
                 checked_by_tool = true;
             }
             Some((name, _, Ok(Err(e)))) => {
-                notes.extend(self.once(format!("{name}: {e}")));
+                notes.extend(self.note_once(format!("{name}: {e}")));
             }
             Some((name, _, _)) => {
                 pending.push(format!(
@@ -400,7 +400,7 @@ impl Engine {
                         problems.extend(dedupe_syntax(found));
                         by_tool = true;
                     }
-                    Ok(Err(e)) => notes.extend(self.once(format!("{}: {e}", linter.name))),
+                    Ok(Err(e)) => notes.extend(self.note_once(format!("{}: {e}", linter.name))),
                     Err(_) => pending.push(format!("{} on {shown}", linter.name)),
                 }
             }

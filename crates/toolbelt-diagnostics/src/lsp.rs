@@ -93,9 +93,7 @@ mod docs;
 mod guard;
 mod process;
 mod registry;
-mod router;
 mod server;
-mod supervise;
 
 pub use registry::{
     DEFAULT_BACKOFF, IDLE_TIMEOUT, MAX_OPEN_DOCUMENTS, MAX_RESTARTS, MISSING_RETRY,

@@ -36,38 +36,30 @@ pub fn config(file: &FileConfig, first_root: &Path) -> (Config, Vec<UntrustedSer
         .map_or_else(String::new, |p| p.display().to_string());
     let trust = crate::upstream::trust_store();
     let mut untrusted = Vec::new();
-    let mut keep = |kind: &str, tables: &mut dyn FnMut(&mut dyn FnMut(&str, String) -> bool)| {
-        tables(&mut |lang: &str, runs: String| {
-            let name = format!("{kind}.{lang}");
-            let hash = toolbelt_hooks::definition_hash(
-                &first_root.display().to_string(),
-                &format!("checker {name}"),
-                &runs,
-                None,
-            );
-            if trust.as_ref().is_some_and(|t| t.is_trusted(&hash)) {
-                return true;
-            }
-            untrusted.push(UntrustedServer {
-                kind: "checker".to_owned(),
-                name,
-                origin: origin.clone(),
-                runs,
-                hash,
-                workspace: first_root.display().to_string(),
-            });
-            false
+    let workspace = first_root.display().to_string();
+    let mut trusted = |kind: &str, lang: &str, command: &[String]| {
+        let name = format!("{kind}.{lang}");
+        let runs = command.join(" ");
+        let hash =
+            toolbelt_hooks::definition_hash(&workspace, &format!("checker {name}"), &runs, None);
+        if trust.as_ref().is_some_and(|t| t.is_trusted(&hash)) {
+            return true;
+        }
+        untrusted.push(UntrustedServer {
+            kind: "checker".to_owned(),
+            name,
+            origin: origin.clone(),
+            runs,
+            hash,
+            workspace: workspace.clone(),
         });
+        false
     };
-    keep("format", &mut |ok| {
-        config.format.retain(|l, s| ok(l, s.command.join(" ")));
-    });
-    keep("lint", &mut |ok| {
-        config.lint.retain(|l, s| ok(l, s.command.join(" ")));
-    });
-    keep("lsp", &mut |ok| {
-        config.lsp.retain(|l, s| ok(l, s.command.join(" ")));
-    });
+    config
+        .format
+        .retain(|l, s| trusted("format", l, &s.command));
+    config.lint.retain(|l, s| trusted("lint", l, &s.command));
+    config.lsp.retain(|l, s| trusted("lsp", l, &s.command));
     (config, untrusted)
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::process::{find_program, root_of};
 use super::server::{Server, StartArgs};
-use super::supervise::{StopReason, StopReport};
+use super::server::{StopReason, StopReport};
 use super::{ServerSpec, lock};
 
 /// Documents a server holds open at most.

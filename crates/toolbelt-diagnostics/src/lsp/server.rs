@@ -6,6 +6,11 @@
 //! lock so that their order matches the document versions, and waits go through
 //! a `watch` channel bumped on every change of state.
 
+mod router;
+mod supervise;
+
+pub(super) use self::supervise::{StopReason, StopReport};
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,10 +30,10 @@ use lsp_types::{
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use self::router::{ClientState, Written};
+use self::supervise::{Launch, OnStop};
 use super::docs::{Answered, Docs, Outgoing, SaveMode};
 use super::process::{self, StderrTail};
-use super::router::{self, ClientState, Written};
-use super::supervise::{self, Launch, OnStop};
 use super::{ServerSpec, lock};
 
 /// How long to wait before asking again when a pull request was cancelled.

@@ -825,11 +825,12 @@ fn missing_model_and_bad_provider_are_usage_errors() {
 }
 
 /// The tools of `toolbelt --tools coding`, as every interface lists them.
-pub(super) const CODING_TOOLS: [&str; 18] = [
+pub(super) const CODING_TOOLS: [&str; 19] = [
     "apply_patch",
     "ask_user",
     "bash",
     "bash_output",
+    "diagnostics",
     "edit_file",
     "glob",
     "grep",

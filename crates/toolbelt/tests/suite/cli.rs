@@ -287,6 +287,13 @@ fn library_definitions(root: &Path) -> Vec<toolbelt_core::ToolSpec> {
         vec![root.to_path_buf()],
     );
     toolbelt_tools::register_checkpoints(&mut registry, &checkpoints).unwrap();
+    // And the post-edit pipeline's `diagnostics`, there in every workspace.
+    let checks = toolbelt_diagnostics::Engine::new(
+        toolbelt_diagnostics::Config::default(),
+        vec![root.to_path_buf()],
+    )
+    .unwrap();
+    toolbelt_tools::register_diagnostics(&mut registry, std::sync::Arc::new(checks)).unwrap();
     registry.definitions()
 }
 
@@ -363,8 +370,8 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
     assert_eq!(run.code, 0, "{run:#?}");
     let tools = stdout_json(&run);
     let tools = tools.as_array().unwrap();
-    // The 35 built-in tools and the 3 checkpoint tools.
-    assert_eq!(tools.len(), 38);
+    // The 35 built-in tools, the 3 checkpoint tools and diagnostics.
+    assert_eq!(tools.len(), 39);
     let mut checked = 0;
     for tool in tools {
         let function = &tool["function"];
@@ -379,7 +386,7 @@ fn openai_strict_schema_closes_every_object_and_requires_every_property() {
     // One object per tool, plus set_todo_list's todo, multi_edit's edit,
     // update_todos' added and updated todos, update_project's updates, and
     // ask_user's questions and their options.
-    assert_eq!(checked, 45);
+    assert_eq!(checked, 46);
 }
 
 #[test]
@@ -472,7 +479,7 @@ fn schema_usage_errors_exit_2() {
     let run = toolbelt(dir.path(), &["schema", "nope"]);
     assert_usage_error(
         &run,
-        "unknown tool \"nope\"; available: analyze_patterns, apply_patch, ask_user, bash, bash_output, checkpoint_diff, checkpoint_list, complete_task, create_goal, create_project, create_task, delete_project, edit_file, get_project, glob, grep, kill_shell, link_goal_to_project, list_dir, list_goals, list_projects, list_reviews, list_shells, list_tasks, multi_edit, read_file, read_output, rewind, set_todo_list, skill, think, update_project, update_todos, web_fetch, web_search, write_file, write_review, write_stdin",
+        "unknown tool \"nope\"; available: analyze_patterns, apply_patch, ask_user, bash, bash_output, checkpoint_diff, checkpoint_list, complete_task, create_goal, create_project, create_task, delete_project, diagnostics, edit_file, get_project, glob, grep, kill_shell, link_goal_to_project, list_dir, list_goals, list_projects, list_reviews, list_shells, list_tasks, multi_edit, read_file, read_output, rewind, set_todo_list, skill, think, update_project, update_todos, web_fetch, web_search, write_file, write_review, write_stdin",
     );
 }
 
@@ -731,6 +738,7 @@ fn claude_profile_exposes_todo_write() {
             "create_project",
             "create_task",
             "delete_project",
+            "diagnostics",
             "Edit",
             "get_project",
             "Glob",
@@ -822,6 +830,7 @@ fn config_file_in_the_root_sets_the_profile() {
             "create_project",
             "create_task",
             "delete_project",
+            "diagnostics",
             "StrReplaceFile",
             "get_project",
             "Glob",
@@ -867,6 +876,7 @@ fn config_file_in_the_root_sets_the_profile() {
             "create_project",
             "create_task",
             "delete_project",
+            "diagnostics",
             "edit_file",
             "get_project",
             "glob",
@@ -921,6 +931,7 @@ fn explicit_config_file_is_used() {
             "create_project",
             "create_task",
             "delete_project",
+            "diagnostics",
             "Edit",
             "get_project",
             "Glob",

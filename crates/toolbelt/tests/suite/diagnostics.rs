@@ -536,3 +536,47 @@ fn no_language_server_outlives_serve() {
     }
     assert!(!running(&tag), "a language server outlived toolbelt serve");
 }
+
+#[test]
+fn a_workspaces_own_checkers_run_only_once_trusted() {
+    let dir = TempDir::new().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir(&root).unwrap();
+    let marker = dir.path().join("ran");
+    std::fs::write(
+        root.join("toolbelt.toml"),
+        format!(
+            "[lint.python]\ncommand = [\"sh\", \"-c\", \"touch {}\", \"{{path}}\"]\nparser = \"gcc\"\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(root.join("x.py"), "a = 1\n").unwrap();
+    let tb = |args: &[&str]| {
+        let mut c = command(&root, args);
+        c.env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .env("TOOLBELT_STATE_DIR", dir.path().join("state"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped());
+        finish(c.spawn().unwrap(), args)
+    };
+    let edit = |n: u32| {
+        tb(&["call", "read_file", r#"{"path":"x.py"}"#]);
+        let args = json!({"path": "x.py", "old_string": format!("a = {n}"), "new_string": format!("a = {}", n + 1)});
+        tb(&["call", "edit_file", &args.to_string(), "--json"])
+    };
+    let run = edit(1);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(!marker.exists(), "an untrusted linter ran");
+    let listed = tb(&["hooks", "list"]);
+    assert!(
+        listed.stdout.contains("checker lint.python"),
+        "{}",
+        listed.stdout
+    );
+    let trusted = tb(&["hooks", "trust", "--yes"]);
+    assert_eq!(trusted.code, 0, "{trusted:#?}");
+    let run = edit(2);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(marker.exists(), "the trusted linter did not run");
+}

@@ -896,6 +896,10 @@ const STRING_CAUSE_EDGES: &[(&str, &str)] = &[
     ),
     (".notice(", "a notice for the person watching a run"),
     (
+        "note_once(",
+        "a one-line note in the diagnostics the model reads after a write",
+    ),
+    (
         "problems.push(",
         "a problem list rendered for the person or the model (doctor's, the sandbox \
          probe's, the skills', the agent types', the resources')",

@@ -157,8 +157,8 @@ fn mcp_answers_malformed_input_and_keeps_serving() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     names.sort_unstable();
-    // The 35 built-in tools and the 3 checkpoint tools.
-    assert_eq!(names.len(), 38);
+    // The 35 built-in tools, the 3 checkpoint tools and diagnostics.
+    assert_eq!(names.len(), 39);
     assert!(names.contains(&"read_file"));
 
     let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",

@@ -144,7 +144,7 @@ fn an_unknown_set_or_tool_stops_every_command_at_start_naming_the_valid_ones() {
         assert_eq!(run.stdout, "", "{args:?}");
         for needle in [
             "unknown toolset or tool \"nope\"",
-            "toolsets: files, search, shell, web, todos, planner, agent, schedule, message, checkpoints, minimal, coding",
+            "toolsets: files, search, shell, web, todos, planner, agent, schedule, message, checkpoints, diagnostics, minimal, coding",
             "tools: analyze_patterns, apply_patch, ask_user, bash,",
         ] {
             assert!(

@@ -16,7 +16,7 @@ use lsp_types::request::{
 };
 use lsp_types::{PublishDiagnosticsParams, Url, WorkspaceFolder};
 
-use super::server::Shared;
+use super::Shared;
 
 /// The main loop of one server.
 pub(crate) type ClientLoop = MainLoop<Router<ClientState>>;

@@ -17,12 +17,12 @@ use lsp_types::{
 };
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
-use super::docs::SaveMode;
-use super::guard::{FrameGuard, Writer};
-use super::lock;
-use super::process::kill_marked_async;
+use super::super::docs::SaveMode;
+use super::super::guard::{FrameGuard, Writer};
+use super::super::lock;
+use super::super::process::kill_marked_async;
 use super::router::{self, ClientLoop};
-use super::server::{Caps, Phase, Server};
+use super::{Caps, Phase, Server};
 
 /// How long a stopping server gets to answer `shutdown`.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
