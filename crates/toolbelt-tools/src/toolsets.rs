@@ -8,7 +8,7 @@ use toolbelt_core::toolset::Toolset;
 pub const TOOLSETS: &[Toolset] = &[
     Toolset::new(
         "files",
-        "Read, write, edit, patch and list files.",
+        "Read, write, edit, patch, list and check files.",
         &[
             "read_file",
             "write_file",
@@ -16,6 +16,7 @@ pub const TOOLSETS: &[Toolset] = &[
             "multi_edit",
             "apply_patch",
             "list_dir",
+            "diagnostics",
         ],
         &[],
     ),
@@ -102,12 +103,6 @@ pub const TOOLSETS: &[Toolset] = &[
         &[],
     ),
     Toolset::new(
-        "diagnostics",
-        "Check files for syntax errors and the configured linters' and language servers' problems.",
-        &["diagnostics"],
-        &[],
-    ),
-    Toolset::new(
         "minimal",
         "The least a coding agent works with, for small models: read, write and edit files, the shell, grep and glob.",
         &[
@@ -122,8 +117,8 @@ pub const TOOLSETS: &[Toolset] = &[
     ),
     Toolset::new(
         "coding",
-        "What a coding agent needs: files, search, shell, todos, think, read_output, ask_user and diagnostics.",
+        "What a coding agent needs: files, search, shell, todos, think, read_output and ask_user.",
         &["think", "read_output", "ask_user"],
-        &["files", "search", "shell", "todos", "diagnostics"],
+        &["files", "search", "shell", "todos"],
     ),
 ];

@@ -100,6 +100,7 @@ fn sets_and_names_combine_from_the_flag_the_environment_and_the_config() {
         schema_names(dir.path(), &[]),
         [
             "apply_patch",
+            "diagnostics",
             "edit_file",
             "list_dir",
             "multi_edit",
@@ -111,6 +112,7 @@ fn sets_and_names_combine_from_the_flag_the_environment_and_the_config() {
         schema_names(dir.path(), &["--tools", "files,agent"]),
         [
             "apply_patch",
+            "diagnostics",
             "edit_file",
             "list_dir",
             "multi_edit",
@@ -144,7 +146,7 @@ fn an_unknown_set_or_tool_stops_every_command_at_start_naming_the_valid_ones() {
         assert_eq!(run.stdout, "", "{args:?}");
         for needle in [
             "unknown toolset or tool \"nope\"",
-            "toolsets: files, search, shell, web, todos, planner, agent, schedule, message, checkpoints, diagnostics, minimal, coding",
+            "toolsets: files, search, shell, web, todos, planner, agent, schedule, message, checkpoints, minimal, coding",
             "tools: analyze_patterns, apply_patch, ask_user, bash,",
         ] {
             assert!(
