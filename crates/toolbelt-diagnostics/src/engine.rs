@@ -20,7 +20,7 @@ use crate::config::{
 };
 use crate::format::{self, Formatter};
 use crate::lint::{self, Linter};
-use crate::lsp::{Answer, ServerSpec, Servers};
+use crate::lsp::{self, Answer, ServerSpec, Servers};
 use crate::report::{FileResult, Mode, render};
 use crate::syntax::{self, Lang};
 
@@ -60,11 +60,21 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-/// A file's content and its problems then (every source, unfiltered).
+/// A file's content and its problems then (every source, unfiltered), and the
+/// linter's and the syntax check's own when they ran.
 #[derive(Debug, Clone)]
 struct Known {
     text: String,
     problems: Vec<Diagnostic>,
+    lint: Option<Vec<Diagnostic>>,
+    syntax: Option<Vec<Diagnostic>>,
+}
+
+/// What the linter and the syntax check found in a content, when they ran.
+#[derive(Debug, Default)]
+struct Checked {
+    lint: Option<Vec<Diagnostic>>,
+    syntax: Option<Vec<Diagnostic>>,
 }
 
 /// One line of `toolbelt doctor` about a configured program.
@@ -245,7 +255,7 @@ impl Engine {
         found.ok()
     }
 
-    fn remember(&self, file: &Path, text: &str, problems: &[Diagnostic]) {
+    fn remember(&self, file: &Path, text: &str, problems: &[Diagnostic], checked: Checked) {
         if text.len() > MAX_KNOWN_BYTES {
             lock(&self.known).remove(file);
             return;
@@ -259,6 +269,8 @@ impl Engine {
             Known {
                 text: text.to_owned(),
                 problems: problems.to_vec(),
+                lint: checked.lint,
+                syntax: checked.syntax,
             },
         );
     }
@@ -289,8 +301,8 @@ impl Engine {
         let lint = async {
             let linter = self.linter_for(w.file)?;
             let before = async {
-                match (&known, w.old) {
-                    (Some(k), _) => Some(only_source(&k.problems, &linter.name)),
+                match (known.as_ref().and_then(|k| k.lint.clone()), w.old) {
+                    (Some(lint), _) => Some(lint),
                     (None, Some(old)) => self.lint_text(linter, w.file, w.shown, old, &cwd).await,
                     (None, None) => Some(Vec::new()),
                 }
@@ -315,10 +327,13 @@ impl Engine {
         let mut before = Vec::new();
         let mut after = Vec::new();
         let mut checked_by_tool = false;
+        let mut linted = None;
         match lint {
             Some((_, Ok(Some(b)), Ok(Ok(a)))) => {
+                let a = dedupe_syntax(a);
                 before.extend(b);
-                after.extend(dedupe_syntax(a));
+                after.extend(a.clone());
+                linted = Some(a);
                 checked_by_tool = true;
             }
             Some((name, _, Ok(Err(e)))) => {
@@ -332,7 +347,9 @@ impl Engine {
             }
             None => {}
         }
+        let mut others = Vec::new();
         if let Some(change) = server {
+            others = self.other_files(w, change.others);
             match change.after {
                 Answer::Fresh(a) => {
                     before.extend(change.before.unwrap_or_default());
@@ -347,26 +364,97 @@ impl Engine {
             notes.extend(servers.take_notes());
         }
         // A linter or server that answered sees syntax errors too, in its words.
+        // The old text's are remembered from the last change (one parse, not two).
+        let mut parsed = None;
         if !checked_by_tool {
-            if let Some(old) = w.old {
-                before.extend(self.syntax(w.file, w.shown, old));
+            match (known.as_ref().and_then(|k| k.syntax.clone()), w.old) {
+                (Some(known), _) => before.extend(known),
+                (None, Some(old)) => before.extend(self.syntax(w.file, w.shown, old)),
+                (None, None) => {}
             }
-            after.extend(self.syntax(w.file, w.shown, w.new));
+            let now = self.syntax(w.file, w.shown, w.new);
+            after.extend(now.clone());
+            parsed = Some(now);
         }
-        self.remember(w.file, w.new, &after);
+        self.remember(
+            w.file,
+            w.new,
+            &after,
+            Checked {
+                lint: linted,
+                syntax: parsed,
+            },
+        );
         let compared = compare(&self.severe(before), self.severe(after), w.old, w.new);
+        let mut files = vec![FileResult {
+            shown: w.shown.to_owned(),
+            compared,
+            text: Some(w.new.to_owned()),
+        }];
+        files.extend(others);
         render(
             self.settings.severity.0,
-            vec![FileResult {
-                shown: w.shown.to_owned(),
-                compared,
-                text: Some(w.new.to_owned()),
-            }],
+            files,
             pending,
             notes,
             self.settings.max_per_file,
             Mode::Change,
         )
+    }
+
+    /// The other files a change broke (as their server saw them), at most
+    /// `other_files`, their paths shown as the written file's is.
+    fn other_files(&self, w: Written<'_>, others: Vec<lsp::OtherFile>) -> Vec<FileResult> {
+        // The directory the written file's path is shown from.
+        let shown = Path::new(w.shown);
+        let cwd = if shown.is_relative() {
+            let mut cwd = w.file.to_path_buf();
+            for _ in shown.components() {
+                cwd.pop();
+            }
+            Some(cwd)
+        } else {
+            None
+        };
+        let mut out = Vec::new();
+        for other in others {
+            if out.len() >= self.settings.other_files {
+                break;
+            }
+            let Some(text) = read_text(&other.file) else {
+                continue;
+            };
+            let shown = cwd.as_deref().map_or_else(
+                || other.file.display().to_string(),
+                |c| shown_path(c, &other.file),
+            );
+            let relabel = |list: Vec<Diagnostic>| -> Vec<Diagnostic> {
+                list.into_iter()
+                    .map(|mut d| {
+                        d.path.clone_from(&shown);
+                        d
+                    })
+                    .collect()
+            };
+            let before = self.severe(relabel(other.before));
+            let after = self.severe(relabel(other.after));
+            let compared = compare(&before, after, Some(&text), &text);
+            // Only files this change newly broke.
+            if compared.new == 0 {
+                continue;
+            }
+            let compared = Compared {
+                fixed: 0,
+                already_there: 0,
+                ..compared
+            };
+            out.push(FileResult {
+                shown,
+                compared,
+                text: Some(text),
+            });
+        }
+        out
     }
 
     /// The problems of files as they are now; each compared with its last known
@@ -387,6 +475,7 @@ impl Engine {
             };
             let shown = shown_path(cwd, &file);
             let mut problems = Vec::new();
+            let mut linted = None;
             let mut by_tool = false;
             let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
             if let Some(linter) = self.linter_for(&file) {
@@ -397,7 +486,9 @@ impl Engine {
                 .await
                 {
                     Ok(Ok(found)) => {
-                        problems.extend(dedupe_syntax(found));
+                        let found = dedupe_syntax(found);
+                        problems.extend(found.clone());
+                        linted = Some(found);
                         by_tool = true;
                     }
                     Ok(Err(e)) => notes.extend(self.note_once(format!("{}: {e}", linter.name))),
@@ -419,7 +510,15 @@ impl Engine {
                 problems.extend(self.syntax(&file, &shown, &text));
             }
             let before = self.known(&file);
-            self.remember(&file, &text, &problems);
+            self.remember(
+                &file,
+                &text,
+                &problems,
+                Checked {
+                    lint: linted,
+                    syntax: None,
+                },
+            );
             let after = self.severe(problems);
             match before {
                 Some(k) => compared.push(FileResult {
@@ -650,14 +749,6 @@ fn dedupe_syntax(found: Vec<Diagnostic>) -> Vec<Diagnostic> {
     found
         .into_iter()
         .filter(|d| d.code.as_deref() != Some("invalid-syntax") || seen.insert(d.line))
-        .collect()
-}
-
-fn only_source(problems: &[Diagnostic], source: &str) -> Vec<Diagnostic> {
-    problems
-        .iter()
-        .filter(|d| d.source == source)
-        .cloned()
         .collect()
 }
 

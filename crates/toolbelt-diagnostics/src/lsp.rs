@@ -28,6 +28,21 @@
 //! indexing (2.4 s)"`), never an older content's problems. Positions are
 //! converted with the text of the version the problems belong to.
 //!
+//! # Other documents
+//!
+//! A change can break (or fix) other files: [`Change::others`] lists the open
+//! documents of the same server whose problems the server published anew after
+//! the change was sent, each with its problems before (its last answer, for the
+//! version it holds, when the change was sent; a document without one is
+//! skipped) and after (an answer for that same version, or without a version,
+//! taken after the change was sent). Only documents whose problems differ are
+//! listed, at most [`MAX_OTHER_FILES`]. Nothing is waited for beyond the
+//! changed file's own answer, except by a server seen publishing again for
+//! documents it had answered: up to [`OTHERS_GRACE`] more, never past the
+//! deadline. A publish the server made before it read the change but that
+//! arrived after the change was sent is taken as the change's effect (the
+//! protocol tells no more); for the document's own version it is never stale.
+//!
 //! # Failures
 //!
 //! - A program not on `PATH`: [`Answer::Unavailable`] and one note per language
@@ -74,6 +89,9 @@
 //!     Answer::Pending(why) => println!("diagnostics pending: {why}"),
 //!     Answer::Unavailable => {}
 //! }
+//! for other in &change.others {
+//!     println!("{}: {} problems now", other.file.display(), other.after.len());
+//! }
 //! for note in servers.take_notes() {
 //!     println!("{note}");
 //! }
@@ -91,10 +109,12 @@ use toolbelt_core::diagnostics::Diagnostic;
 mod convert;
 mod docs;
 mod guard;
+mod others;
 mod process;
 mod registry;
 mod server;
 
+pub use others::{MAX_OTHER_FILES, OTHERS_GRACE};
 pub use registry::{
     DEFAULT_BACKOFF, IDLE_TIMEOUT, MAX_OPEN_DOCUMENTS, MAX_RESTARTS, MISSING_RETRY,
 };
@@ -178,6 +198,22 @@ pub struct Change {
     pub before: Option<Vec<Diagnostic>>,
     /// The problems of the new content.
     pub after: Answer,
+    /// Other open documents of the same server whose problems changed after
+    /// this change: for each, its problems before the change and the fresh ones
+    /// after (at most [`MAX_OTHER_FILES`], most recently used first).
+    pub others: Vec<OtherFile>,
+}
+
+/// Another open document whose problems a change changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherFile {
+    /// Its absolute path.
+    pub file: PathBuf,
+    /// Its problems when the change was sent (their `path` the absolute path).
+    pub before: Vec<Diagnostic>,
+    /// Its problems published after the change, for the same content (their
+    /// `path` the absolute path).
+    pub after: Vec<Diagnostic>,
 }
 
 /// A spec as `toolbelt doctor` shows it.
@@ -271,8 +307,10 @@ impl Servers {
     /// new file, or unknown) to `new`, which is on disk: the server's problems
     /// before (from what it last answered for a version whose text equals
     /// `old`, else by sending the old text first, within half the time left)
-    /// and after. Returns by `deadline` whatever happens (a server hung in
-    /// `initialize`, a cold server still indexing, a crash).
+    /// and after, and the other open documents whose problems the server
+    /// published anew after it ([`Change::others`]). Returns by `deadline`
+    /// whatever happens (a server hung in `initialize`, a cold server still
+    /// indexing, a crash).
     ///
     /// Cancel-safe: dropped at any point, it leaves the documents consistent
     /// (the next call sends what is needed).
@@ -290,6 +328,7 @@ impl Servers {
                 return Change {
                     before: None,
                     after,
+                    others: Vec::new(),
                 };
             }
         };
@@ -299,6 +338,7 @@ impl Servers {
             return Change {
                 before: None,
                 after: Answer::Pending(server.pending(&uri)),
+                others: Vec::new(),
             };
         }
         let before = match old {
@@ -307,8 +347,29 @@ impl Servers {
                 .map(|d| shown_as(d, shown)),
             None => None,
         };
-        let after = answer(&server, &uri, shown, new, true, deadline).await;
-        Change { before, after }
+        let Some((version, baselines)) = server.sync_watched(&uri, new, true, true) else {
+            return Change {
+                before,
+                after: Answer::Pending(server.pending(&uri)),
+                others: Vec::new(),
+            };
+        };
+        let after = match server.answer(&uri, version, deadline).await {
+            Some(answered) => Answer::Fresh(shown_as(answered.diagnostics, shown)),
+            None => Answer::Pending(server.pending(&uri)),
+        };
+        let others = match baselines {
+            Some(baselines) => {
+                let answered = matches!(after, Answer::Fresh(_));
+                others::others(&server, &baselines, answered, deadline).await
+            }
+            None => Vec::new(),
+        };
+        Change {
+            before,
+            after,
+            others,
+        }
     }
 
     /// The current problems of `file` (its content `text`), for the on-demand
@@ -330,7 +391,7 @@ impl Servers {
             let _ = tokio::time::timeout_at(deadline.into(), server.pull(&uri, version, deadline))
                 .await;
         }
-        answer(&server, &uri, shown, text, false, deadline).await
+        answer(&server, &uri, shown, text, deadline).await
     }
 
     /// The server for `file` and the file's URI, or the answer to give.
@@ -409,15 +470,8 @@ async fn before(
 }
 
 /// The problems of `text` once the server holds it, or why there are none.
-async fn answer(
-    server: &Server,
-    uri: &Url,
-    shown: &str,
-    text: &str,
-    save: bool,
-    deadline: Instant,
-) -> Answer {
-    let Some(version) = server.sync(uri, text, save) else {
+async fn answer(server: &Server, uri: &Url, shown: &str, text: &str, deadline: Instant) -> Answer {
+    let Some(version) = server.sync(uri, text, false) else {
         return Answer::Pending(server.pending(uri));
     };
     match server.answer(uri, version, deadline).await {

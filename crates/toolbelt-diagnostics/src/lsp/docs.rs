@@ -10,6 +10,11 @@
 //! without a version is given the latest version the main loop had written when
 //! the publish arrived (the weaker rule: a publish the server made before it read
 //! that change, but that we read after writing it, is taken for it).
+//!
+//! **Other documents.** Every answer taken gets the next number of a counter;
+//! [`Baselines`] hold the counter and the other documents' answers when a change
+//! was sent, and [`Docs::since`] gives a document's answer taken after that, for
+//! the same version: what the change did to it.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -71,6 +76,24 @@ pub(crate) struct Answered {
     pub(crate) diagnostics: Vec<Diagnostic>,
 }
 
+/// The other open documents' answers when a change was sent.
+#[derive(Debug, Clone)]
+pub(crate) struct Baselines {
+    /// The answer counter then: later answers came after the change was sent.
+    pub(crate) mark: u64,
+    /// Each document answered for its latest version, most recently used first.
+    pub(crate) docs: Vec<Baseline>,
+}
+
+/// One document's answer when a change of another was sent.
+#[derive(Debug, Clone)]
+pub(crate) struct Baseline {
+    /// The document.
+    pub(crate) uri: Url,
+    /// Its answer, for the version it held.
+    pub(crate) answer: Answered,
+}
+
 /// One version sent and not yet answered.
 #[derive(Debug)]
 struct Sent {
@@ -94,6 +117,8 @@ struct Doc {
     /// The latest version the main loop has written.
     written: Option<i32>,
     answer: Option<Answered>,
+    /// The answer counter when `answer` was taken.
+    answer_seq: u64,
     /// Since when the server owes an answer for the latest version.
     waiting_since: Option<Instant>,
     /// LRU clock of the last use.
@@ -118,6 +143,11 @@ pub(crate) struct Docs {
     map: HashMap<Url, Doc>,
     tick: u64,
     max: usize,
+    /// Answers taken so far (the counter of [`Baselines::mark`]).
+    seq: u64,
+    /// Whether the server was seen publishing again for a version it had
+    /// answered (as servers do for documents another change affects).
+    republishes: bool,
 }
 
 impl Docs {
@@ -127,6 +157,8 @@ impl Docs {
             map: HashMap::new(),
             tick: 0,
             max: max.max(1),
+            seq: 0,
+            republishes: false,
         }
     }
 
@@ -157,6 +189,7 @@ impl Docs {
             sent: VecDeque::new(),
             written: None,
             answer: None,
+            answer_seq: 0,
             waiting_since: None,
             used,
         });
@@ -290,7 +323,14 @@ impl Docs {
         let Some(version) = version.or(doc.written) else {
             return false;
         };
-        doc.accept(version, items, program)
+        let again = doc.answer.as_ref().is_some_and(|a| a.version == version);
+        if !doc.accept(version, items, program) {
+            return false;
+        }
+        self.seq += 1;
+        doc.answer_seq = self.seq;
+        self.republishes |= again;
+        true
     }
 
     /// The answer of a pull request sent for `version`; taken only while that
@@ -303,9 +343,66 @@ impl Docs {
         program: &str,
     ) -> bool {
         match self.map.get_mut(uri) {
-            Some(doc) if doc.open && doc.version == version => doc.accept(version, items, program),
+            Some(doc) if doc.open && doc.version == version => {
+                if !doc.accept(version, items, program) {
+                    return false;
+                }
+                self.seq += 1;
+                doc.answer_seq = self.seq;
+                true
+            }
             _ => false,
         }
+    }
+
+    /// The answers of the open documents other than `changed` that are
+    /// answered for the version they hold, most recently used first.
+    pub(crate) fn baselines(&self, changed: &Url) -> Baselines {
+        let mut docs: Vec<(u64, Baseline)> = self
+            .map
+            .iter()
+            .filter(|(uri, d)| *uri != changed && d.open && d.current.is_some())
+            .filter_map(|(uri, d)| {
+                let answer = d.answer.as_ref().filter(|a| a.version == d.version)?;
+                let baseline = Baseline {
+                    uri: uri.clone(),
+                    answer: answer.clone(),
+                };
+                Some((d.used, baseline))
+            })
+            .collect();
+        docs.sort_by_key(|(used, _)| std::cmp::Reverse(*used));
+        Baselines {
+            mark: self.seq,
+            docs: docs.into_iter().map(|(_, b)| b).collect(),
+        }
+    }
+
+    /// The answer of `uri` taken after `mark` for `version`, while the
+    /// document is open and still holds that version.
+    pub(crate) fn since(&self, uri: &Url, version: i32, mark: u64) -> Option<Answered> {
+        let doc = self
+            .map
+            .get(uri)
+            .filter(|d| d.open && d.version == version)?;
+        doc.answer
+            .as_ref()
+            .filter(|a| a.version == version && doc.answer_seq > mark)
+            .cloned()
+    }
+
+    /// Whether nothing more is to be waited for `uri` after `mark`: answered
+    /// since, or no longer open with `version`.
+    pub(crate) fn settled(&self, uri: &Url, version: i32, mark: u64) -> bool {
+        match self.map.get(uri) {
+            Some(doc) if doc.open && doc.version == version => doc.answer_seq > mark,
+            _ => true,
+        }
+    }
+
+    /// Whether the server publishes again for versions it has answered.
+    pub(crate) fn republishes(&self) -> bool {
+        self.republishes
     }
 
     /// Our key for a URI the server sent (it may spell the path differently).
@@ -349,6 +446,7 @@ impl Docs {
             doc.sent.clear();
             doc.written = None;
             doc.answer = None;
+            doc.answer_seq = 0;
             doc.waiting_since = None;
         }
     }

@@ -154,3 +154,65 @@ fn reset_reopens_with_increasing_versions() {
     docs.open_wanted(&mut out);
     assert!(matches!(&out[..], [Outgoing::Open { version: 2, .. }]));
 }
+
+#[test]
+fn baselines_hold_the_other_documents_answered_for_their_version() {
+    let mut docs = Docs::new(50);
+    for name in ["a", "b", "c", "d"] {
+        sync(&mut docs, name, "x");
+    }
+    docs.published(&uri("b"), Some(1), &[problem(0)], "p");
+    docs.published(&uri("c"), Some(1), &[], "p");
+    docs.published(&uri("a"), Some(1), &[], "p");
+    // d was never answered; c holds a version not answered yet.
+    sync(&mut docs, "c", "y");
+    let baselines = docs.baselines(&uri("a"));
+    let names: Vec<_> = baselines.docs.iter().map(|b| b.uri.clone()).collect();
+    assert_eq!(names, vec![uri("b")]);
+    assert_eq!(baselines.docs[0].answer.diagnostics.len(), 1);
+    assert!(!docs.republishes());
+}
+
+#[test]
+fn since_takes_only_answers_after_the_mark_for_the_same_version() {
+    let mut docs = Docs::new(50);
+    sync(&mut docs, "a", "x");
+    sync(&mut docs, "b", "x");
+    sync(&mut docs, "c", "x");
+    for name in ["a", "b", "c"] {
+        docs.published(&uri(name), Some(1), &[problem(0)], "p");
+    }
+    let baselines = docs.baselines(&uri("a"));
+    let mark = baselines.mark;
+    assert_eq!(baselines.docs.len(), 2);
+    assert!(docs.since(&uri("b"), 1, mark).is_none());
+    assert!(!docs.settled(&uri("b"), 1, mark));
+    // b is published again for the same version: a change of a affected it.
+    docs.published(&uri("b"), Some(1), &[], "p");
+    assert!(docs.republishes());
+    assert!(
+        docs.since(&uri("b"), 1, mark)
+            .unwrap()
+            .diagnostics
+            .is_empty()
+    );
+    assert!(docs.settled(&uri("b"), 1, mark));
+    // c changes and is answered for its new version: not the same content.
+    sync(&mut docs, "c", "y");
+    assert!(docs.settled(&uri("c"), 1, mark));
+    docs.published(&uri("c"), Some(2), &[], "p");
+    assert!(docs.since(&uri("c"), 1, mark).is_none());
+}
+
+#[test]
+fn a_first_answer_per_version_is_no_republish() {
+    let mut docs = Docs::new(50);
+    sync(&mut docs, "a", "x");
+    docs.published(&uri("a"), Some(1), &[], "p");
+    sync(&mut docs, "a", "y");
+    docs.published(&uri("a"), Some(2), &[], "p");
+    assert!(docs.pulled(&uri("a"), 2, &[], "p"));
+    assert!(!docs.republishes());
+    docs.published(&uri("a"), Some(2), &[problem(0)], "p");
+    assert!(docs.republishes());
+}

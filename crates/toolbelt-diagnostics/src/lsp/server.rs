@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::router::{ClientState, Written};
 use self::supervise::{Launch, OnStop};
-use super::docs::{Answered, Docs, Outgoing, SaveMode};
+use super::docs::{Answered, Baselines, Docs, Outgoing, SaveMode};
 use super::process::{self, StderrTail};
 use super::{ServerSpec, lock};
 
@@ -249,15 +249,31 @@ impl Server {
     /// Makes the server hold `text` for `uri` (or records it for when it is
     /// ready); the version holding it, None when not ready.
     pub(crate) fn sync(&self, uri: &Url, text: &str, save: bool) -> Option<i32> {
+        self.sync_watched(uri, text, save, false).map(|(v, _)| v)
+    }
+
+    /// [`Server::sync`], and when `watch` and the text went out (an open or a
+    /// change), the other documents' answers at that moment.
+    pub(crate) fn sync_watched(
+        &self,
+        uri: &Url,
+        text: &str,
+        save: bool,
+        watch: bool,
+    ) -> Option<(i32, Option<Baselines>)> {
         let mut state = lock(&self.shared.state);
         let mut out = Vec::new();
-        let version = if state.phase == Phase::Ready {
+        let synced = if state.phase == Phase::Ready {
             let mode = if save { state.caps.save } else { SaveMode::No };
-            Some(
-                state
-                    .docs
-                    .sync(uri, self.language_id(), text, mode, &mut out),
-            )
+            let version = state
+                .docs
+                .sync(uri, self.language_id(), text, mode, &mut out);
+            let sent = out.iter().any(|m| match m {
+                Outgoing::Open { uri: u, .. } | Outgoing::Change { uri: u, .. } => u == uri,
+                Outgoing::Save { .. } | Outgoing::Close { .. } => false,
+            });
+            let baselines = (watch && sent).then(|| state.docs.baselines(uri));
+            Some((version, baselines))
         } else {
             state.docs.want(uri, self.language_id(), text, &mut out);
             None
@@ -265,7 +281,22 @@ impl Server {
         state.last_used = Instant::now();
         self.send(out);
         drop(state);
-        version
+        synced
+    }
+
+    /// Waits, when the server publishes again for documents another change
+    /// affects, until each of `baselines` is answered after their mark (or is
+    /// closed or changed), or `until`.
+    pub(crate) async fn wait_others(&self, baselines: &Baselines, until: Instant) {
+        let settled = self.shared.wait_for(|s| {
+            let done = !s.docs.republishes()
+                || baselines
+                    .docs
+                    .iter()
+                    .all(|b| s.docs.settled(&b.uri, b.answer.version, baselines.mark));
+            done.then_some(())
+        });
+        let _ = tokio::time::timeout_at(until.into(), settled).await;
     }
 
     /// Sends `out` in order (called with the state locked). After each content

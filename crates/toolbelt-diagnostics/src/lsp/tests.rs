@@ -12,6 +12,8 @@ use super::*;
 
 #[path = "tests_faults.rs"]
 mod faults;
+#[path = "tests_others.rs"]
+mod others;
 
 const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/fake_lsp.py");
 
@@ -464,7 +466,7 @@ async fn idle_servers_are_stopped_and_start_again_when_needed() {
         let fake = Fake::new();
         let servers = fake
             .servers(&[])
-            .with_idle_timeout(Duration::from_millis(300));
+            .with_idle_timeout(Duration::from_millis(1000));
         let file = fake.path("a.fk");
         let change = servers
             .change(&file, "a.fk", None, "BROKEN\n", after(HEALTHY))

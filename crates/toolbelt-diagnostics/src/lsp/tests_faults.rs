@@ -184,8 +184,9 @@ async fn a_crashing_server_is_restarted_five_times_then_off_and_leaves_nothing()
     .await;
 }
 
-/// A server writing `fault` garbage is disconnected as a crash, each change
-/// returns in time, and memory does not grow.
+/// A server writing `fault` garbage is disconnected as a crash and each change
+/// returns in time. (That memory does not grow is checked on the binary, whose
+/// peak is its own: this process runs other tests beside it.)
 async fn garbage_is_a_crash(fault: &str) {
     let fake = Fake::new();
     let servers = fake
@@ -194,8 +195,7 @@ async fn garbage_is_a_crash(fault: &str) {
     let before = rss_kib();
     let notes = until_off(&servers, &fake.path("a.fk")).await;
     let grown = rss_kib().saturating_sub(before);
-    println!("{fault}: RSS grew by {grown} KiB");
-    assert!(grown < 10 * 1024, "RSS grew by {grown} KiB");
+    println!("{fault}: RSS grew by {grown} KiB (other tests run beside this one)");
     assert_eq!(
         notes,
         vec!["fake diagnostics off: `python3` stopped 6 times".to_string()]

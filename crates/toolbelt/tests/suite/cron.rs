@@ -66,6 +66,11 @@ impl Served {
         Served { child, url }
     }
 
+    /// The server's process id.
+    pub(super) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGTERM, then wait.
     pub(super) fn stop(mut self) {
         let pid = rustix::process::Pid::from_raw(i32::try_from(self.child.id()).unwrap()).unwrap();

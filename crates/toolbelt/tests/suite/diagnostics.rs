@@ -580,3 +580,59 @@ fn a_workspaces_own_checkers_run_only_once_trusted() {
     assert_eq!(run.code, 0, "{run:#?}");
     assert!(marker.exists(), "the trusted linter did not run");
 }
+
+#[test]
+fn garbage_from_a_language_server_does_not_grow_memory() {
+    // The peak memory of `toolbelt serve` after 8 edits of a file the server serves.
+    let peak = |args: &[&str]| -> u64 {
+        let ws = Checked::new(&fake_lsp(500, args));
+        ws.write("a.fk", "line 0\n");
+        let mut cmd = ws.command(&[]);
+        cmd.stdout(Stdio::null());
+        let served = super::cron::Served::from_command(cmd);
+        let post = |path: &str, body: Value| super::hooks::post(&served.url, path, &body);
+        post("/v1/tools/read_file", json!({"path": "a.fk"}));
+        for i in 0..8 {
+            let env = post(
+                "/v1/tools/edit_file",
+                json!({"path": "a.fk", "old_string": format!("line {i}"), "new_string": format!("line {}", i + 1)}),
+            );
+            assert_eq!(env["status"], "success", "{args:?}: {env:#}");
+        }
+        let kib = super::cli::peak_rss_kib(served.pid()).unwrap();
+        served.stop();
+        kib
+    };
+    let healthy = peak(&[]);
+    for fault in ["--huge-length", "--garbage"] {
+        let kib = peak(&[fault]);
+        assert!(
+            kib < healthy + 10 * 1024,
+            "{fault}: peak {kib} KiB against {healthy} KiB with a healthy server"
+        );
+    }
+}
+
+#[test]
+fn an_edit_that_breaks_another_open_file_names_it() {
+    let ws = Checked::new(&fake_lsp(3000, &["--cross"]));
+    ws.write("a.fk", "DEFINES foo\n");
+    ws.write("b.fk", "USES foo\n");
+    let edit = |path: &str, old: &str, new: &str| json!({"tool": "edit_file", "params": {"path": path, "old_string": old, "new_string": new}});
+    let envs = ws.batch(&[
+        json!({"tool": "read_file", "params": {"path": "a.fk"}}),
+        json!({"tool": "read_file", "params": {"path": "b.fk"}}),
+        edit("b.fk", "USES foo\n", "USES foo\nmore\n"),
+        edit("a.fk", "DEFINES foo\n", "DEFINES foo\nmore\n"),
+        edit("a.fk", "DEFINES foo\n", "DEFINES bar\n"),
+        edit("a.fk", "DEFINES bar\n", "DEFINES foo\n"),
+    ]);
+    for env in &envs {
+        assert_eq!(env["status"], "success", "{env:#}");
+    }
+    let broke = envs[4]["text"].as_str().unwrap();
+    assert!(broke.contains("b.fk:1:"), "{broke}");
+    assert!(broke.contains("foo is not defined"), "{broke}");
+    let mended = envs[5]["text"].as_str().unwrap();
+    assert!(!mended.contains("b.fk"), "{mended}");
+}
