@@ -46,6 +46,7 @@ BUILTINS = {
     "checkpoint_diff",
     "rewind",
     "list_dir",
+    "diagnostics",
     "glob",
     "grep",
     "bash",
@@ -386,6 +387,9 @@ async def call_every_builtin(client: Client, root: Path) -> set[str]:
 
     env = await call("list_dir", {})
     assert "src/" in env["text"] and "notes.md" in env["text"]
+
+    env = await call("diagnostics", {"path": "src"})
+    assert env["status"] == "success", env
 
     env = await call("glob", {"pattern": "**/*.rs", "sort": "path"})
     assert "src/lib.rs" in env["text"] and "src/main.rs" in env["text"]
