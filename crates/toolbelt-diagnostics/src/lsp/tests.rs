@@ -251,7 +251,7 @@ async fn fresh_problems_after_a_change_and_before_from_the_last_answer() {
         let started = Instant::now();
         let answer = servers.check(&file, "a.fk", "ok\n", after(HEALTHY)).await;
         assert_eq!(answer, Answer::Fresh(Vec::new()));
-        assert!(started.elapsed() < Duration::from_millis(100));
+        assert!(started.elapsed() < Duration::from_millis(300));
         assert!(servers.take_notes().is_empty());
     })
     .await;
@@ -355,7 +355,7 @@ async fn a_lagging_server_is_pending_and_never_shows_old_problems() {
             let change = servers
                 .change(&file, "a.fk", old.as_deref(), &text, after(deadline))
                 .await;
-            assert!(started.elapsed() < deadline + Duration::from_millis(200));
+            assert!(started.elapsed() < deadline + Duration::from_millis(500));
             match &change.after {
                 Answer::Pending(why) => {
                     assert!(why.starts_with("python3 "), "{why}");

@@ -2,8 +2,14 @@
 
 use super::*;
 
+/// What a change may take past its deadline here: the call returns at the
+/// deadline, and a loaded 2-core machine running the other tests beside it may
+/// hold the task a while longer. A change queued behind a hung server would take
+/// seconds.
+const SLACK: Duration = Duration::from_millis(500);
+
 /// Changes `file` until the server is turned off (its note appears); the
-/// notes seen. Each change must return within its deadline + 200 ms.
+/// notes seen. Each change must return within its deadline + [`SLACK`].
 async fn until_off(servers: &Servers, file: &Path) -> Vec<String> {
     let deadline = Duration::from_millis(300);
     let give_up = Instant::now() + Duration::from_secs(60);
@@ -18,7 +24,7 @@ async fn until_off(servers: &Servers, file: &Path) -> Vec<String> {
             .change(file, "a.fk", None, "BROKEN\n", after(deadline))
             .await;
         assert!(
-            started.elapsed() < deadline + Duration::from_millis(200),
+            started.elapsed() < deadline + SLACK,
             "took {:?}",
             started.elapsed()
         );
@@ -99,10 +105,7 @@ async fn a_server_hung_in_initialize_never_blocks_and_is_killed_after_its_timeou
                 .await;
             let took = started.elapsed();
             slowest = slowest.max(took);
-            assert!(
-                took < deadline + Duration::from_millis(200),
-                "change {i} took {took:?}"
-            );
+            assert!(took < deadline + SLACK, "change {i} took {took:?}");
             assert!(
                 !matches!(change.after, Answer::Fresh(_)),
                 "{:?}",
@@ -145,7 +148,7 @@ async fn concurrent_changes_do_not_queue_behind_a_hung_server() {
             }
         });
         let answers = futures::future::join_all(calls).await;
-        assert!(started.elapsed() < deadline + Duration::from_millis(200));
+        assert!(started.elapsed() < deadline + SLACK);
         assert!(
             answers
                 .iter()

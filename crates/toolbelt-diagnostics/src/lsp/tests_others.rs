@@ -132,7 +132,7 @@ async fn a_server_that_publishes_only_for_the_changed_file_costs_no_wait() {
         let among_others = median_change(&crowd_servers, &crowd.path("a.fk"), 9).await;
         println!("median change: {by_itself:?} alone, {among_others:?} among others");
         assert!(
-            among_others < by_itself + Duration::from_millis(50),
+            among_others < by_itself + Duration::from_millis(100),
             "{among_others:?} with other documents open, {by_itself:?} without"
         );
     })
@@ -185,15 +185,15 @@ async fn other_files_published_late_are_waited_for_a_grace_only() {
         let took = started.elapsed();
         assert_eq!(removed.others, Vec::new());
         assert!(took >= OTHERS_GRACE, "{took:?}");
-        assert!(took < OTHERS_GRACE + Duration::from_millis(400), "{took:?}");
+        assert!(took < OTHERS_GRACE + Duration::from_millis(600), "{took:?}");
         // Nor past the deadline.
         let started = Instant::now();
-        let deadline = after(Duration::from_millis(50));
+        let deadline = after(Duration::from_millis(20));
         servers
             .change(&fake.path("a.fk"), "a.fk", Some("x\n"), "y\n", deadline)
             .await;
         let took = started.elapsed();
-        assert!(took < OTHERS_GRACE - Duration::from_millis(20), "{took:?}");
+        assert!(took < OTHERS_GRACE, "{took:?}");
     })
     .await;
 }
