@@ -636,3 +636,49 @@ fn an_edit_that_breaks_another_open_file_names_it() {
     let mended = envs[5]["text"].as_str().unwrap();
     assert!(!mended.contains("b.fk"), "{mended}");
 }
+
+#[test]
+fn every_write_tool_reports_what_it_broke() {
+    let ws = Checked::new("");
+    // write_file: a new file is all new problems.
+    let env = ws.call(
+        "write_file",
+        &json!({"path": "new.py", "content": "def f(:\n    pass\n"}),
+    );
+    assert_eq!(env["status"], "success", "{env:#}");
+    assert_eq!(env["data"]["diagnostics"][0]["path"], "new.py", "{env:#}");
+    assert_eq!(env["data"]["diagnostics_summary"]["new"], 1, "{env:#}");
+
+    // apply_patch: each file it writes.
+    ws.write("a.json", "{\"a\": 1}\n");
+    ws.call("read_file", &json!({"path": "a.json"}));
+    let patch = "*** Begin Patch\n*** Update File: a.json\n@@\n-{\"a\": 1}\n+{\"a\": 1,,}\n*** End Patch\n";
+    let env = ws.call("apply_patch", &json!({"patch": patch}));
+    assert_eq!(env["status"], "success", "{env:#}");
+    assert!(
+        env["text"].as_str().unwrap().contains("a.json:1:"),
+        "{env:#}"
+    );
+
+    // multi_edit: one report for the file.
+    ws.write("b.toml", "[a]\nx = 1\ny = 2\n");
+    ws.call("read_file", &json!({"path": "b.toml"}));
+    let env = ws.call(
+        "multi_edit",
+        &json!({"path": "b.toml", "edits": [
+            {"old_string": "x = 1", "new_string": "x = = 1"},
+            {"old_string": "y = 2", "new_string": "y = 3"},
+        ]}),
+    );
+    assert_eq!(env["status"], "success", "{env:#}");
+    assert!(env["text"].as_str().unwrap().contains("b.toml:2:"), "{env:#}");
+
+    // diagnostics: on demand, the directory's problems all counted as there.
+    let env = ws.call("diagnostics", &json!({}));
+    assert_eq!(env["status"], "success", "{env:#}");
+    let text = env["text"].as_str().unwrap();
+    for f in ["new.py", "a.json", "b.toml"] {
+        assert!(text.contains(f), "{f}: {text}");
+    }
+    assert_eq!(env["data"]["diagnostics_summary"]["new"], 0, "{env:#}");
+}
