@@ -112,7 +112,7 @@ impl Engine {
             formatters.push((
                 extensions_of("format", lang, spec.extensions.as_deref())?,
                 Formatter {
-                    name: program_name(&spec.command),
+                    name: crate::lint::command::program_name(&spec.command),
                     argv: spec.command.clone(),
                     scope,
                     timeout: Duration::from_millis(
@@ -135,7 +135,7 @@ impl Engine {
             linters.push((
                 extensions_of("lint", lang, spec.extensions.as_deref())?,
                 Linter {
-                    name: program_name(&spec.command),
+                    name: crate::lint::command::program_name(&spec.command),
                     argv: spec.command.clone(),
                     parser,
                     timeout: Duration::from_millis(
@@ -750,18 +750,6 @@ fn dedupe_syntax(found: Vec<Diagnostic>) -> Vec<Diagnostic> {
         .into_iter()
         .filter(|d| d.code.as_deref() != Some("invalid-syntax") || seen.insert(d.line))
         .collect()
-}
-
-/// The program's file name (`ruff` for `/usr/bin/ruff`).
-fn program_name(command: &[String]) -> String {
-    command
-        .first()
-        .map(|p| {
-            Path::new(p)
-                .file_name()
-                .map_or_else(|| p.clone(), |n| n.to_string_lossy().into_owned())
-        })
-        .unwrap_or_default()
 }
 
 fn status(table: &str, argv: &[String]) -> ProgramStatus {

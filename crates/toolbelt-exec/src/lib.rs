@@ -60,3 +60,13 @@ pub fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
 }
+
+/// `argv` as a shell line for [`ExecRequest`]: each element single-quoted and the
+/// program `exec`ed, so that no shell stays between it and the timeout.
+pub fn exec_line(argv: &[String]) -> String {
+    let quoted: Vec<String> = argv
+        .iter()
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect();
+    format!("exec {}", quoted.join(" "))
+}

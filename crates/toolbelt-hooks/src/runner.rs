@@ -28,16 +28,8 @@ const DRAIN: Duration = Duration::from_millis(300);
 pub(crate) fn shell_line(spec: &CommandSpec) -> String {
     match spec {
         CommandSpec::Line(line) => line.clone(),
-        CommandSpec::Exec(argv) => {
-            let quoted: Vec<String> = argv.iter().map(|a| quote(a)).collect();
-            format!("exec {}", quoted.join(" "))
-        }
+        CommandSpec::Exec(argv) => toolbelt_exec::exec_line(argv),
     }
-}
-
-/// `text` in single quotes for the shell.
-fn quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// The program a command starts, when it names one (for `doctor` and for

@@ -67,7 +67,7 @@ pub(crate) enum Ended {
 /// Runs `invocation` to its end.
 pub(crate) async fn run(invocation: Invocation) -> Ended {
     let mut req = ExecRequest::new(
-        exec_line(&invocation.argv),
+        toolbelt_exec::exec_line(&invocation.argv),
         &invocation.cwd,
         invocation.timeout,
     );
@@ -111,18 +111,6 @@ fn shell_could_not_run(code: i32, stderr: &str) -> bool {
             || line.contains("cannot execute")
     });
     from_shell && (code == NOT_FOUND_EXIT_CODE || code == CANNOT_EXECUTE_EXIT_CODE)
-}
-
-/// `argv` as a shell line: each element single-quoted, the program `exec`ed (no
-/// shell stays between it and the timeout).
-fn exec_line(argv: &[String]) -> String {
-    let quoted: Vec<String> = argv.iter().map(|a| quote(a)).collect();
-    format!("exec {}", quoted.join(" "))
-}
-
-/// `text` in single quotes for the shell.
-fn quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// Whether any element of `argv` holds one of `placeholders`.
@@ -210,7 +198,10 @@ mod tests {
     #[test]
     fn exec_line_quotes_every_argument() {
         let argv = vec!["ruff".to_string(), "it's $HOME".to_string()];
-        assert_eq!(exec_line(&argv), r"exec 'ruff' 'it'\''s $HOME'");
+        assert_eq!(
+            toolbelt_exec::exec_line(&argv),
+            r"exec 'ruff' 'it'\''s $HOME'"
+        );
     }
 
     #[test]

@@ -652,7 +652,8 @@ fn every_write_tool_reports_what_it_broke() {
     // apply_patch: each file it writes.
     ws.write("a.json", "{\"a\": 1}\n");
     ws.call("read_file", &json!({"path": "a.json"}));
-    let patch = "*** Begin Patch\n*** Update File: a.json\n@@\n-{\"a\": 1}\n+{\"a\": 1,,}\n*** End Patch\n";
+    let patch =
+        "*** Begin Patch\n*** Update File: a.json\n@@\n-{\"a\": 1}\n+{\"a\": 1,,}\n*** End Patch\n";
     let env = ws.call("apply_patch", &json!({"patch": patch}));
     assert_eq!(env["status"], "success", "{env:#}");
     assert!(
@@ -671,7 +672,10 @@ fn every_write_tool_reports_what_it_broke() {
         ]}),
     );
     assert_eq!(env["status"], "success", "{env:#}");
-    assert!(env["text"].as_str().unwrap().contains("b.toml:2:"), "{env:#}");
+    assert!(
+        env["text"].as_str().unwrap().contains("b.toml:2:"),
+        "{env:#}"
+    );
 
     // diagnostics: on demand, the directory's problems all counted as there.
     let env = ws.call("diagnostics", &json!({}));
