@@ -3,7 +3,7 @@
 //!
 //! - [`syntax`]: the in-process syntax check (tree-sitter), always on, about a
 //!   millisecond: the errors a change adds, and `reject = "syntax"`;
-//! - [`format`]: a configured formatter on the staged text, keeping only its
+//! - [`format`](mod@format): a configured formatter on the staged text, keeping only its
 //!   changes on the edited lines by default;
 //! - [`lint`]: linters that are not language servers, their output read by a
 //!   named parser (exit codes are not trusted);

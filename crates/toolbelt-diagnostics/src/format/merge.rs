@@ -36,7 +36,7 @@ const DIFF_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Of the formatter's changes (`staged` -> `formatted`), keeps only the hunks that
 /// overlap the lines this edit changed (`old` -> `staged`, in the staged text's
-/// lines; `None`: a new file, all changed). See the [module](self) for what
+/// lines; `None`: a new file, all changed). The module `format::merge` says what
 /// overlapping means and how line endings are kept.
 pub fn keep_changed_lines(old: Option<&str>, staged: &str, formatted: &str) -> String {
     let formatted = with_line_ends_of(staged, formatted);
