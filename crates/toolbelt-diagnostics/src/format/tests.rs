@@ -211,29 +211,23 @@ fn scope_reads_its_two_names() {
     );
 }
 
-/// `ruff` on `PATH`, or why the test is skipped.
-fn ruff_on_path() -> bool {
-    let found = std::process::Command::new("ruff")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        println!("skipped: `ruff` is not on PATH");
-    }
-    found
-}
-
 /// A Python file with two unformatted statements, and the edit of the second.
 const RUFF_OLD: &str = "x = [1,2]\n\ndef f():\n    return 1\n";
 const RUFF_STAGED: &str = "x = [1,2]\n\ndef f():\n    return {'a':1}\n";
 
 #[tokio::test]
 async fn real_ruff_with_scope_file_and_changed_lines() {
-    if !ruff_on_path() {
+    let Some(ruff) = crate::testing::ruff() else {
         return;
-    }
+    };
     let (dir, file) = workspace();
-    let in_place = ["ruff", "format", "--isolated", "--no-cache", "{path}"];
+    let in_place = [
+        ruff.as_str(),
+        "format",
+        "--isolated",
+        "--no-cache",
+        "{path}",
+    ];
     let whole = format(
         &formatter(&in_place, Scope::File),
         &file,
@@ -259,7 +253,7 @@ async fn real_ruff_with_scope_file_and_changed_lines() {
         "x = [1,2]\n\ndef f():\n    return {\"a\": 1}\n"
     );
     let stdin = [
-        "ruff",
+        ruff.as_str(),
         "format",
         "--isolated",
         "--no-cache",

@@ -192,29 +192,17 @@ fn argv_for_replaces_placeholders_or_appends() {
     assert_eq!(argv_for(&args(&["x", "-q"]), file), ["x", "-q", "/w/a.py"]);
 }
 
-/// `ruff` on `PATH`, or why the test is skipped.
-fn ruff_on_path() -> bool {
-    let found = std::process::Command::new("ruff")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        println!("skipped: `ruff` is not on PATH");
-    }
-    found
-}
-
 #[tokio::test]
 async fn real_ruff_finds_an_undefined_name() {
-    if !ruff_on_path() {
+    let Some(ruff) = crate::testing::ruff() else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("lint.py");
     std::fs::write(&file, "import os\nx = undefined_name\n").unwrap();
     let l = Linter::new(
         [
-            "ruff",
+            ruff.as_str(),
             "check",
             "--isolated",
             "--no-cache",
