@@ -111,7 +111,7 @@ pub use spec::{
     Category, Descriptions, Example, Hints, MAX_DESCRIPTION_CHARS, Subject, ToolSpec,
     first_sentence, short_description,
 };
-pub use stamps::{FileStamps, Stamp};
+pub use stamps::{FileStamps, SharedStamp, SharedStamps, Stamp, StampChange};
 pub use tool::{
     BoxFuture, FnTool, Reply, Tool, ToolError, ToolResult, Typed, TypedTool, Violation,
     default_changes,

@@ -3,13 +3,21 @@
 //! read_file records a [`Stamp`] (the content hash, and for small files the bytes
 //! themselves); a write tool compares the file on disk with it and refuses when the
 //! file changed since, saying what changed. Our own writes refresh the stamp.
+//!
+//! Replicas of one server that serve the same workspace share their stamps
+//! through a [`SharedStamps`] (the store): every stamp recorded or forgotten is
+//! queued and [`FileStamps::publish`]ed before the call's answer is sent, and a
+//! write asks [`FileStamps::refresh`] first, so that a `read_file` answered by one
+//! replica lets a write answered by another go through.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::sync::lock;
+use crate::tool::BoxFuture;
 
 /// Files up to this size keep a copy of their content in the stamp, so that a
 /// conflict can show what changed.
@@ -44,6 +52,40 @@ impl Stamp {
     }
 }
 
+/// A stamp as replicas share it: no copy of the content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedStamp {
+    /// The content hash.
+    pub hash: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// When it was seen, in milliseconds since the Unix epoch.
+    pub seen_ms: i64,
+}
+
+/// One change to publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StampChange {
+    /// `path` was seen as the stamp says.
+    Seen(PathBuf, SharedStamp),
+    /// `path` was deleted: no stamp.
+    Forgotten(PathBuf),
+}
+
+/// Where the replicas of a server keep the stamps they share (the store).
+pub trait SharedStamps: Send + Sync + fmt::Debug {
+    /// The shared stamp of `path`, if any; a failure to reach it is `None` (and
+    /// logged by the implementation): the local stamps still apply.
+    fn load<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, Option<SharedStamp>>;
+    /// Saves `changes`, in order; a failure is logged, never returned.
+    fn save(&self, changes: Vec<StampChange>) -> BoxFuture<'_, ()>;
+}
+
+fn to_ms(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 #[derive(Debug, Default)]
 struct Inner {
     stamps: HashMap<PathBuf, (u64, Stamp)>,
@@ -56,6 +98,12 @@ struct Inner {
 #[derive(Debug, Default)]
 pub struct FileStamps {
     inner: Mutex<Inner>,
+    shared: OnceLock<Arc<dyn SharedStamps>>,
+    /// Changes not yet published to `shared`.
+    outgoing: Mutex<Vec<StampChange>>,
+    /// Held while changes are saved: a publish that finds the queue emptied by
+    /// another waits until that one's save is done.
+    publishing: tokio::sync::Mutex<()>,
 }
 
 impl FileStamps {
@@ -64,8 +112,31 @@ impl FileStamps {
         FileStamps::default()
     }
 
+    /// Shares the stamps through `shared` from now on (once; a second call is
+    /// ignored).
+    pub fn share_through(&self, shared: Arc<dyn SharedStamps>) {
+        let _ = self.shared.set(shared);
+    }
+
+    /// Whether the stamps are shared ([`FileStamps::share_through`]).
+    pub fn is_shared(&self) -> bool {
+        self.shared.get().is_some()
+    }
+
     /// Records `stamp` as the agent's view of `path`.
     pub fn record(&self, path: &Path, stamp: Stamp) {
+        if self.shared.get().is_some() {
+            let shared = SharedStamp {
+                hash: stamp.hash.clone(),
+                size: stamp.size,
+                seen_ms: to_ms(stamp.seen_at),
+            };
+            lock(&self.outgoing).push(StampChange::Seen(path.to_path_buf(), shared));
+        }
+        self.keep(path, stamp);
+    }
+
+    fn keep(&self, path: &Path, stamp: Stamp) {
         let mut inner = lock(&self.inner);
         inner.clock += 1;
         let now = inner.clock;
@@ -103,9 +174,58 @@ impl FileStamps {
 
     /// Forgets `path` (e.g. after it was deleted).
     pub fn forget(&self, path: &Path) {
+        if self.shared.get().is_some() {
+            lock(&self.outgoing).push(StampChange::Forgotten(path.to_path_buf()));
+        }
         let mut inner = lock(&self.inner);
         if let Some((_, old)) = inner.stamps.remove(path) {
             inner.snapshot_bytes -= old.snapshot.as_ref().map_or(0, |s| s.len());
+        }
+    }
+
+    /// Takes the shared stamp of `path` when it is newer than the local one (or
+    /// there is no local one): another replica read or wrote the file since. Does
+    /// nothing when the stamps are not shared.
+    pub async fn refresh(&self, path: &Path) {
+        let Some(shared) = self.shared.get() else {
+            return;
+        };
+        let Some(seen) = shared.load(path).await else {
+            return;
+        };
+        let newer = match self.get(path) {
+            None => true,
+            Some(local) => seen.seen_ms > to_ms(local.seen_at) && seen.hash != local.hash,
+        };
+        if newer {
+            let seen_at =
+                UNIX_EPOCH + Duration::from_millis(u64::try_from(seen.seen_ms).unwrap_or(0));
+            self.keep(
+                path,
+                Stamp {
+                    hash: seen.hash,
+                    size: seen.size,
+                    seen_at,
+                    snapshot: None,
+                },
+            );
+        }
+    }
+
+    /// Saves the stamps recorded or forgotten since the last publish to the shared
+    /// place, when there is one. The registry calls it before a call's answer is
+    /// returned, so that the next call, answered anywhere, sees them.
+    pub async fn publish(&self) {
+        let Some(shared) = self.shared.get() else {
+            return;
+        };
+        if lock(&self.outgoing).is_empty() {
+            return;
+        }
+        let _publishing = self.publishing.lock().await;
+        let changes = std::mem::take(&mut *lock(&self.outgoing));
+        if !changes.is_empty() {
+            shared.save(changes).await;
         }
     }
 

@@ -27,6 +27,8 @@
 //!   [`FileChange`]): [`insert_checkpoint`], [`list_checkpoints`],
 //!   [`get_checkpoint`], [`checkpoints_from`], [`last_rewind`], and for pruning
 //!   [`checkpoint_ages`], [`referenced_hashes`] and [`mark_pruned`].
+//! - What replicas of a server share: [`StoreStamps`], the file stamps of a
+//!   workspace (what was read, for the write tools' optimistic lock).
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -44,6 +46,7 @@ mod checkpoints;
 mod cron;
 mod dates;
 mod error;
+mod file_stamps;
 mod handle;
 mod ids;
 mod outbox;
@@ -82,6 +85,7 @@ pub use cron::{
 };
 pub use dates::{BadDate, DateOrTime, DayEdge, parse_date, parse_date_or_time, parse_instant};
 pub use error::{DbError, StoreError, StoreResult};
+pub use file_stamps::StoreStamps;
 pub use handle::StoreHandle;
 pub use ids::{Kind, RecordId};
 pub use outbox::{

@@ -294,6 +294,21 @@ impl Workspace {
         }
     }
 
+    /// Takes what other replicas of the server last saw of `paths` (when the stamps
+    /// are shared), so that the optimistic lock of a write knows of a read another
+    /// replica answered. A path that does not resolve is left to the write to
+    /// report.
+    pub async fn refresh_stamps<'a>(&self, paths: impl IntoIterator<Item = &'a str>) {
+        if !self.stamps.is_shared() {
+            return;
+        }
+        for path in paths {
+            if let Ok(p) = self.resolve(path) {
+                self.stamps.refresh(p.abs()).await;
+            }
+        }
+    }
+
     /// Records `bytes` as the agent's view of `p`; returns the content hash.
     pub fn record(&self, p: &WorkPath, bytes: &[u8]) -> String {
         let hash = content_hash(bytes);

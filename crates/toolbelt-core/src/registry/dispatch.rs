@@ -161,6 +161,9 @@ impl Registry {
             Ok(env) => env,
             Err(env) => *env,
         };
+        // What the call read or wrote is known to the other replicas before the
+        // answer is (a no-op unless the stamps are shared).
+        self.session.file_stamps().publish().await;
         self.record(env, incoming, trace)
     }
 

@@ -161,6 +161,15 @@ impl TypedTool for ApplyPatch {
         let scope_roots: Vec<PathBuf> = ctx.session().roots().to_vec();
         let after = after::of(ctx);
         let staged_after = after.clone();
+        let paths: Vec<String> = patch::parse(&p.patch)
+            .map(|parsed| {
+                patch_paths(&parsed)
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        ws.refresh_stamps(paths.iter().map(String::as_str)).await;
         let done =
             blocking(move || run(&ws, &staged_after, scope_roots, &p.patch, p.dry_run)).await?;
         let mut reply = done.reply;

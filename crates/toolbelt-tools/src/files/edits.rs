@@ -99,6 +99,7 @@ pub(crate) async fn run(
     after: After,
     request: EditRequest,
 ) -> Result<Done, ToolError> {
+    ws.refresh_stamps([request.path.as_str()]).await;
     blocking(move || {
         let p = ws.resolve_write(&request.path)?;
         let _guard = ws.jail.lock(&p)?;

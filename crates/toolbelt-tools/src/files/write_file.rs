@@ -198,6 +198,7 @@ impl TypedTool for WriteFile {
         let ws = workspace(ctx)?;
         let after = after::of(ctx);
         let staged_after = after.clone();
+        ws.refresh_stamps([p.path.as_str()]).await;
         let done = blocking(move || write(&ws, &staged_after, p)).await?;
         let mut out = done.out;
         let mut text = done.text;

@@ -55,6 +55,7 @@ pub fn run(args: ServeArgs, mut ws: Workspace, mcp: &McpConfig) -> Result<ExitCo
     config.questions = questions.clone();
     let rt = runtime::start(Threads::Many)?;
     rt.block_on(runtime::open_store(&ws.store))?;
+    share_stamps(&ws);
     rt.block_on(ws.start_servers());
     let log = runtime::start_call_log_on(&rt, &mut ws.registry, &ws.store, ws.call_log);
     ws.attach_subagents();
@@ -97,6 +98,27 @@ pub fn run(args: ServeArgs, mut ws: Workspace, mcp: &McpConfig) -> Result<ExitCo
     rt.shutdown_timeout(Duration::from_millis(100));
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Replicas on one PostgreSQL store share what was read of each file, so that a
+/// write answered by one knows of a read answered by another. A SQLite store is
+/// one machine's: its server keeps its stamps in memory.
+fn share_stamps(ws: &Workspace) {
+    if !matches!(ws.store.location(), toolbelt_store::Location::Postgres(_)) {
+        return;
+    }
+    let session = ws.registry.session();
+    let key = session
+        .roots()
+        .first()
+        .map(|r| r.display().to_string())
+        .unwrap_or_default();
+    session
+        .file_stamps()
+        .share_through(Arc::new(toolbelt_store::StoreStamps::new(
+            ws.store.clone(),
+            key,
+        )));
 }
 
 /// `--no-token`: loopback addresses only. Returns the configuration and how the

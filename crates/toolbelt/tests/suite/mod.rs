@@ -15,6 +15,7 @@ mod hooks;
 mod layout;
 mod leftovers;
 mod mcp;
+mod replicas;
 mod sandbox;
 mod skills;
 mod state;
