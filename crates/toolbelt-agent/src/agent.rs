@@ -196,9 +196,10 @@ impl Agent {
         agent.turn = loaded.turns;
         agent.messages = loaded.messages;
         agent.usage = loaded.usage;
+        let sink = agent.options.transcript_sink.clone();
         agent
             .journal
-            .set_transcript(Some(Transcript::append(path)?));
+            .set_transcript(Some(Transcript::append(path)?.with_sink(sink)));
         agent.resumed = true;
         Ok(agent)
     }

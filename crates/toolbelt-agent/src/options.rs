@@ -2,8 +2,11 @@
 //! ([`Outcome`], [`RunOutcome`]).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+
+use crate::transcript::TranscriptSink;
 
 /// How the model asks for tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -103,6 +106,9 @@ pub struct AgentOptions {
     pub instructions: Vec<(String, String)>,
     /// Where transcripts go (`<state>/agent/runs`); none: no transcript.
     pub transcript_dir: Option<PathBuf>,
+    /// Where each line of the transcript goes too (a server's store, so that its
+    /// replicas see the run); none: the file only.
+    pub transcript_sink: Option<Arc<dyn TranscriptSink>>,
     /// Tokens (input and output) one turn may use; the turn stops once it has used
     /// more. None: no limit.
     pub token_budget: Option<u64>,
@@ -126,6 +132,7 @@ impl Default for AgentOptions {
             system_prompt: None,
             instructions: Vec::new(),
             transcript_dir: None,
+            transcript_sink: None,
             token_budget: None,
             wait_for_background: false,
         }

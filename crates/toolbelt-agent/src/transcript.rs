@@ -9,6 +9,10 @@
 //! before one of its turns: the new run's transcript is the old one's lines up to
 //! that turn, its `run` line saying where it came from (`forked_from`).
 //!
+//! A transcript given a [`TranscriptSink`] hands each line to it as well: a
+//! server copies its runs' lines into its store that way, so that every replica
+//! lists them ([`info_from_events`] and [`entries_from_events`] read them back).
+//!
 //! # Security
 //! A transcript holds what the model and the tools said; it never holds the API key
 //! (the key lives in the provider only).
@@ -16,6 +20,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -24,12 +29,36 @@ use crate::error::AgentError;
 use crate::message::{Message, Usage};
 use crate::summary::{call_summary, result_summary};
 
+/// Where the lines of transcripts go besides their files.
+pub trait TranscriptSink: Send + Sync + std::fmt::Debug {
+    /// Line `seq` (from 0, the file's order) of run `run_id`'s transcript, as the
+    /// file has it (one JSON object, without the newline). Called on the run's
+    /// path: it must not wait.
+    fn line(&self, run_id: &str, seq: u64, line: &str);
+}
+
+/// The store's copy of a server's runs.
+impl TranscriptSink for toolbelt_store::RunEventWriter {
+    fn line(&self, run_id: &str, seq: u64, line: &str) {
+        self.record(toolbelt_store::RunLine {
+            run_id: run_id.to_string(),
+            seq,
+            event: line.to_string(),
+        });
+    }
+}
+
 /// An open transcript, appended to line by line (each line written whole, so a
 /// crash loses at most the line being written).
 #[derive(Debug)]
 pub struct Transcript {
     path: PathBuf,
     file: File,
+    /// The run's id, as the sink is told it.
+    run_id: String,
+    /// The number of the next line.
+    next_seq: u64,
+    sink: Option<Arc<dyn TranscriptSink>>,
 }
 
 impl Transcript {
@@ -44,7 +73,13 @@ impl Transcript {
         }
         let path = dir.join(format!("{run_id}.jsonl"));
         match open_new(dir, &path) {
-            Ok(file) => Ok(Transcript { path, file }),
+            Ok(file) => Ok(Transcript {
+                path,
+                file,
+                run_id: run_id.to_string(),
+                next_seq: 0,
+                sink: None,
+            }),
             Err(source) => Err(AgentError::Transcript { path, source }),
         }
     }
@@ -54,17 +89,27 @@ impl Transcript {
     /// # Errors
     /// It cannot be opened.
     pub fn append(path: &Path) -> Result<Transcript, AgentError> {
-        let file = OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(|source| AgentError::Transcript {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        let failed = |source| AgentError::Transcript {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = OpenOptions::new().append(true).open(path).map_err(failed)?;
+        let lines = fs::read(path).map_err(failed)?;
+        let next_seq = lines.iter().filter(|b| **b == b'\n').count();
         Ok(Transcript {
             path: path.to_path_buf(),
             file,
+            run_id: run_id_of(path),
+            next_seq: u64::try_from(next_seq).unwrap_or(u64::MAX),
+            sink: None,
         })
+    }
+
+    /// The same transcript, handing each line it writes from now on to `sink` too.
+    #[must_use]
+    pub fn with_sink(mut self, sink: Option<Arc<dyn TranscriptSink>>) -> Transcript {
+        self.sink = sink;
+        self
     }
 
     /// The file.
@@ -89,6 +134,10 @@ impl Transcript {
             }
             other => serde_json::to_string(other)?,
         };
+        if let Some(sink) = &self.sink {
+            sink.line(&self.run_id, self.next_seq, &line);
+        }
+        self.next_seq += 1;
         line.push('\n');
         self.file.write_all(line.as_bytes())
     }
@@ -438,7 +487,7 @@ fn run_id_of(path: &Path) -> String {
 pub struct RunInfo {
     /// Its id.
     pub id: String,
-    /// Its transcript.
+    /// Its transcript (empty for a run read from its events: [`info_from_events`]).
     pub path: PathBuf,
     /// When it started (RFC 3339).
     pub started: String,
@@ -482,9 +531,21 @@ pub fn list(dir: &Path) -> io::Result<Vec<RunInfo>> {
 
 fn info_of(path: &Path) -> Option<RunInfo> {
     let file = File::open(path).ok()?;
+    let events = BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|line| serde_json::from_str::<Value>(&line).ok());
+    let mut info = info_from_events(&run_id_of(path), events)?;
+    info.path = path.to_path_buf();
+    Some(info)
+}
+
+/// Run `run_id` as [`list`] shows it, from the events of its transcript in
+/// order (its `path` left empty); `None` when they hold no run.
+pub fn info_from_events(run_id: &str, events: impl IntoIterator<Item = Value>) -> Option<RunInfo> {
     let mut info = RunInfo {
-        id: run_id_of(path),
-        path: path.to_path_buf(),
+        id: run_id.to_string(),
+        path: PathBuf::new(),
         started: String::new(),
         model: String::new(),
         prompt: String::new(),
@@ -494,11 +555,7 @@ fn info_of(path: &Path) -> Option<RunInfo> {
         usage: Usage::default(),
     };
     let mut is_run = false;
-    for line in BufReader::new(file).lines() {
-        let Ok(line) = line else { break };
-        let Ok(event) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
+    for event in events {
         let text = |key: &str| {
             event
                 .get(key)
@@ -636,14 +693,18 @@ pub enum Entry {
 /// # Errors
 /// The file cannot be read, or holds no run.
 pub fn read(path: &Path) -> Result<Vec<Entry>, AgentError> {
-    let mut entries = Vec::new();
-    each_event(path, |event| entries.extend(entry_of(&event)))?;
-    if !matches!(entries.first(), Some(Entry::Run { .. })) {
-        return Err(AgentError::NotATranscript {
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(entries)
+    let mut events = Vec::new();
+    each_event(path, |event| events.push(event))?;
+    entries_from_events(events).ok_or_else(|| AgentError::NotATranscript {
+        path: path.to_path_buf(),
+    })
+}
+
+/// The steps of a run as [`read`] gives them, from the events of its transcript
+/// in order; `None` when they hold no run.
+pub fn entries_from_events(events: impl IntoIterator<Item = Value>) -> Option<Vec<Entry>> {
+    let entries: Vec<Entry> = events.into_iter().filter_map(|e| entry_of(&e)).collect();
+    matches!(entries.first(), Some(Entry::Run { .. })).then_some(entries)
 }
 
 fn entry_of(event: &Value) -> Option<Entry> {

@@ -74,8 +74,10 @@ pub struct CallRecord {
 /// Receives a record of every call a [`crate::Registry`] executes, unknown tools
 /// and invalid arguments included, once the envelope is final.
 pub trait CallLog: Send + Sync {
-    /// Takes one record. Called on the call's own task: it must return at once
-    /// (hand the record to a queue) and never fail the call.
+    /// Takes one record. Called on the call's own task, before the call's envelope
+    /// is handed back to the front end: what it keeps when it returns is kept for a
+    /// call whose answer left. It must not wait for a database (hand the record to a
+    /// queue, or append it to a local file) and must never fail the call.
     fn record(&self, record: CallRecord);
 }
 

@@ -1,6 +1,7 @@
 //! What every call gets: [`Session`] (shared: roots, cwd, state dir, limits) and
 //! [`ToolContext`] (per call: id, cancellation, progress, events).
-//! The session also holds the [`FileStamps`] of optimistic locking.
+//! The session also holds the [`FileStamps`] of optimistic locking and, when the
+//! saved outputs are kept beyond this process, their [`SavedOutputs`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::authorize::Authorizer;
-use crate::output::{OutputBudget, OutputSink};
+use crate::output::{OutputBudget, OutputSink, SavedOutputs};
 use crate::stamps::FileStamps;
 
 /// Default per-call timeout.
@@ -30,6 +31,7 @@ pub struct Session {
     stamps: Arc<FileStamps>,
     inline_file_work: bool,
     temp_journal: Option<PathBuf>,
+    saved_outputs: Option<Arc<dyn SavedOutputs>>,
 }
 
 impl Session {
@@ -45,6 +47,7 @@ impl Session {
             stamps: Arc::new(FileStamps::new()),
             inline_file_work: false,
             temp_journal: None,
+            saved_outputs: None,
         }
     }
 
@@ -112,6 +115,21 @@ impl Session {
     /// ([`Session::with_temp_journal`]).
     pub fn temp_journal(&self) -> Option<&Path> {
         self.temp_journal.as_deref()
+    }
+
+    /// Keeps the saved outputs in `saved` too (a store the replicas of a server
+    /// share): the registry writes each one there before the call's answer leaves,
+    /// and `read_output` pages from there an output not in this process's spill
+    /// directory. Without it, saved outputs are this process's files only.
+    pub fn with_saved_outputs(mut self, saved: Arc<dyn SavedOutputs>) -> Session {
+        self.saved_outputs = Some(saved);
+        self
+    }
+
+    /// Where saved outputs are kept beyond the spill directory, if anywhere
+    /// ([`Session::with_saved_outputs`]).
+    pub fn saved_outputs(&self) -> Option<&Arc<dyn SavedOutputs>> {
+        self.saved_outputs.as_ref()
     }
 
     /// Workspace roots.

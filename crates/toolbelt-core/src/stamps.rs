@@ -17,7 +17,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::sync::lock;
-use crate::tool::BoxFuture;
+
+/// A boxed future, as [`crate::BoxFuture`] (spelled out here: the tool module
+/// depends on this one through the session).
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 /// Files up to this size keep a copy of their content in the stamp, so that a
 /// conflict can show what changed.

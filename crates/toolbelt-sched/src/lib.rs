@@ -64,7 +64,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{SchedError, SchedResult};
 pub use outbox::{
     Attempt, DELIVERY_RETRY, LEASE_MS, MAX_CONCURRENT_SENDS, MAX_IDLE_MS as OUTBOX_MAX_IDLE_MS,
-    NewMessage, Outbox, RetryPolicy,
+    NewMessage, Outbox, RetryPolicy, STOP_SEND_GRACE_MS,
 };
 pub use prompt::{FINAL_ANSWER, INTERRUPTED, PromptRun, PromptRunner};
 pub use schedule::{MAX_INTERVAL_MS, MIN_INTERVAL_MS, Schedule, Zone, local_zone};

@@ -1,5 +1,7 @@
 //! [`Outbox`]: delivers the messages kept in the store's outbox, each under a
-//! lease, with retries bounded by a [`RetryPolicy`].
+//! lease, with retries bounded by a [`RetryPolicy`]. A deliverer that stops gives
+//! back the leases of the sends it cuts off, so that another process takes those
+//! messages at once instead of after the lease.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +13,7 @@ use toolbelt_core::error_chain;
 use toolbelt_store::{
     NewOutboxMessage, OutboxMessage, OutboxStatus, StoreHandle, claim_message, due_messages,
     enqueue_message, get_message, next_message_due, record_failed, record_parts_sent, record_retry,
-    record_sent,
+    record_sent, release_message,
 };
 
 use crate::channel::{Attachment, Channels, Outgoing, SEND_TIMEOUT_MS, SendError};
@@ -26,6 +28,10 @@ pub const LEASE_MS: i64 = SEND_TIMEOUT_MS as i64 + 15_000;
 pub const MAX_IDLE_MS: i64 = 5_000;
 /// Messages sent at once by one outbox.
 pub const MAX_CONCURRENT_SENDS: usize = 16;
+/// How long a stopping outbox lets a send under way finish, in milliseconds,
+/// before it cuts the send off and gives the message back (see
+/// [`Outbox::run`]).
+pub const STOP_SEND_GRACE_MS: u64 = 1_000;
 
 pub use toolbelt_core::RetryPolicy;
 
@@ -63,6 +69,8 @@ pub enum Attempt {
     },
     /// Not takeable now: delivered, given up, not due, or held by another deliverer.
     NotTaken,
+    /// Cut off by a stop: the message was given back, due at once for any deliverer.
+    Released,
 }
 
 /// A message to accept.
@@ -176,6 +184,15 @@ impl Outbox {
     /// # Errors
     /// A store failure.
     pub async fn attempt(&self, id: &str) -> SchedResult<Attempt> {
+        self.attempt_until(id, &CancellationToken::new()).await
+    }
+
+    /// [`Outbox::attempt`], cut off when `stop` fires and the send has not ended
+    /// within [`STOP_SEND_GRACE_MS`]: the message is then given back at once
+    /// ([`Attempt::Released`]) rather than held until its lease runs out. A send
+    /// cut off may have reached the channel: the next attempt carries the same
+    /// idempotency key and goes on from the parts already noted as sent.
+    async fn attempt_until(&self, id: &str, stop: &CancellationToken) -> SchedResult<Attempt> {
         let store = self.store.store().await?;
         let now = self.clock.now_ms();
         let lease = now + LEASE_MS;
@@ -202,7 +219,16 @@ impl Outbox {
                             }
                         })
                     };
-                    channel.send(self.channels.http(), &out, &parts_sent).await
+                    let send = channel.send(self.channels.http(), &out, &parts_sent);
+                    tokio::select! {
+                        sent = send => sent,
+                        () = stopped_for(stop, Duration::from_millis(STOP_SEND_GRACE_MS)) => {
+                            let now = self.clock.now_ms();
+                            release_message(store, id, lease, now).await?;
+                            tracing::info!(channel = %message.channel, id, "stopping: the send was cut off and the message given back");
+                            return Ok(Attempt::Released);
+                        }
+                    }
                 }
                 Err(e) => Err(e),
             },
@@ -289,24 +315,38 @@ impl Outbox {
     /// # Errors
     /// A store failure while looking for them.
     pub async fn drain(&self) -> SchedResult<usize> {
+        self.drain_until(&CancellationToken::new()).await
+    }
+
+    /// [`Outbox::drain`] until `stop`: no message is taken after it fires, and the
+    /// sends under way are cut off as [`Outbox::attempt_until`] says.
+    async fn drain_until(&self, stop: &CancellationToken) -> SchedResult<usize> {
         let store = self.store.store().await?;
         let permits = Arc::new(Semaphore::new(MAX_CONCURRENT_SENDS));
         let mut attempted = 0;
         // Each round takes what is due; what it attempted is no longer due.
         for _ in 0..1_000 {
+            if stop.is_cancelled() {
+                break;
+            }
             let ids = due_messages(store, self.clock.now_ms(), 512).await?;
             if ids.is_empty() {
                 break;
             }
             let mut tasks = JoinSet::new();
             for id in ids {
-                let Ok(permit) = permits.clone().acquire_owned().await else {
+                let permit = tokio::select! {
+                    permit = permits.clone().acquire_owned() => permit,
+                    () = stop.cancelled() => break,
+                };
+                let Ok(permit) = permit else {
                     break;
                 };
                 let outbox = self.clone();
+                let stop = stop.clone();
                 tasks.spawn(async move {
                     let _permit = permit;
-                    if let Err(e) = outbox.attempt(&id).await {
+                    if let Err(e) = outbox.attempt_until(&id, &stop).await {
                         tracing::warn!(id, "outbox attempt failed: {}", error_chain(&e));
                     }
                 });
@@ -319,9 +359,12 @@ impl Outbox {
 
     /// Delivers until `cancel`: drains what is due, then sleeps until the next
     /// message is due (at most [`MAX_IDLE_MS`]) or [`Outbox::wake`] is called.
+    /// When `cancel` fires, no message is taken any more, and a send still under
+    /// way after [`STOP_SEND_GRACE_MS`] is cut off and its message given back at
+    /// once, due for any other deliverer (another replica on the same store).
     pub async fn run(&self, cancel: CancellationToken) {
         loop {
-            if let Err(e) = self.drain().await {
+            if let Err(e) = self.drain_until(&cancel).await {
                 tracing::warn!("outbox: cannot deliver what is due: {}", error_chain(&e));
             }
             let now = self.clock.now_ms();
@@ -338,6 +381,12 @@ impl Outbox {
             }
         }
     }
+}
+
+/// Completes `grace` after `stop` fires.
+async fn stopped_for(stop: &CancellationToken, grace: Duration) {
+    stop.cancelled().await;
+    tokio::time::sleep(grace).await;
 }
 
 fn outgoing(message: &OutboxMessage) -> Result<Outgoing, SendError> {

@@ -90,6 +90,9 @@ pub(crate) enum ApiError {
     /// The agent's transcripts cannot be read.
     #[error("the agent's runs cannot be read")]
     RunsUnreadable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Questions kept in the store cannot be read.
+    #[error(transparent)]
+    QuestionsUnreadable(crate::questions::ReplyError),
     /// A fault of the server's own.
     #[error("{0}")]
     Internal(&'static str),
@@ -112,7 +115,8 @@ impl ApiError {
             ApiError::TooManySessions { .. }
             | ApiError::NoStore
             | ApiError::Store(_)
-            | ApiError::RunsUnreadable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            | ApiError::RunsUnreadable(_)
+            | ApiError::QuestionsUnreadable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::NotFound(_) | ApiError::UnknownTool(_) => StatusCode::NOT_FOUND,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -134,7 +138,9 @@ impl ApiError {
             ApiError::UnknownTool(_) => "UNKNOWN_TOOL",
             ApiError::InvalidBatch(_) => "INVALID_BATCH",
             ApiError::InvalidParams(_) | ApiError::NotAnAnswer(_) => "INVALID_PARAMS",
-            ApiError::NoStore | ApiError::Store(_) => "STORE_UNAVAILABLE",
+            ApiError::NoStore | ApiError::Store(_) | ApiError::QuestionsUnreadable(_) => {
+                "STORE_UNAVAILABLE"
+            }
             ApiError::RunsUnreadable(_) => "RUNS_UNAVAILABLE",
             ApiError::Internal(_) => "INTERNAL",
         }
@@ -193,6 +199,9 @@ impl IntoResponse for ApiError {
             }
             ApiError::RunsUnreadable(_) => {
                 tracing::warn!(target: "toolbelt::serve", error = %message, "agent runs cannot be read");
+            }
+            ApiError::QuestionsUnreadable(_) => {
+                tracing::warn!(target: "toolbelt::serve", error = %message, "questions cannot be read");
             }
             _ => {}
         }

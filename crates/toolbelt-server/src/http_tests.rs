@@ -145,7 +145,7 @@ async fn healthz_needs_no_token() {
         .expect("request");
     let (status, _, body) = send(app(&dir), request).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(body, json!({ "status": "ok" }));
+    assert_eq!(body["status"], "ok", "{body}");
 }
 
 // ---------------------------------------------------------------- Host and Origin
@@ -1205,4 +1205,86 @@ async fn a_session_is_found_whatever_revision_its_requests_name() {
             "{asked}: the session was not found: {body}"
         );
     }
+}
+
+/// Behind a load balancer without affinity, a client's session may reach a
+/// replica that never opened it: every request naming it (a call, a
+/// notification, the server stream, its end) is answered 404, which tells the
+/// client to start a new session, never a 5xx.
+#[tokio::test]
+async fn a_session_another_replica_opened_is_404_for_every_method() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (opened_on, asked_on) = (app(&dir), app(&dir));
+    let mcp = |method: &str, body: Option<Value>| {
+        let builder = request(method, "/mcp")
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25");
+        match body {
+            Some(body) => builder
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string())),
+            None => builder.body(Body::empty()),
+        }
+        .expect("request")
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "lb", "version": "1"}}});
+    let (status, headers, _) =
+        crate::test_support::respond(opened_on.clone(), mcp("POST", Some(init))).await;
+    assert_eq!(status, StatusCode::OK);
+    let session = headers.get("mcp-session-id").expect("a session id").clone();
+    let requests = [
+        (
+            "tools/call",
+            mcp(
+                "POST",
+                Some(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "think", "arguments": {"thought": "x"}}})),
+            ),
+        ),
+        (
+            "tools/list",
+            mcp(
+                "POST",
+                Some(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})),
+            ),
+        ),
+        (
+            "a notification",
+            mcp(
+                "POST",
+                Some(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})),
+            ),
+        ),
+        ("the server stream", mcp("GET", None)),
+        ("the end of the session", mcp("DELETE", None)),
+    ];
+    for (what, mut request) in requests {
+        request
+            .headers_mut()
+            .insert("mcp-session-id", session.clone());
+        let (status, _, body) = crate::test_support::respond(asked_on.clone(), request).await;
+        let body = String::from_utf8_lossy(&body);
+        assert_eq!(status, StatusCode::NOT_FOUND, "{what}: {body}");
+        assert!(
+            body.contains("start a new one with initialize"),
+            "{what}: {body}"
+        );
+    }
+    // The replica that opened it still serves it, and ends it (204, which every
+    // SDK takes for done).
+    let mut listed = mcp(
+        "POST",
+        Some(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})),
+    );
+    listed
+        .headers_mut()
+        .insert("mcp-session-id", session.clone());
+    let (status, _, _) = crate::test_support::respond(opened_on.clone(), listed).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut ended = mcp("DELETE", None);
+    ended.headers_mut().insert("mcp-session-id", session);
+    let (status, _, _) = crate::test_support::respond(opened_on, ended).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
 }

@@ -14,6 +14,7 @@ mod error;
 pub mod http;
 pub mod mcp;
 pub mod questions;
+mod questions_shared;
 mod stdio;
 #[cfg(test)]
 mod test_support;
@@ -21,7 +22,19 @@ pub mod web;
 
 pub use http::{ServeConfig, load_or_create_token, router, serve};
 pub use mcp::{McpOptions, McpServeError, McpServer, StructuredContent, serve_stdio};
-pub use questions::{PendingQuestions, RunQuestions};
+pub use questions::{ANSWER_POLL_MS, PendingQuestions, RunQuestions};
+
+/// An id of this process among the replicas of a server sharing one store
+/// (`<host>-<pid>-<random>`), which the runs and questions it keeps there carry.
+pub fn replica_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".into());
+    let random = random_hex(2).unwrap_or_else(|_| "0000".into());
+    format!("{host}-{}-{random}", std::process::id())
+}
 
 /// `n` random bytes as lowercase hex: tokens, login codes, question ids.
 ///

@@ -6,16 +6,24 @@
 //! answered or declined, until nobody has answered within the wait (then they
 //! count as declined, with that reason), or until the asking call goes away (a
 //! cancelled run): whichever comes first removes them.
+//!
+//! Replicas of a server that share a store keep the questions there
+//! ([`PendingQuestions::with_store`]): any replica lists them and takes an
+//! answer, once; the asking replica looks for the answers to its waiting
+//! questions every [`ANSWER_POLL_MS`] (at once when it took the answer itself).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 use toolbelt_core::sync::lock;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use toolbelt_core::{Answer, Answers, AskError, Asker, BoxFuture, Question};
+use toolbelt_store::{StoreError, StoreHandle};
+
+use crate::questions_shared::{Shared, questions_of};
 
 /// How long questions wait for an answer by default (10 minutes).
 pub const DEFAULT_ANSWER_WAIT: Duration = Duration::from_secs(10 * 60);
@@ -23,6 +31,9 @@ pub const DEFAULT_ANSWER_WAIT: Duration = Duration::from_secs(10 * 60);
 pub const DEFAULT_MAX_PENDING: usize = 100;
 /// Random bytes in a question set's id.
 const ID_BYTES: usize = 8;
+/// How often a replica whose runs wait looks in the store for their answers, in
+/// milliseconds.
+pub const ANSWER_POLL_MS: u64 = 250;
 
 /// The questions waiting for an answer, shared by whoever asks (agent runs) and
 /// whoever answers (the web page's API). Cheap to clone: clones share them.
@@ -36,7 +47,17 @@ struct Inner {
     max_pending: usize,
     /// Orders the sets by when they were asked.
     seq: AtomicU64,
-    pending: Mutex<HashMap<String, Entry>>,
+    pending: Mutex<Waiting>,
+    /// The store the questions are kept in, when replicas share them.
+    shared: Option<Shared>,
+}
+
+/// This process's runs' questions, waiting.
+#[derive(Default)]
+struct Waiting {
+    entries: HashMap<String, Entry>,
+    /// A task looks for their answers in the store.
+    polling: bool,
 }
 
 /// One call's questions, waiting.
@@ -95,7 +116,8 @@ pub struct ReplyAnswer {
 }
 
 /// Why a [`Reply`] was not taken.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReplyError {
     /// No questions wait under that id (never asked, answered already, expired,
     /// or their run stopped waiting).
@@ -103,9 +125,32 @@ pub enum ReplyError {
         "no questions are waiting under {0:?}: they were answered, declined or withdrawn; see GET /v1/questions"
     )]
     NotPending(String),
+    /// The questions were answered (or declined) already: the first answer stands.
+    #[error(
+        "the questions under {0:?} were answered already; the first answer stands (see GET /v1/questions)"
+    )]
+    Answered(String),
+    /// The questions stopped waiting unanswered: their wait ran out (they
+    /// counted as declined) or their run stopped.
+    #[error(
+        "the questions under {0:?} are no longer waiting: nobody answered within the wait, or their run stopped (see GET /v1/questions)"
+    )]
+    Expired(String),
     /// The reply does not fit the questions; they stay pending.
     #[error(transparent)]
     Invalid(#[from] InvalidReply),
+    /// The store that keeps the questions failed.
+    #[error("the questions cannot be reached in the store")]
+    Store(#[source] StoreError),
+    /// The questions kept in the store cannot be read.
+    #[error("the questions under {id:?} cannot be read from the store")]
+    Unreadable {
+        /// The set.
+        id: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 impl Default for PendingQuestions {
@@ -120,6 +165,7 @@ impl std::fmt::Debug for PendingQuestions {
             .field("wait", &self.inner.wait)
             .field("max_pending", &self.inner.max_pending)
             .field("pending", &self.len())
+            .field("replica", &self.replica())
             .finish()
     }
 }
@@ -135,14 +181,37 @@ impl PendingQuestions {
     /// calls' questions at once. (A call through a registry is cut off after
     /// [`toolbelt_core::MAX_TIMEOUT_MS`] and a little more whatever the wait.)
     pub fn with_limits(wait: Duration, max_pending: usize) -> PendingQuestions {
+        PendingQuestions::build(wait, max_pending, None)
+    }
+
+    /// The same limits, the questions kept in `store` (as asked by `replica`, an
+    /// id of this process), where every replica sharing the store lists and
+    /// answers them. Questions waiting in `self` are not carried over: call it
+    /// before any are asked.
+    #[must_use]
+    pub fn with_store(self, store: StoreHandle, replica: impl Into<String>) -> PendingQuestions {
+        PendingQuestions::build(
+            self.inner.wait,
+            self.inner.max_pending,
+            Some(Shared::new(store, replica.into())),
+        )
+    }
+
+    fn build(wait: Duration, max_pending: usize, shared: Option<Shared>) -> PendingQuestions {
         PendingQuestions {
             inner: Arc::new(Inner {
                 wait,
                 max_pending,
                 seq: AtomicU64::new(0),
-                pending: Mutex::new(HashMap::new()),
+                pending: Mutex::new(Waiting::default()),
+                shared,
             }),
         }
+    }
+
+    /// The id this process's questions carry in the store, when they are kept there.
+    pub fn replica(&self) -> Option<&str> {
+        self.inner.shared.as_ref().map(Shared::replica)
     }
 
     /// How long questions wait for an answer.
@@ -150,9 +219,9 @@ impl PendingQuestions {
         self.inner.wait
     }
 
-    /// How many calls' questions are waiting.
+    /// How many calls' questions of this process are waiting.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().entries.len()
     }
 
     /// Whether none are waiting.
@@ -160,10 +229,11 @@ impl PendingQuestions {
         self.len() == 0
     }
 
-    /// The questions waiting, the oldest first.
+    /// The questions of this process waiting, the oldest first.
     pub fn list(&self) -> Vec<Pending> {
         let pending = self.lock();
         let mut sets: Vec<(u64, Pending)> = pending
+            .entries
             .iter()
             .map(|(id, e)| {
                 (
@@ -182,20 +252,103 @@ impl PendingQuestions {
         sets.into_iter().map(|(_, p)| p).collect()
     }
 
-    /// Answers (or declines) the questions waiting under `id`, which then stop
-    /// waiting. Returns whether they were answered (false: declined).
+    /// The questions waiting, the oldest first: those of every replica when they
+    /// are kept in the store (a set whose questions cannot be read is left out,
+    /// with a warning), else [`PendingQuestions::list`].
     ///
     /// # Errors
-    /// [`ReplyError::NotPending`] when nothing waits under `id`;
+    /// The store fails.
+    pub async fn waiting(&self) -> Result<Vec<Pending>, StoreError> {
+        let Some(shared) = &self.inner.shared else {
+            return Ok(self.list());
+        };
+        let sets = shared.waiting(toolbelt_store::now_ms()).await?;
+        Ok(sets
+            .into_iter()
+            .filter_map(|set| match questions_of(&set) {
+                Ok(questions) => Some(Pending {
+                    id: set.id,
+                    asked_at: set.asked_ms,
+                    expires_at: set.expires_ms,
+                    run_id: set.run_id,
+                    questions,
+                }),
+                Err(e) => {
+                    tracing::warn!(target: "toolbelt::serve", id = set.id, "questions in the store cannot be read: {e}");
+                    None
+                }
+            })
+            .collect())
+    }
+
+    /// Answers (or declines) the questions waiting under `id`, which then stop
+    /// waiting. Returns whether they were answered (false: declined). Kept in the
+    /// store, they are answered once whichever replica takes the answer.
+    ///
+    /// # Errors
+    /// [`ReplyError::NotPending`] when nothing waits under `id`
+    /// ([`ReplyError::Answered`], [`ReplyError::Expired`]: no longer);
     /// [`ReplyError::Invalid`] when `reply` does not fit the questions (they stay
-    /// pending).
-    pub fn answer(&self, id: &str, reply: Reply) -> Result<bool, ReplyError> {
+    /// pending); [`ReplyError::Store`] and [`ReplyError::Unreadable`] when the
+    /// store fails.
+    pub async fn answer(&self, id: &str, reply: Reply) -> Result<bool, ReplyError> {
+        match &self.inner.shared {
+            Some(shared) => self.answer_in_store(shared, id, reply).await,
+            None => self.answer_here(id, reply),
+        }
+    }
+
+    /// [`PendingQuestions::answer`] in the store.
+    async fn answer_in_store(
+        &self,
+        shared: &Shared,
+        id: &str,
+        reply: Reply,
+    ) -> Result<bool, ReplyError> {
+        let not_waiting = |set: Option<toolbelt_store::StoredQuestion>| match set {
+            None => ReplyError::NotPending(id.to_string()),
+            Some(set) if set.answers.is_some() => ReplyError::Answered(id.to_string()),
+            Some(_) => ReplyError::Expired(id.to_string()),
+        };
+        let now = toolbelt_store::now_ms();
+        let set = shared.get(id).await.map_err(ReplyError::Store)?;
+        let set = match set {
+            Some(set) if set.is_waiting(now) => set,
+            other => return Err(not_waiting(other)),
+        };
+        let questions = questions_of(&set).map_err(|source| ReplyError::Unreadable {
+            id: id.to_string(),
+            source,
+        })?;
+        let answers = resolve(reply, &questions)?;
+        let answered = matches!(answers, Answers::Answered(_));
+        if !shared
+            .record(id, &answers, now)
+            .await
+            .map_err(ReplyError::Store)?
+        {
+            // Answered through another replica meanwhile, or just expired.
+            return Err(not_waiting(
+                shared.get(id).await.map_err(ReplyError::Store)?,
+            ));
+        }
+        // Asked by this process: its run goes on now, not at the next look.
+        let entry = self.lock().entries.remove(id);
+        if let Some(entry) = entry {
+            let _ = entry.reply.send(answers);
+        }
+        tracing::info!(target: "toolbelt::serve", id, answered, asked_by = set.replica, "questions answered on the web page");
+        Ok(answered)
+    }
+
+    /// [`PendingQuestions::answer`] in this process's memory.
+    fn answer_here(&self, id: &str, reply: Reply) -> Result<bool, ReplyError> {
         let not_pending = || ReplyError::NotPending(id.to_string());
         let (entry, answers) = {
             let mut pending = self.lock();
-            let questions = &pending.get(id).ok_or_else(not_pending)?.questions;
+            let questions = &pending.entries.get(id).ok_or_else(not_pending)?.questions;
             let answers = resolve(reply, questions)?;
-            (pending.remove(id).ok_or_else(not_pending)?, answers)
+            (pending.entries.remove(id).ok_or_else(not_pending)?, answers)
         };
         let answered = matches!(answers, Answers::Answered(_));
         // The asking call may have gone away meanwhile.
@@ -229,15 +382,34 @@ impl PendingQuestions {
             return Err(AskError::Failed("there are no questions to put".into()));
         }
         let (tx, rx) = oneshot::channel();
-        let id = self.register(run_id, questions, tx)?;
-        let _withdraw = Withdraw {
+        let (id, asked_at, expires_at) = self.register(run_id.clone(), questions, tx)?;
+        let mut withdraw = Withdraw {
             pending: self,
             id: &id,
+            in_store: false,
         };
-        match tokio::time::timeout(self.inner.wait, rx).await {
+        if let Some(shared) = &self.inner.shared {
+            shared
+                .put(&id, run_id.as_deref(), questions, asked_at, expires_at)
+                .await
+                .map_err(|e| AskError::caused("the questions cannot be kept in the store", e))?;
+            withdraw.in_store = true;
+            self.watch();
+        }
+        let waited = tokio::time::timeout(self.inner.wait, rx).await;
+        // Answered or expired: nothing to withdraw from the store.
+        withdraw.in_store = false;
+        match waited {
             Ok(Ok(answers)) => Ok(answers),
             Ok(Err(_)) => Err(AskError::Failed("the questions were withdrawn".into())),
             Err(_) => {
+                // An answer taken by another replica in the last moments counts.
+                if let Some(shared) = &self.inner.shared
+                    && let Ok(found) = shared.answered(std::slice::from_ref(&id)).await
+                    && let Some((_, answers)) = found.into_iter().next()
+                {
+                    return Ok(answers);
+                }
                 tracing::info!(target: "toolbelt::serve", id, "questions not answered in time");
                 Ok(Answers::Declined {
                     reason: Some(format!(
@@ -249,34 +421,36 @@ impl PendingQuestions {
         }
     }
 
-    /// Holds `questions` under a fresh id.
+    /// Holds `questions` under a fresh id; returns it, when they were asked and
+    /// when they stop waiting.
     fn register(
         &self,
         run_id: Option<String>,
         questions: &[Question],
         reply: oneshot::Sender<Answers>,
-    ) -> Result<String, AskError> {
+    ) -> Result<(String, i64, i64), AskError> {
         let mut pending = self.lock();
-        if pending.len() >= self.inner.max_pending {
+        if pending.entries.len() >= self.inner.max_pending {
             return Err(AskError::Failed(format!(
                 "{} sets of questions are waiting for an answer on the web page already",
-                pending.len()
+                pending.entries.len()
             )));
         }
         let id = loop {
             let id = new_id()?;
-            if !pending.contains_key(&id) {
+            if !pending.entries.contains_key(&id) {
                 break id;
             }
         };
         let asked_at = toolbelt_store::now_ms();
         let wait_ms = i64::try_from(self.inner.wait.as_millis()).unwrap_or(i64::MAX);
-        pending.insert(
+        let expires_at = asked_at.saturating_add(wait_ms);
+        pending.entries.insert(
             id.clone(),
             Entry {
                 seq: self.inner.seq.fetch_add(1, Ordering::Relaxed),
                 asked_at,
-                expires_at: asked_at.saturating_add(wait_ms),
+                expires_at,
                 run_id: run_id.clone(),
                 questions: questions.to_vec(),
                 reply,
@@ -289,11 +463,68 @@ impl PendingQuestions {
             questions = questions.len(),
             "questions waiting for an answer on the web page"
         );
-        Ok(id)
+        Ok((id, asked_at, expires_at))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+    /// Starts looking for the answers to this process's questions in the store,
+    /// unless a look is under way.
+    fn watch(&self) {
+        {
+            let mut pending = self.lock();
+            if pending.polling || pending.entries.is_empty() {
+                return;
+            }
+            pending.polling = true;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(poll_answers(Arc::downgrade(&self.inner)));
+            }
+            Err(_) => self.lock().polling = false,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
         lock(&self.inner.pending)
+    }
+}
+
+/// Every [`ANSWER_POLL_MS`], hands the answers found in the store to the
+/// questions of this process that wait for them, until none waits (or the
+/// questions are dropped).
+async fn poll_answers(inner: Weak<Inner>) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(ANSWER_POLL_MS)).await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let Some(shared) = &inner.shared else {
+            return;
+        };
+        let ids: Vec<String> = {
+            let mut pending = lock(&inner.pending);
+            if pending.entries.is_empty() {
+                pending.polling = false;
+                return;
+            }
+            pending.entries.keys().cloned().collect()
+        };
+        match shared.answered(&ids).await {
+            Ok(found) => {
+                for (id, answers) in found {
+                    let entry = lock(&inner.pending).entries.remove(&id);
+                    if let Some(entry) = entry {
+                        tracing::info!(target: "toolbelt::serve", id, "questions answered through another replica");
+                        let _ = entry.reply.send(answers);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(
+                target: "toolbelt::serve",
+                "cannot look for answers in the store: {}",
+                toolbelt_core::error_chain(&e)
+            ),
+        }
     }
 }
 
@@ -316,16 +547,35 @@ impl Asker for RunQuestions {
     }
 }
 
-/// Removes the questions it names when dropped (answered, expired or withdrawn).
+/// Removes the questions it names when dropped (answered, expired or withdrawn),
+/// and withdraws them from the store when they still wait there (the asking
+/// call went away).
 struct Withdraw<'a> {
     pending: &'a PendingQuestions,
     id: &'a str,
+    in_store: bool,
 }
 
 impl Drop for Withdraw<'_> {
     fn drop(&mut self) {
-        if self.pending.lock().remove(self.id).is_some() {
+        if self.pending.lock().entries.remove(self.id).is_some() {
             tracing::debug!(target: "toolbelt::serve", id = self.id, "questions withdrawn");
+        }
+        let Some(shared) = self.pending.inner.shared.as_ref().filter(|_| self.in_store) else {
+            return;
+        };
+        let (shared, id) = (shared.clone(), self.id.to_string());
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                if let Err(e) = shared.withdraw(&id).await {
+                    tracing::warn!(
+                        target: "toolbelt::serve",
+                        id,
+                        "questions could not be withdrawn from the store: {}",
+                        toolbelt_core::error_chain(&e)
+                    );
+                }
+            });
         }
     }
 }
@@ -486,3 +736,7 @@ fn spoken(wait: Duration) -> String {
 #[cfg(test)]
 #[path = "questions_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "questions_replica_tests.rs"]
+mod replica_tests;

@@ -65,6 +65,15 @@ pub enum StoreError {
     /// A query failed.
     #[error("store query failed")]
     Query(#[source] DbError),
+    /// The call journal's directory or file cannot be used.
+    #[error("cannot use the call journal {}", path.display())]
+    Journal {
+        /// The directory or the file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The pattern analysis stopped before its end (it runs on a blocking thread).
     #[error("the analysis failed")]
     Analysis(#[from] tokio::task::JoinError),

@@ -364,6 +364,31 @@ pub async fn record_failed(
     .await
 }
 
+/// Gives message `id`, leased until `lease_until`, back at once, as if this
+/// attempt had not been made: pending, due `now`, its attempt not counted. For a
+/// deliverer that stops in the middle of an attempt, so that another takes the
+/// message without waiting for the lease to run out. False when the lease was
+/// taken over meanwhile.
+///
+/// # Errors
+/// The query fails.
+pub async fn release_message(
+    store: &Store,
+    id: &str,
+    lease_until: i64,
+    now: i64,
+) -> StoreResult<bool> {
+    release(
+        store,
+        id,
+        lease_until,
+        now,
+        "status = 'pending', next_attempt_at = $3, attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END",
+        |q| q,
+    )
+    .await
+}
+
 /// Ends the lease `lease_until` of message `id` at `now` with `set` (an SQL `SET`
 /// list whose values from `$4` on `bind` adds; `$1` is the id, `$2` the lease,
 /// `$3` now). False when the lease was taken over meanwhile.

@@ -281,11 +281,30 @@ CREATE INDEX checkpoint_files_hash ON checkpoint_files (before_hash);
 /// - `saved_outputs` and `saved_output_chunks`: a truncated output's full text,
 ///   in chunks of whole lines (`first_line` is the 1-based number of the chunk's
 ///   first line; a line longer than a chunk is split and counted in the chunk it
-///   ends in), paged by `read_output` from any replica.
+///   ends in), paged by `read_output` from any replica. Precisely: the chunks
+///   (`seq` from 0), in order, are the output byte for byte, each at most 256 KiB
+///   and ending at the last line end that fits; a line longer than a chunk starts
+///   one and is cut into full chunks. `first_line` is the number of the line the
+///   chunk's first byte is in (every piece of a long line has that line's), and
+///   `lines` the lines ending in it (the output's last line, without a line end,
+///   ends in the last chunk), so a chunk holds the ends of lines `first_line` to
+///   `first_line + lines - 1`. `saved_outputs` has the output's totals, its
+///   number of `chunks`, its `workspace` (the key the call log uses: reads are
+///   held to it) and `created_ms`, when it was saved (for expiry).
 /// - `agent_runs` and `agent_run_events`: the transcripts of the runs a server
-///   started (scheduled prompts, the page, the API), one row per event.
+///   started (scheduled prompts, the page, the API), one row per event: `seq` is
+///   the line's number in the transcript file (from 0), `event` the line. A run's
+///   `workspace` is the first root of the server that ran it; `started_ms` and
+///   `updated_ms` are when its first and last lines were kept (an imported
+///   run's: its first and last lines' times); `replica` is the process that kept
+///   it, or `import` for a run copied from a transcript file.
 /// - `questions`: the questions of runs waiting for a person, answerable through
-///   any replica (`answers` is set by the answer, `NULL` while waiting).
+///   any replica (`answers` is set by the answer, `NULL` while waiting): a set
+///   waits while `answers` is `NULL` and `expires_ms` is ahead; a set whose run
+///   stopped waiting (cancelled) is withdrawn by setting `expires_ms` to then.
+///   `replica` is the process whose run waits (it watches for the answer);
+///   `answers` is `{"answered": [{"header", "selected", "text"}]}` or
+///   `{"declined": {"reason": ...}}`.
 const V8: &str = r#"
 ALTER TABLE calls ADD COLUMN record_key TEXT;
 CREATE UNIQUE INDEX calls_record_key ON calls (record_key);

@@ -206,6 +206,16 @@ impl Store {
         }
     }
 
+    /// Asks the database for the smallest answer (`SELECT 1`): whether it can be
+    /// reached now. Callers bound the wait (a pool waits for a free connection).
+    ///
+    /// # Errors
+    /// The database cannot be reached or does not answer.
+    pub async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
     /// Closes the pool, waiting for connections in use.
     pub async fn close(&self) {
         self.pool.close().await;

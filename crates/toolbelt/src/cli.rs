@@ -197,7 +197,8 @@ pub enum Command {
     /// Messages API ([agent] in toolbelt.toml, or the flags). The key comes from
     /// OPENAI_API_KEY / ANTHROPIC_API_KEY (or [agent] api_key_env) and is never
     /// written anywhere. Runs are kept in <state-dir>/agent/runs (--list, --continue,
-    /// --resume). Calls an `ask` permission rule covers need approval: the
+    /// --resume; `toolbelt agent import` copies them into the store, for `toolbelt
+    /// serve`). Calls an `ask` permission rule covers need approval: the
     /// interactive screen asks, -p declines them unless --yes.
     ///
     /// Exit status with -p: 0 for a final answer, 1 when the run ended otherwise
@@ -541,6 +542,51 @@ pub struct AgentArgs {
     /// List the runs and exit.
     #[arg(long, conflicts_with_all = ["prompt", "continue_latest", "resume", "rewind_to"])]
     pub list: bool,
+    #[command(subcommand)]
+    pub command: Option<AgentCommand>,
+}
+
+// The subcommands of `toolbelt agent`.
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Copy runs kept as transcript files into the store, for `toolbelt serve`.
+    ///
+    /// The runs of `toolbelt agent` on this machine, or of a server from before
+    /// its runs went to the store, are then listed and shown by `toolbelt serve`
+    /// (/v1/agent/runs and its page) on every replica that shares the store.
+    /// Each DIR/*.jsonl transcript becomes a run of the workspace (see
+    /// --workspace); the files stay as they are. Importing again adds only what
+    /// the store lacks: a run continued since gets its new lines, the others are
+    /// left alone.
+    ///
+    /// Exit status: 0 when every transcript was imported (files that are not
+    /// transcripts are skipped, and counted), 1 when the store refused one, 2 for
+    /// bad usage (DIR cannot be read, the store cannot be opened).
+    #[command(after_help = AGENT_IMPORT_HELP)]
+    Import(AgentImportArgs),
+}
+
+/// Examples under `toolbelt agent import --help`.
+const AGENT_IMPORT_HELP: &str = "Examples:
+  toolbelt agent import                   this workspace's runs, into its store
+  toolbelt agent import ~/old-runs --json another folder of transcripts; counts as JSON
+  toolbelt --database-url postgres://toolbelt@db/toolbelt agent import --workspace /srv/project
+                                          into a server's store, as runs of the server
+                                          whose first root is /srv/project";
+
+/// Arguments of `toolbelt agent import`.
+#[derive(Debug, Args)]
+pub struct AgentImportArgs {
+    /// The folder of transcripts (default: <state-dir>/agent/runs).
+    pub dir: Option<PathBuf>,
+    /// The workspace the runs belong to in the store: a server lists the runs of
+    /// its first root. Default: this workspace's first root; name the server's
+    /// when its path differs from this machine's.
+    #[arg(long, value_name = "ROOT")]
+    pub workspace: Option<PathBuf>,
+    /// Print the counts as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `toolbelt cron`.

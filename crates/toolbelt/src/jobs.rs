@@ -9,13 +9,14 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
+use toolbelt_agent::transcript::TranscriptSink;
 use toolbelt_core::{
     Answers, Approval, ApprovalRequest, Approver, Asker, BoxFuture, Origin, Question,
     QuestionOption, Registry,
 };
 use toolbelt_sched::{ChannelConfig, Channels, Messaging, PromptRun, PromptRunner};
 use toolbelt_server::PendingQuestions;
-use toolbelt_store::{CronJob, StoreHandle};
+use toolbelt_store::{CronJob, RunEventWriter, StoreHandle};
 
 use crate::config::AgentConfig;
 use crate::model::{self, JOB_REASON, Unattended};
@@ -55,7 +56,8 @@ pub fn messaging(
 /// declined, as in `toolbelt agent -p`, unless the runs have someone to ask: on
 /// the web page of `toolbelt serve`, the model's questions (`ask_user`) and the
 /// calls that need approval (an `ask` rule, a hook that asks) wait for the
-/// person; elsewhere nobody can answer them.
+/// person; elsewhere nobody can answer them. Under `toolbelt serve` each run's
+/// transcript goes to the store as well, where every replica lists it.
 #[derive(Debug)]
 pub struct AgentJobs {
     settings: AgentSettings,
@@ -69,17 +71,26 @@ struct JobTools {
     registry: Arc<Registry>,
     /// Where the runs' questions wait for an answer, if anywhere.
     questions: Option<PendingQuestions>,
+    /// Where the runs' transcript lines go besides their files, if anywhere.
+    transcripts: Option<Arc<dyn TranscriptSink>>,
 }
 
 impl AgentJobs {
     /// Gives the runs the tools of `registry` (a fork of it: with its own
     /// approver, which declines what needs approval) and, with `questions`, someone
-    /// to ask: each run's questions wait there, under the run's id. Once; later
-    /// calls are ignored.
-    pub fn attach(&self, registry: &Registry, questions: Option<PendingQuestions>) {
+    /// to ask: each run's questions wait there, under the run's id; with
+    /// `transcripts`, where their transcripts' lines go too. Once; later calls are
+    /// ignored.
+    pub fn attach(
+        &self,
+        registry: &Registry,
+        questions: Option<PendingQuestions>,
+        transcripts: Option<Arc<dyn TranscriptSink>>,
+    ) {
         let tools = JobTools {
             registry: Arc::new(job_fork(registry)),
             questions,
+            transcripts,
         };
         let _ = self.tools.set(tools);
     }
@@ -186,9 +197,16 @@ impl PromptRunner for AgentJobs {
                 job: Some(job.name.clone()),
                 ..Origin::new("cron")
             };
-            let (outcome, text, run_id) =
-                model::run_unattended(registry, &self.settings, prompt, &cancel, &run_id, origin)
-                    .await;
+            let (outcome, text, run_id) = model::run_unattended(
+                registry,
+                &self.settings,
+                prompt,
+                &cancel,
+                &run_id,
+                origin,
+                tools.transcripts.clone(),
+            )
+            .await;
             PromptRun {
                 outcome: outcome.as_str().to_string(),
                 text,
@@ -203,35 +221,71 @@ impl PromptRunner for AgentJobs {
 pub struct Background {
     cancel: CancellationToken,
     task: tokio::task::JoinHandle<()>,
+    transcripts: Option<RunEventWriter>,
 }
 
 impl Background {
+    /// A token that stops them when cancelled, without waiting: no new firing is
+    /// claimed, no new message taken, and the sends cut off give their messages
+    /// back (for the other replicas on the store). [`Background::stop`] then waits.
+    pub fn stopper(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
     /// Stops them: prompt runs under way are cut off and recorded as interrupted
-    /// (within the scheduler's grace period), then this returns.
+    /// (within the scheduler's grace period), their transcripts' last lines
+    /// written to the store, then this returns.
     pub async fn stop(self) {
         self.cancel.cancel();
         let grace = std::time::Duration::from_millis(toolbelt_sched::STOP_GRACE_MS + 1_000);
         if tokio::time::timeout(grace, self.task).await.is_err() {
             tracing::warn!("the scheduler did not stop within its grace period");
         }
+        if let Some(writer) = &self.transcripts {
+            writer.flush().await;
+        }
     }
+}
+
+/// Where a server's runs go, so that its replicas behave as one: their questions
+/// wait in `questions`, their transcripts are copied to `store` (as runs of the
+/// served workspace, kept by `replica`).
+#[derive(Debug)]
+pub struct Shared<'a> {
+    /// Where the runs' questions wait.
+    pub questions: &'a PendingQuestions,
+    /// The store the transcripts are copied to.
+    pub store: &'a StoreHandle,
+    /// This process, among the replicas.
+    pub replica: &'a str,
 }
 
 /// Starts `messaging` on the current runtime until [`Background::stop`]: the
 /// scheduler and the outbox of `toolbelt serve`, the jobs' prompts run on
-/// `registry`'s tools, their questions waiting in `questions`.
+/// `registry`'s tools, their questions and transcripts where `shared` says.
 pub fn spawn(
     messaging: &Messaging,
     jobs: Option<&AgentJobs>,
     registry: &Registry,
-    questions: &PendingQuestions,
+    shared: &Shared<'_>,
 ) -> Background {
-    if let Some(jobs) = jobs {
-        jobs.attach(registry, Some(questions.clone()));
-    }
+    let transcripts = jobs.map(|jobs| {
+        let workspace = toolbelt_store::workspace_key(registry.session());
+        let writer = RunEventWriter::start(shared.store.clone(), workspace, shared.replica);
+        jobs.attach(
+            registry,
+            Some(shared.questions.clone()),
+            Some(Arc::new(writer.clone())),
+        );
+        writer
+    });
     let cancel = CancellationToken::new();
     let m = messaging.clone();
     let c = cancel.clone();
     let task = tokio::spawn(async move { m.run(c).await });
-    Background { cancel, task }
+    Background {
+        cancel,
+        task,
+        transcripts,
+    }
 }

@@ -23,6 +23,7 @@ mod leftovers;
 mod model;
 mod render;
 mod runtime;
+mod saved_outputs;
 mod settings;
 mod stamps;
 mod upstream;

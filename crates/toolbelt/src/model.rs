@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use toolbelt_agent::transcript::TranscriptSink;
 use toolbelt_agent::{
     Agent, AgentOptions, AgentTypes, Outcome, Provider, SubagentLimits, SubagentModel,
     SubagentSettings, Subagents, build_provider,
@@ -176,10 +177,11 @@ pub fn configure_subagents_for_jobs(
 
 /// Runs `prompt` on `registry` to its end or until `cancel`, without anyone to
 /// approve calls (its approver is the caller's: [`Unattended`]), its transcript in
-/// `<state>/agent/runs`, its calls from `origin` (`cron` with the job; the run and
-/// turn are added). Returns the outcome, the answer (or what ended the run)
-/// and the run's id, which is put in `run_id` too as soon as the run has it
-/// (before its first call).
+/// `<state>/agent/runs` (and each of its lines handed to `transcripts`, when
+/// given), its calls from `origin` (`cron` with the job; the run and turn are
+/// added). Returns the outcome, the answer (or what ended the run) and the run's
+/// id, which is put in `run_id` too as soon as the run has it (before its first
+/// call).
 pub async fn run_unattended(
     registry: Arc<Registry>,
     settings: &AgentSettings,
@@ -187,13 +189,15 @@ pub async fn run_unattended(
     cancel: &CancellationToken,
     run_id: &OnceLock<String>,
     origin: Origin,
+    transcripts: Option<Arc<dyn TranscriptSink>>,
 ) -> (Outcome, String, String) {
     let mut settings = settings.clone();
     if let Some(learnt) = settings.ask_server().await {
         tracing::info!("{learnt}");
     }
     let settings = &settings;
-    let options = options(settings, &registry, runs_dir(&registry));
+    let mut options = options(settings, &registry, runs_dir(&registry));
+    options.transcript_sink = transcripts;
     let provider = match build_provider(settings.provider.clone()) {
         Ok(p) => p,
         Err(e) => return (Outcome::Error, error_chain(&e), String::new()),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use tokio::runtime::Runtime;
 use toolbelt_core::{BatchMode, CallOptions, Envelope, Registry, ToolCall};
-use toolbelt_store::{CallLogWriter, StoreHandle};
+use toolbelt_store::{CALL_JOURNAL_DIR, CallLogWriter, StoreHandle};
 
 use crate::stamps;
 use crate::workspace::Workspace;
@@ -62,8 +62,10 @@ pub fn open_store_for_log(rt: &Runtime, store: &StoreHandle, call_log: bool) {
 }
 
 /// Records every call of `registry` in the call log of `store` (unless the log is
-/// switched off); flush the writer before the process ends. Needs a Tokio runtime
-/// entered.
+/// switched off), through the call journal in the session's state directory
+/// (`<state>/call-journal/`): a call is journalled before its answer leaves, and
+/// what an ended process left there is written first. Flush the writer before the
+/// process ends. Needs a Tokio runtime entered.
 pub fn start_call_log(
     registry: &mut Registry,
     store: &StoreHandle,
@@ -78,7 +80,15 @@ pub fn start_call_log(
         .first()
         .map(|r| r.display().to_string())
         .unwrap_or_default();
-    let writer = CallLogWriter::start(store.clone(), workspace);
+    let journal = registry.session().state_dir().join(CALL_JOURNAL_DIR);
+    let writer = CallLogWriter::start_journaled(store.clone(), workspace.clone(), &journal)
+        .unwrap_or_else(|e| {
+            eprintln!(
+                "toolbelt: warning: calls are logged without a journal (a crash loses the last ones): {}",
+                toolbelt_core::error_chain(&e)
+            );
+            CallLogWriter::start(store.clone(), workspace)
+        });
     registry.set_call_log(Some(Arc::new(writer.clone())));
     Some(writer)
 }
@@ -94,7 +104,8 @@ pub fn start_call_log_on(
     start_call_log(registry, store, on)
 }
 
-/// Waits until `writer` has written what it was given.
+/// Waits until `writer` has written what it was given (or, when the store cannot
+/// be written, until it has tried: the records stay in the journal).
 pub async fn flush_log(writer: Option<&CallLogWriter>) {
     if let Some(w) = writer {
         w.flush().await;

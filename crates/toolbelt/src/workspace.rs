@@ -21,7 +21,7 @@ use toolbelt_upstream::Upstreams;
 use crate::config::FileConfig;
 use crate::jobs::{self, AgentJobs};
 use crate::settings::{AgentSettings, Settings, real_path, token_dir, user_state_home};
-use crate::{leftovers, model};
+use crate::{leftovers, model, saved_outputs};
 
 /// A registry and what its tools share.
 #[derive(Debug)]
@@ -107,6 +107,8 @@ impl Workspace {
             session = session.with_timeout(Duration::from_millis(ms));
         }
         let session = leftovers::sweep_at_start(session);
+        let store = StoreHandle::lazy(store.clone());
+        let session = saved_outputs::attach(session, &store);
         let mut registry = Registry::new(session);
         registry.set_descriptions(descriptions.unwrap_or_default());
         if let Some(name) = profile {
@@ -138,7 +140,6 @@ impl Workspace {
             )
         };
         let web = web_options(file, *allow_private_network)?;
-        let store = StoreHandle::lazy(store.clone());
         let (messaging, jobs) = jobs::messaging(
             &file.channels,
             &file.agent,

@@ -29,7 +29,10 @@ impl Agent {
             && let Some(dir) = &self.options.transcript_dir
         {
             match Transcript::create(dir, &self.run_id) {
-                Ok(t) => self.journal.set_transcript(Some(t)),
+                Ok(t) => {
+                    let sink = self.options.transcript_sink.clone();
+                    self.journal.set_transcript(Some(t.with_sink(sink)));
+                }
                 Err(e) => tracing::warn!("no transcript for this run: {}", error_chain(&e)),
             }
             self.record(&json!({

@@ -574,6 +574,8 @@ impl Subagents {
         options.token_budget = settings.limits.token_budget;
         options.wait_for_background = true;
         options.transcript_dir = options.transcript_dir.map(|d| d.join("subagents"));
+        // Only top-level runs are listed; a subagent's transcript stays a file.
+        options.transcript_sink = None;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let mut agent = Agent::new(Arc::new(registry), provider, options, tx);
         agent.set_subagent();

@@ -6,4 +6,5 @@ mod local;
 mod origins;
 mod providers;
 mod scripted;
+mod sinks;
 mod subagents;

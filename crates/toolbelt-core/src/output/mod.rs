@@ -37,15 +37,30 @@
 //! before it spills, then the head, a ring buffer of the tail, a prefix of the
 //! current line and at most `max_error_lines` error lines of `max_line_bytes` each.
 //!
+//! Saved outputs beyond this process: a session may hold [`SavedOutputs`] (a
+//! store shared by the replicas of a server). The registry then keeps each saved
+//! output there too, in [`SavedChunk`]s of whole lines ([`LineChunks`]), before
+//! the call's answer leaves, and `read_output` pages it from there when the file
+//! is not in this process's spill directory. Both sources make their pages with
+//! one [`PageFill`], so a page is the same byte for byte wherever it was read.
+//! [`SavedOutputLimits`] says how long both keep them ([`expire_spilled`]).
+//!
 //! The module's rooms: `budget` (the limits and the bounded result), `sink` (the
 //! streaming writer and its spill file), `truncate` (the layout of a cut text and
-//! its markers), `page` (saved outputs read back a page at a time), `cut` (line and
+//! its markers), `page` (saved outputs' ids and files, read back a page at a
+//! time), `fill` (a page made from an output's bytes, wherever they are kept),
+//! `chunks` (an output cut into chunks of lines for a store), `saved` (the store
+//! of saved outputs), `expiry` (how long they are kept), `cut` (line and
 //! character boundaries) and `reply` (where all this meets the tool layer).
 
 mod budget;
+mod chunks;
 mod cut;
+mod expiry;
+mod fill;
 mod page;
 mod reply;
+mod saved;
 mod sink;
 mod truncate;
 
@@ -53,15 +68,23 @@ pub use budget::{
     Captured, DEFAULT_MAX_ERROR_LINES, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_OUTPUT_BYTES,
     MARKER_RESERVE_BYTES, OutputBudget,
 };
-pub use page::{
-    DEFAULT_READ_LIMIT_LINES, MAX_PAGE_BYTES, MAX_PAGE_LINE_BYTES, MAX_READ_LIMIT_LINES,
-    SpillError, SpilledPage, is_valid_output_id, read_spilled, read_spilled_within, spilled_path,
+pub use chunks::{LineChunks, SAVED_CHUNK_BYTES, SavedChunk};
+pub use expiry::{
+    Expired, SAVED_OUTPUT_MAX_AGE, SAVED_OUTPUT_MAX_TOTAL_BYTES, SavedOutputLimits, expire_spilled,
 };
+pub use fill::{
+    DEFAULT_READ_LIMIT_LINES, MAX_PAGE_BYTES, MAX_PAGE_LINE_BYTES, MAX_READ_LIMIT_LINES, PageFill,
+    PageRequest, SpilledPage,
+};
+pub use page::{SpillError, is_valid_output_id, read_spilled, read_spilled_within, spilled_path};
+pub use saved::{SaveError, SavedOutputs};
 pub use sink::{OutputSink, apply_budget, truncate_in_memory};
 pub use truncate::{ERROR_MARKERS, WARNING_MARKERS};
 
 /// Counts as people read them; its home is [`crate::human::group`].
 pub use crate::human::group;
 
+#[cfg(test)]
+mod saved_tests;
 #[cfg(test)]
 mod tests;

@@ -22,7 +22,7 @@ impl Captured {
 }
 
 /// INVALID_PARAMS for an id of the wrong shape, NOT_FOUND for one that is gone,
-/// INTERNAL when the saved file cannot be read.
+/// INTERNAL when the saved file or the store cannot be read.
 impl From<SpillError> for ToolError {
     fn from(e: SpillError) -> ToolError {
         let message = error_chain(&e);
@@ -31,7 +31,9 @@ impl From<SpillError> for ToolError {
             SpillError::NotFound(_) => ToolError::new(ErrorCode::NotFound, message).hint(
                 "output ids come from truncated results of this session; run the original call again",
             ),
-            SpillError::Io { .. } => ToolError::new(ErrorCode::Internal, message),
+            SpillError::Io { .. } | SpillError::Store { .. } => {
+                ToolError::new(ErrorCode::Internal, message)
+            }
         }
     }
 }

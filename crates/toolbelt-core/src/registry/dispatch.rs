@@ -18,7 +18,9 @@
 //!    files a shell command changed are checked for problems when the post-edit
 //!    pipeline says so (`after_bash`);
 //! 9. **budget**: a text over the output budget is cut and the whole saved;
-//! 10. **record**: the envelope's context and time, the trace event and the call
+//! 10. **share**: a saved output is kept where the session keeps saved outputs
+//!     beyond this process (a store replicas share), before the answer leaves;
+//! 11. **record**: the envelope's context and time, the trace event and the call
 //!     log's record (with the call's origin and checkpoint).
 //!
 //! Each stage before execute returns `Result<_, Box<Envelope>>`: an `Err` is the
@@ -33,6 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 mod hook_stages;
+mod share_output;
 mod shell_checks;
 
 use futures::FutureExt;
@@ -132,9 +135,11 @@ impl Registry {
     /// The call goes through these stages, in order: lookup (an unknown name ends
     /// it, with the closest names), repair, validate, authorize, approve (a call a
     /// rule marks `ask`), execute (timeout, cancellation, panics contained), budget
-    /// (a long text cut and saved) and record (context, trace event, call log). A
-    /// stage before execute may end the call with its envelope; budget and record
-    /// see every envelope that comes out of execute, and record sees every one.
+    /// (a long text cut and saved), share (a saved output kept in the session's
+    /// [`SavedOutputs`](crate::output::SavedOutputs)) and record (context, trace
+    /// event, call log). A stage before execute may end the call with its envelope;
+    /// budget, share and record see every envelope that comes out of execute, and
+    /// record sees every one.
     pub async fn execute_call(&self, call: ToolCall, opts: CallOptions) -> Envelope {
         let incoming = Incoming {
             started: Instant::now(),
@@ -167,7 +172,7 @@ impl Registry {
         self.record(env, incoming, trace)
     }
 
-    /// The stages from lookup to budget; an `Err` is the envelope the call ends with.
+    /// The stages from lookup to share; an `Err` is the envelope the call ends with.
     async fn run(
         &self,
         name: &str,
@@ -198,7 +203,8 @@ impl Registry {
         let env = self
             .post_hooks(&target, &args, env, &note, call_id, pre, trace)
             .await;
-        Ok(self.budget(env, ctx.budget()))
+        let env = self.budget(env, ctx.budget());
+        Ok(self.share_output(env).await)
     }
 
     /// Stage 6: for a call that may change files, the checkpointer keeps what is

@@ -1,2 +1,3 @@
 mod registry;
+mod saved_outputs;
 mod spill;

@@ -367,6 +367,58 @@ async fn a_message_left_by_a_dead_deliverer_is_delivered_once_after_its_lease() 
 }
 
 #[tokio::test]
+async fn a_stopping_outbox_gives_back_the_lease_of_a_send_it_cuts_off() {
+    for t in testing::both().await.unwrap() {
+        // A channel that takes the request and never answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let held = tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((sock, _)) = listener.accept().await {
+                open.push(sock);
+            }
+        });
+        let m = ops(&t.location, &url);
+        let id = m
+            .outbox()
+            .enqueue(text("ops", None, "cut off"))
+            .await
+            .unwrap();
+        let store = m.store().store().await.unwrap();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let running = tokio::spawn({
+            let m = m.clone();
+            let cancel = cancel.clone();
+            async move { m.run(cancel).await }
+        });
+        let deadline = tokio::time::Instant::now() + TEST_TIMEOUT;
+        while get_message(store, &id).await.unwrap().unwrap().status != OutboxStatus::Sending {
+            assert!(tokio::time::Instant::now() < deadline, "never leased");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let stopped_at = std::time::Instant::now();
+        cancel.cancel();
+        tokio::time::timeout(TEST_TIMEOUT, running)
+            .await
+            .unwrap()
+            .unwrap();
+        let took = stopped_at.elapsed();
+        assert!(
+            took < Duration::from_millis(toolbelt_sched::STOP_SEND_GRACE_MS + 1_500),
+            "stopping took {took:?}"
+        );
+        let back = get_message(store, &id).await.unwrap().unwrap();
+        assert_eq!(
+            (back.status, back.lease_until, back.attempts),
+            (OutboxStatus::Pending, None, 0)
+        );
+        // Due now, for the next deliverer, not after the lease.
+        assert!(back.next_attempt_at <= toolbelt_store::now_ms());
+        held.abort();
+    }
+}
+
+#[tokio::test]
 async fn the_file_channel_appends_json_lines() {
     let t = testing::sqlite().await.unwrap();
     let dir = tempfile::tempdir().unwrap();

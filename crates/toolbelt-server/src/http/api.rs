@@ -1,5 +1,5 @@
-//! The JSON API's own routes: the health check, the tool list and the OpenAPI
-//! document, one tool call, a batch of calls; and the answer to a route that
+//! The JSON API's own routes: the tool list and the OpenAPI document, one tool
+//! call, a batch of calls; and the answer to a route that
 //! does not exist. Each call carries where it came from ([`caller_origin`]): the
 //! API, or the web page.
 
@@ -38,10 +38,6 @@ pub(super) fn caller_origin(headers: &HeaderMap, token_required: bool) -> Origin
         .is_some_and(|site| site.eq_ignore_ascii_case("same-origin"));
     let page = !bearer && (token_required || same_origin_page);
     Origin::new(if page { "web" } else { "api" })
-}
-
-pub(super) async fn healthz() -> Response {
-    axum::Json(json!({ "status": "ok" })).into_response()
 }
 
 pub(super) async fn not_found() -> ApiError {

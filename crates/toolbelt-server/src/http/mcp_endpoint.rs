@@ -1,12 +1,18 @@
 //! The MCP endpoint at `/mcp`: rmcp's streamable HTTP service over one
 //! [`McpServer`] per session, twice over (with and without priming events, by the
 //! client's protocol revision).
+//!
+//! Behind a load balancer: clients of the 2026-07-28 revision have no session,
+//! and any replica serves any of their requests. Older clients' sessions live in
+//! the replica that opened them; a request naming a session this replica does not
+//! know (opened elsewhere, or ended) is answered 404, as the MCP specification
+//! says, so that the client opens a new one, never a 5xx.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::Method;
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
@@ -100,6 +106,12 @@ pub(super) struct McpEndpoint {
 }
 
 impl McpEndpoint {
+    /// Whether session `id` is live here.
+    async fn knows(&self, id: &str) -> bool {
+        self.modern_sessions.sessions.read().await.contains_key(id)
+            || self.legacy_sessions.sessions.read().await.contains_key(id)
+    }
+
     /// The live sessions.
     pub(super) async fn sessions(&self) -> usize {
         self.modern_sessions.sessions.read().await.len()
@@ -168,20 +180,57 @@ fn initialize_version(body: &[u8]) -> Option<String> {
     })
 }
 
-/// `/mcp`: hands the request to the server of its client's revision.
+/// The answer to a request naming a session that is not live here.
+fn unknown_session() -> Response {
+    ApiError::NotFound(
+        "no such MCP session on this server (it ended, or another server opened it); \
+         start a new one with initialize"
+            .into(),
+    )
+    .into_response()
+}
+
+/// `/mcp`: hands the request to the server of its client's revision. A session
+/// this replica does not know is 404, with a message saying what to do: its end
+/// (`DELETE`, which rmcp accepts for any id), a request rmcp found no session
+/// for, and one that failed because the session ended meanwhile. A session
+/// ended is 204 (rmcp says 202, which the Python SDK takes for a failure).
 async fn mcp_endpoint(State(endpoint): State<McpEndpoint>, request: Request) -> Response {
     use tower::ServiceExt as _;
+    let method = request.method().clone();
+    let session = request
+        .headers()
+        .get(MCP_SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(id) = &session
+        && method == Method::DELETE
+        && !endpoint.knows(id).await
+    {
+        return unknown_session();
+    }
     let (legacy, request) = match endpoint.is_legacy(request).await {
         Ok(routed) => routed,
         Err(refused) => return refused.into_response(),
     };
     let service = if legacy {
-        endpoint.legacy
+        endpoint.legacy.clone()
     } else {
-        endpoint.modern
+        endpoint.modern.clone()
     };
-    match service.oneshot(request).await {
+    let response = match service.oneshot(request).await {
         Ok(response) => response.map(axum::body::Body::new),
         Err(never) => match never {},
+    };
+    let status = response.status();
+    if (status.is_server_error() || status == StatusCode::NOT_FOUND)
+        && let Some(id) = &session
+        && !endpoint.knows(id).await
+    {
+        return unknown_session();
     }
+    if method == Method::DELETE && status == StatusCode::ACCEPTED {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    response
 }

@@ -1,7 +1,9 @@
 //! The HTTP server: MCP streamable HTTP at `/mcp` and a small JSON API at `/v1`.
 //!
 //! Routes:
-//! - `GET /healthz`: liveness, no token needed.
+//! - `GET /healthz`: what a load balancer asks (the `health` module): the
+//!   replica, its store and scheduler; 503 while the store does not answer or
+//!   the server drains. No token needed.
 //! - `GET /v1/tools`: the tool specs, with the names the active profile exposes.
 //! - `POST /v1/tools/{name}`: the body is the arguments (JSON), the answer the
 //!   result envelope. Tool errors are envelopes with status 200; an unknown tool
@@ -28,8 +30,8 @@
 //! and `Referrer-Policy`.
 //!
 //! The modules: `serve` runs the accept loop, `guard` puts the checks of
-//! `security` in front of every route, `api` holds the JSON API's routes and
-//! `openapi` their description, `checkpoints` the checkpoint routes,
+//! `security` in front of every route, `health` answers `/healthz`, `api` holds
+//! the JSON API's routes and `openapi` their description, `checkpoints` the checkpoint routes,
 //! `mcp_endpoint` the MCP endpoint, `body` reads request bodies, `token` keeps
 //! the generated token.
 
@@ -37,6 +39,7 @@ mod api;
 pub(crate) mod body;
 mod checkpoints;
 mod guard;
+mod health;
 mod mcp_endpoint;
 mod openapi;
 pub(crate) mod security;
@@ -59,6 +62,7 @@ use crate::conn::Deadlines;
 use crate::questions::PendingQuestions;
 use crate::web::{self, Web, api::ApiState};
 
+pub use health::{Health, STORE_CHECK_TIMEOUT_MS, SchedulerState};
 pub use serve::{bind, serve, serve_listener, shutdown_signal};
 pub use token::load_or_create_token;
 
@@ -99,8 +103,11 @@ pub struct ServeConfig {
     /// Time a client has to send a request's headers before the connection is closed.
     pub header_read_timeout: Duration,
     /// The store the web page reads (call log, todos, planner); without it those
-    /// endpoints answer 503.
+    /// endpoints answer 503. `/healthz` checks that it answers.
     pub store: Option<StoreHandle>,
+    /// What `/healthz` says of this replica (its name, version, scheduler); the
+    /// server marks it draining when it is told to stop.
+    pub health: Health,
     /// A one-time login code for the web page ([`crate::web::new_login_code`]),
     /// good for one login within [`crate::web::LOGIN_CODE_TTL_SECS`].
     pub login_code: Option<String>,
@@ -143,6 +150,7 @@ impl ServeConfig {
             max_sessions: DEFAULT_MAX_SESSIONS,
             header_read_timeout: Duration::from_secs(DEFAULT_HEADER_READ_TIMEOUT_SECS),
             store: None,
+            health: Health::default(),
             login_code: None,
             mcp: crate::mcp::McpOptions::default(),
             upstreams: None,
@@ -168,6 +176,7 @@ impl std::fmt::Debug for ServeConfig {
                 "store",
                 &self.store.as_ref().map(|s| s.location().describe()),
             )
+            .field("health", &self.health)
             .field(
                 "login_code",
                 &self.login_code.as_ref().map(|_| "<redacted>"),
@@ -233,12 +242,15 @@ fn build_router(
         cancel: cancel.clone(),
     }));
     let api = Router::new()
-        .route("/healthz", get(api::healthz))
         .route("/v1/tools", get(api::list_tools))
         .route("/v1/tools/{name}", post(api::call_tool))
         .route("/v1/batch", post(api::call_batch))
         .route("/v1/openapi.json", get(api::openapi))
         .with_state(state)
+        .merge(health::routes(health::HealthState {
+            health: config.health.clone(),
+            store: config.store.clone(),
+        }))
         .merge(page_api)
         .merge(checkpoint_routes)
         .merge(web::questions::routes(

@@ -26,6 +26,8 @@ pub(super) fn openapi_document(registry: &Registry) -> Value {
             } }
         }),
     );
+    schemas.insert("Health".into(), health_schema());
+    let health_ref = json!({ "$ref": "#/components/schemas/Health" });
     let envelope_ref = json!({ "$ref": "#/components/schemas/Envelope" });
     let error_ref = json!({ "$ref": "#/components/schemas/Error" });
     let unauthorized = json!({
@@ -36,11 +38,14 @@ pub(super) fn openapi_document(registry: &Registry) -> Value {
         "/healthz".into(),
         json!({ "get": {
             "operationId": "healthz",
-            "summary": "Liveness check (no token needed).",
+            "summary": "What a load balancer asks: the replica, its store (a bounded SELECT 1) and its scheduler (no token needed).",
             "security": [],
-            "responses": { "200": { "description": "The server is up.",
-                "content": { "application/json": { "schema": {
-                    "type": "object", "properties": { "status": { "const": "ok" } } } } } } }
+            "responses": {
+                "200": { "description": "The replica takes calls.",
+                    "content": { "application/json": { "schema": health_ref.clone() } } },
+                "503": { "description": "Send new work elsewhere: the store does not answer, or the server is draining (it was told to stop and finishes the calls under way).",
+                    "content": { "application/json": { "schema": health_ref } } }
+            }
         } }),
     );
     paths.insert(
@@ -174,6 +179,26 @@ fn envelope_schema() -> Value {
                 "message": { "type": "string" },
                 "hint": { "type": ["string", "null"] }
             } }
+        }
+    })
+}
+
+/// The body of `/healthz`.
+fn health_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["status", "replica", "version", "store", "scheduler"],
+        "properties": {
+            "status": { "enum": ["ok", "draining", "unavailable"] },
+            "replica": { "type": "string", "description": "The replica's name, which its agent runs and questions carry in the store." },
+            "version": { "type": "string" },
+            "store": { "type": ["object", "null"], "required": ["backend", "reachable", "latency_ms"],
+                "properties": {
+                    "backend": { "enum": ["sqlite", "postgres"] },
+                    "reachable": { "type": "boolean" },
+                    "latency_ms": { "type": "integer", "minimum": 0 }
+                } },
+            "scheduler": { "enum": ["off", "running", "stopping", "stopped"] }
         }
     })
 }

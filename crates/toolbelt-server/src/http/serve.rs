@@ -125,6 +125,8 @@ pub async fn serve_listener(
         });
     }
     drop(listener);
+    // From now on /healthz says so, on the connections still open.
+    config.health.start_draining();
     tracing::info!(target: "toolbelt::serve", "shutting down");
     // Ends the MCP server streams, which would otherwise hold their connections open.
     cancel.cancel();

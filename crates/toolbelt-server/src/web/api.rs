@@ -10,8 +10,8 @@
 //!   oldest first) whenever calls were logged after `Last-Event-ID` (or `after`).
 //! - `GET /v1/todos`: every todo list of every workspace.
 //! - `GET /v1/planner/projects|goals|tasks|reviews|patterns`: the planner.
-//! - `GET /v1/agent/runs`, `GET /v1/agent/runs/{id}`: the agent's runs, from their
-//!   transcripts in `<state>/agent/runs`, and one run step by step.
+//! - `GET /v1/agent/runs`, `GET /v1/agent/runs/{id}`: the agent's runs and one
+//!   run step by step (in the `runs` module beside this one).
 //! - `GET /v1/cron/jobs`: the scheduled jobs of every workspace, with their next
 //!   and last runs.
 
@@ -23,8 +23,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::HeaderMap;
+use axum::response::IntoResponse;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
@@ -35,6 +35,8 @@ use toolbelt_store::{
 };
 use toolbelt_wire::export::{Format, export_tool};
 
+use super::params::{Answer, Params, json_answer, number, text};
+use super::runs::RunsState;
 use crate::error::ApiError;
 
 /// How often the live call log looks for new calls, in milliseconds.
@@ -52,6 +54,10 @@ pub(crate) struct ApiState {
 
 /// The endpoints, to merge into the API router.
 pub(crate) fn routes(state: Arc<ApiState>) -> Router {
+    let runs = super::runs::routes(RunsState {
+        registry: Arc::clone(&state.registry),
+        store: state.store.clone(),
+    });
     Router::new()
         .route("/v1/tools/{name}/schemas", get(schemas))
         .route("/v1/calls", get(calls))
@@ -62,20 +68,9 @@ pub(crate) fn routes(state: Arc<ApiState>) -> Router {
         .route("/v1/planner/tasks", get(tasks))
         .route("/v1/planner/reviews", get(reviews))
         .route("/v1/planner/patterns", get(patterns))
-        .route("/v1/agent/runs", get(agent_runs))
-        .route("/v1/agent/runs/{id}", get(agent_run))
         .route("/v1/cron/jobs", get(cron_jobs))
         .with_state(state)
-}
-
-type Params = Query<HashMap<String, String>>;
-
-/// What a handler answers.
-type Answer = Result<Response, ApiError>;
-
-/// `value` as the JSON answer.
-fn json_answer(value: impl serde::Serialize) -> Answer {
-    Ok(axum::Json(value).into_response())
+        .merge(runs)
 }
 
 async fn open(state: &ApiState) -> Result<&Store, ApiError> {
@@ -83,27 +78,6 @@ async fn open(state: &ApiState) -> Result<&Store, ApiError> {
         return Err(ApiError::NoStore);
     };
     Ok(handle.store().await?)
-}
-
-fn text(params: &HashMap<String, String>, name: &str) -> Option<String> {
-    params
-        .get(name)
-        .map(|v| v.trim())
-        .filter(|v| !v.is_empty())
-        .map(str::to_string)
-}
-
-fn number<T: std::str::FromStr>(
-    params: &HashMap<String, String>,
-    name: &str,
-) -> Result<Option<T>, ApiError> {
-    match text(params, name) {
-        None => Ok(None),
-        Some(v) => v
-            .parse()
-            .map(Some)
-            .map_err(|_| ApiError::InvalidParams(format!("{name}: {v:?} is not a number"))),
-    }
 }
 
 fn choice<T: Copy>(
@@ -308,82 +282,6 @@ async fn patterns(State(state): State<Arc<ApiState>>, Query(params): Params) -> 
         request.utc_offset = o;
     }
     json_answer(toolbelt_store::analyze_patterns(open(&state).await?, &request).await?)
-}
-
-/// Runs listed at most, newest first.
-pub const MAX_RUNS_LISTED: usize = 500;
-/// Runs listed when no `limit` is given.
-const DEFAULT_RUNS_LISTED: usize = 100;
-
-/// Where the agent keeps its transcripts.
-fn runs_dir(state: &ApiState) -> std::path::PathBuf {
-    state
-        .registry
-        .session()
-        .state_dir()
-        .join("agent")
-        .join("runs")
-}
-
-/// A run as the page lists it (its file's path left out).
-fn run_json(run: &toolbelt_agent::transcript::RunInfo) -> Value {
-    json!({
-        "id": run.id,
-        "started": run.started,
-        "model": run.model,
-        "prompt": run.prompt,
-        "turns": run.turns,
-        "steps": run.steps,
-        "outcome": run.outcome,
-        "usage": run.usage,
-    })
-}
-
-/// Why the runs' transcripts cannot be read.
-type RunsError = Box<dyn std::error::Error + Send + Sync>;
-
-/// Reads the runs' transcripts off the async threads.
-async fn read_runs<T: Send + 'static>(
-    read: impl FnOnce() -> Result<T, RunsError> + Send + 'static,
-) -> Result<T, ApiError> {
-    match tokio::task::spawn_blocking(read).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(ApiError::RunsUnreadable(e)),
-        Err(e) => Err(ApiError::RunsUnreadable(Box::new(e))),
-    }
-}
-
-/// `GET /v1/agent/runs?limit=N`: the newest runs first.
-async fn agent_runs(State(state): State<Arc<ApiState>>, Query(params): Params) -> Answer {
-    let limit = number::<usize>(&params, "limit")?
-        .unwrap_or(DEFAULT_RUNS_LISTED)
-        .clamp(1, MAX_RUNS_LISTED);
-    let dir = runs_dir(&state);
-    let runs = read_runs(move || Ok(toolbelt_agent::transcript::list(&dir)?)).await?;
-    let newest: Vec<Value> = runs.iter().rev().take(limit).map(run_json).collect();
-    json_answer(json!({ "runs": newest, "total": runs.len() }))
-}
-
-/// `GET /v1/agent/runs/{id}`: one run, step by step.
-async fn agent_run(State(state): State<Arc<ApiState>>, UrlPath(id): UrlPath<String>) -> Answer {
-    let dir = runs_dir(&state);
-    let wanted = id.clone();
-    let found = read_runs(move || {
-        // Only a listed run: the id never becomes a path of its own.
-        let runs = toolbelt_agent::transcript::list(&dir)?;
-        let Some(run) = runs.into_iter().find(|r| r.id == wanted) else {
-            return Ok(None);
-        };
-        let entries = toolbelt_agent::transcript::read(&run.path)?;
-        Ok(Some((run, entries)))
-    })
-    .await?;
-    match found {
-        Some((run, entries)) => json_answer(json!({ "run": run_json(&run), "entries": entries })),
-        None => Err(ApiError::NotFound(format!(
-            "no agent run {id:?}; see GET /v1/agent/runs"
-        ))),
-    }
 }
 
 /// `GET /v1/cron/jobs`: every workspace's jobs, as `cron` lists them, with their

@@ -1,7 +1,8 @@
 //! The web page served at `/`: its embedded assets, the login that turns the
 //! server's token into a session cookie, logout, and the headers every response
-//! carries. The JSON endpoints the page reads are in the `api` module, those of the
-//! questions agent runs put to the person in the `questions` module.
+//! carries. The JSON endpoints the page reads are in the `api` module (the agent's
+//! runs in `runs`, what they share in `params`), those of the questions agent runs
+//! put to the person in the `questions` module.
 //!
 //! Routes (all behind the Host and Origin checks of [`crate::http`]):
 //! - `GET /`: the page with a session (or when the server asks for no token), the
@@ -22,7 +23,9 @@
 //! is same-site for cookies, is refused.
 
 pub(crate) mod api;
+mod params;
 pub(crate) mod questions;
+mod runs;
 
 use std::collections::HashMap;
 use std::net::IpAddr;

@@ -7,7 +7,11 @@
 //! - `POST /v1/questions/{id}`: `{"answers": [{"header", "selected", "text"}]}`,
 //!   one answer per question, or `{"decline": true, "reason": "..."}`. Answers
 //!   `{"id", "status": "answered" | "declined"}`; 400 when the body does not fit
-//!   the questions (they stay pending), 404 when nothing waits under the id.
+//!   the questions (they stay pending), 404 when nothing waits under the id
+//!   (answered already, expired, withdrawn, never asked).
+//!
+//! Under `toolbelt serve` the questions are kept in the store: every replica
+//! lists the questions of all of them and takes an answer to any, once.
 
 use std::sync::Arc;
 
@@ -40,8 +44,9 @@ pub(crate) fn routes(questions: PendingQuestions, max_body_bytes: usize) -> Rout
 }
 
 /// `GET /v1/questions`.
-async fn list(State(state): State<Arc<QuestionsState>>) -> Response {
-    axum::Json(json!({ "questions": state.questions.list() })).into_response()
+async fn list(State(state): State<Arc<QuestionsState>>) -> Result<Response, ApiError> {
+    let waiting = state.questions.waiting().await.map_err(ApiError::Store)?;
+    Ok(axum::Json(json!({ "questions": waiting })).into_response())
 }
 
 /// `POST /v1/questions/{id}`.
@@ -57,13 +62,17 @@ async fn answer(
         ));
     }
     let reply: Reply = serde_json::from_slice(&body).map_err(ApiError::NotAnAnswer)?;
-    match state.questions.answer(&id, reply) {
+    match state.questions.answer(&id, reply).await {
         Ok(answered) => {
             let status = if answered { "answered" } else { "declined" };
             Ok(axum::Json(json!({ "id": id, "status": status })).into_response())
         }
-        Err(e @ ReplyError::NotPending(_)) => Err(ApiError::NotFound(e.to_string())),
+        Err(e @ (ReplyError::NotPending(_) | ReplyError::Answered(_) | ReplyError::Expired(_))) => {
+            Err(ApiError::NotFound(e.to_string()))
+        }
         Err(ReplyError::Invalid(invalid)) => Err(ApiError::InvalidParams(invalid.to_string())),
+        Err(ReplyError::Store(e)) => Err(ApiError::Store(e)),
+        Err(e) => Err(ApiError::QuestionsUnreadable(e)),
     }
 }
 

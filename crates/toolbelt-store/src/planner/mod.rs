@@ -20,7 +20,7 @@ mod goals;
 mod projects;
 mod records;
 mod requests;
-mod rows;
+pub(crate) mod rows;
 mod tasks;
 
 pub use enums::{GoalStage, Priority, ProjectStatus, TaskStatus};

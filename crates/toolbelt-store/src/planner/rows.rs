@@ -85,7 +85,7 @@ pub(super) fn task_from(row: &AnyRow) -> StoreResult<Task> {
 }
 
 /// `$first, $first+1, ...` for `n` values.
-pub(super) fn placeholders(first: usize, n: usize) -> String {
+pub(crate) fn placeholders(first: usize, n: usize) -> String {
     (first..first + n)
         .map(|i| format!("${i}"))
         .collect::<Vec<_>>()

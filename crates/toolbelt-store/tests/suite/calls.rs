@@ -39,6 +39,21 @@ fn registry(writer: &CallLogWriter) -> Registry {
     registry
 }
 
+/// A writer on `store` for `workspace`: journalling its records in a new
+/// directory (returned with it), or keeping them in memory.
+fn writer(
+    store: &toolbelt_store::Store,
+    workspace: &str,
+    journaled: bool,
+) -> (CallLogWriter, Option<tempfile::TempDir>) {
+    if !journaled {
+        return (CallLogWriter::start(store.clone(), workspace), None);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let writer = CallLogWriter::start_journaled(store.clone(), workspace, dir.path()).unwrap();
+    (writer, Some(dir))
+}
+
 async fn run(registry: &Registry, tool: &str, args: serde_json::Value, id: &str) -> Envelope {
     tokio::time::timeout(
         Duration::from_secs(10),
@@ -49,6 +64,18 @@ async fn run(registry: &Registry, tool: &str, args: serde_json::Value, id: &str)
     )
     .await
     .unwrap()
+}
+
+/// Fresh stores of both backends, each with whether its writer journals: every
+/// case once with records in memory, once journalled.
+async fn both_ways() -> Vec<(testing::TestStore, bool)> {
+    let mut out = Vec::new();
+    for journaled in [false, true] {
+        for t in testing::both().await.unwrap() {
+            out.push((t, journaled));
+        }
+    }
+    out
 }
 
 fn all() -> CallFilter {
@@ -64,8 +91,8 @@ fn bytes_out(env: &Envelope) -> i64 {
 
 #[tokio::test]
 async fn a_registry_logs_exact_rows_with_secrets_redacted() {
-    for t in testing::both().await.unwrap() {
-        let writer = CallLogWriter::start(t.store.clone(), "/work/project");
+    for (t, journaled) in both_ways().await {
+        let (writer, _dir) = writer(&t.store, "/work/project", journaled);
         let registry = registry(&writer);
         let before = toolbelt_store::now_ms();
         let ok = run(
@@ -265,8 +292,8 @@ async fn tail_and_tool_filters_return_the_latest_oldest_first() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flush_waits_for_every_batch_and_nothing_is_lost_across_a_restart() {
-    for t in testing::both().await.unwrap() {
-        let writer = CallLogWriter::start(t.store.clone(), "/w");
+    for (t, journaled) in both_ways().await {
+        let (writer, _dir) = writer(&t.store, "/w", journaled);
         // More than one batch, from several clones at once.
         let clones: Vec<CallLogWriter> = (0..4).map(|_| writer.clone()).collect();
         for (c, w) in clones.iter().enumerate() {
@@ -301,8 +328,9 @@ async fn flush_waits_for_every_batch_and_nothing_is_lost_across_a_restart() {
     }
 }
 
+/// A store that cannot be written never fails a call, and a flush still ends.
 #[tokio::test]
-async fn a_failing_store_drops_the_batch_without_failing_calls() {
+async fn a_failing_store_never_fails_calls_and_flush_still_returns() {
     let t = testing::sqlite().await.unwrap();
     let writer = CallLogWriter::start(t.store.clone(), "/w");
     let registry = registry(&writer);
@@ -367,8 +395,14 @@ async fn calls_older_than_the_retention_are_removed_as_new_ones_arrive() {
 /// CALL_LOG_LINGER, without a flush; nothing is written before that.
 #[tokio::test]
 async fn a_burst_is_written_after_the_linger_without_a_flush() {
+    for journaled in [false, true] {
+        a_burst_is_written_after_the_linger(journaled).await;
+    }
+}
+
+async fn a_burst_is_written_after_the_linger(journaled: bool) {
     let t = testing::sqlite().await.unwrap();
-    let writer = CallLogWriter::start(t.store.clone(), "/w");
+    let (writer, _dir) = writer(&t.store, "/w", journaled);
     let started = tokio::time::Instant::now();
     for n in 0..20 {
         writer.record(record(n, "think"));

@@ -1,11 +1,12 @@
 //! Cron jobs and the outbox on both backends: names unique per workspace, a claim
-//! key taken once, outbox leases held by one deliverer, outcomes only under the lease.
+//! key taken once, outbox leases held by one deliverer, outcomes only under the lease,
+//! a lease given back at once by a deliverer that stops.
 
 use pretty_assertions::assert_eq;
 use toolbelt_store::{
     Claim, FireMode, NewCronJob, NewOutboxMessage, OutboxStatus, StoreError, claim_firing,
     claim_message, create_cron_job, due_messages, enqueue_message, get_message, list_cron_jobs,
-    next_message_due, record_retry, record_sent, remove_cron_job, testing,
+    next_message_due, record_retry, record_sent, release_message, remove_cron_job, testing,
 };
 
 fn job(workspace: &str, name: &str, next_at: i64) -> NewCronJob {
@@ -189,6 +190,51 @@ async fn an_outbox_lease_has_one_holder_and_outcomes_need_it() {
                 .is_none()
         );
         assert_eq!(next_message_due(s).await.unwrap(), None);
+    }
+}
+
+#[tokio::test]
+async fn a_released_lease_is_takeable_at_once_and_its_attempt_not_counted() {
+    for t in testing::both().await.unwrap() {
+        let s = &t.store;
+        s.ping().await.unwrap();
+        let m = NewOutboxMessage {
+            id: "msg-r".into(),
+            channel: "ops".into(),
+            chat_id: None,
+            content: "hello".into(),
+            reply_to: None,
+            media: None,
+            job_id: None,
+        };
+        enqueue_message(s, &m, 100).await.unwrap();
+        claim_message(s, "msg-r", 100, 60_100)
+            .await
+            .unwrap()
+            .unwrap();
+        // Not the holder's lease: nothing changes.
+        assert!(!release_message(s, "msg-r", 60_000, 150).await.unwrap());
+        assert!(due_messages(s, 200, 10).await.unwrap().is_empty());
+        // The holder stops: the message is due at once, for anyone.
+        assert!(release_message(s, "msg-r", 60_100, 200).await.unwrap());
+        let back = get_message(s, "msg-r").await.unwrap().unwrap();
+        assert_eq!(
+            (
+                back.status,
+                back.attempts,
+                back.lease_until,
+                back.next_attempt_at
+            ),
+            (OutboxStatus::Pending, 0, None, 200)
+        );
+        assert_eq!(due_messages(s, 200, 10).await.unwrap(), ["msg-r"]);
+        let taken = claim_message(s, "msg-r", 210, 60_210)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(taken.attempts, 1);
+        // Released twice: the second is void.
+        assert!(!release_message(s, "msg-r", 60_100, 220).await.unwrap());
     }
 }
 

@@ -1,8 +1,12 @@
-//! `read_output`: pages a spilled output by its id.
+//! `read_output`: pages a saved output by its id: from this process's spill
+//! directory, else from where the session keeps saved outputs beyond it (the
+//! store replicas of a server share).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolbelt_core::output::{DEFAULT_READ_LIMIT_LINES, MAX_READ_LIMIT_LINES, read_spilled_within};
+use toolbelt_core::output::{
+    DEFAULT_READ_LIMIT_LINES, MAX_READ_LIMIT_LINES, SpillError, read_spilled_within,
+};
 use toolbelt_core::{Category, Hints, Reply, ToolContext, ToolResult, ToolSpec, TypedTool};
 
 /// Arguments of `read_output`.
@@ -76,7 +80,16 @@ impl TypedTool for ReadOutput {
         // The page is held to the session's budget so it is never cut and spilled again.
         let max_page_bytes = ctx.budget().max_bytes;
         let offset = p.offset.unwrap_or(1);
-        let page = read_spilled_within(&dir, &p.output_id, offset, limit, max_page_bytes)?;
+        let local = read_spilled_within(&dir, &p.output_id, offset, limit, max_page_bytes);
+        let page = match (local, ctx.session().saved_outputs()) {
+            // Saved by another process sharing the store (a replica of this server).
+            (Err(SpillError::NotFound(_)), Some(saved)) => {
+                saved
+                    .page(&p.output_id, offset, limit, max_page_bytes)
+                    .await?
+            }
+            (read, _) => read?,
+        };
         let out = ReadOutputResult {
             output_id: p.output_id,
             first_line: page.first_line,

@@ -87,7 +87,7 @@ fn run_foreground(mut ws: Workspace, once: bool) -> Result<ExitCode> {
     let log = runtime::start_call_log_on(&rt, &mut ws.registry, &ws.store, ws.call_log);
     // Nobody is at a page to answer the runs' questions.
     if let Some(jobs) = &ws.jobs {
-        jobs.attach(&ws.registry, None);
+        jobs.attach(&ws.registry, None, None);
     }
     ws.attach_subagents();
     let messaging = &ws.messaging;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use toolbelt_core::Session;
+use toolbelt_server::http::{Health, SchedulerState};
 use toolbelt_server::{PendingQuestions, ServeConfig};
 
 use crate::cli::ServeArgs;
@@ -50,8 +51,10 @@ pub fn run(args: ServeArgs, mut ws: Workspace, mcp: &McpConfig) -> Result<ExitCo
             Some(toolbelt_server::web::new_login_code().context("cannot make a login code")?);
     }
     let login_code = config.login_code.clone();
-    // The questions of the jobs' runs wait on the page until someone answers them.
-    let questions = PendingQuestions::new();
+    // The questions of the jobs' runs wait on the page until someone answers them;
+    // kept in the store, like the runs, so that every replica lists and answers them.
+    let replica = toolbelt_server::replica_id();
+    let questions = PendingQuestions::new().with_store(ws.store.clone(), replica.clone());
     config.questions = questions.clone();
     let rt = runtime::start(Threads::Many)?;
     rt.block_on(runtime::open_store(&ws.store))?;
@@ -62,7 +65,25 @@ pub fn run(args: ServeArgs, mut ws: Workspace, mcp: &McpConfig) -> Result<ExitCo
     // Jobs fire and the outbox drains while the server runs.
     let scheduler = {
         let _entered = rt.enter();
-        jobs::spawn(&ws.messaging, ws.jobs.as_deref(), &ws.registry, &questions)
+        let shared = jobs::Shared {
+            questions: &questions,
+            store: &ws.store,
+            replica: &replica,
+        };
+        jobs::spawn(&ws.messaging, ws.jobs.as_deref(), &ws.registry, &shared)
+    };
+    // /healthz names the replica; on SIGTERM the scheduler stops at once, while
+    // the calls under way finish.
+    let health = Health::new(replica.clone(), env!("CARGO_PKG_VERSION"));
+    health.set_scheduler(SchedulerState::Running);
+    config.health = health.clone();
+    let shutdown = {
+        let (health, stop_jobs) = (health.clone(), scheduler.stopper());
+        async move {
+            toolbelt_server::http::shutdown_signal().await;
+            health.set_scheduler(SchedulerState::Stopping);
+            stop_jobs.cancel();
+        }
     };
     let registry = ws.registry;
     let checks = ws.checks;
@@ -81,16 +102,11 @@ pub fn run(args: ServeArgs, mut ws: Workspace, mcp: &McpConfig) -> Result<ExitCo
         } else if open {
             eprintln!("open http://{addr}/ (no token needed)");
         }
-        toolbelt_server::http::serve_listener(
-            listener,
-            Arc::new(registry),
-            config,
-            toolbelt_server::http::shutdown_signal(),
-        )
-        .await
+        toolbelt_server::http::serve_listener(listener, Arc::new(registry), config, shutdown).await
     });
     // Prompt runs cut off by the stop record that they were.
     rt.block_on(scheduler.stop());
+    health.set_scheduler(SchedulerState::Stopped);
     // No language server outlives the server.
     rt.block_on(checks.shutdown());
     rt.block_on(runtime::flush_log(log.as_ref()));

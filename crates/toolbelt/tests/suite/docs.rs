@@ -762,3 +762,14 @@ fn a_link_to_nothing_is_found() {
         "{broken:#?}"
     );
 }
+
+#[test]
+fn the_readmes_haproxy_configuration_is_the_one_the_replica_test_runs() {
+    let root = workspace_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let (blocks, _) = split_markdown(&readme);
+    let shown: Vec<&Block> = blocks.iter().filter(|b| b.lang == "haproxy").collect();
+    assert_eq!(shown.len(), 1, "one HAProxy configuration in the README");
+    let file = std::fs::read_to_string(root.join("deploy/haproxy/haproxy.cfg")).unwrap();
+    assert_eq!(shown[0].text, file);
+}

@@ -15,18 +15,23 @@ fn toolbelt(root: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// The bytes of every file in `dir`.
+/// The bytes of every file under `dir` (the call journal's directory included),
+/// by path.
 fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut all: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect();
+    let mut all = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if e.file_type().unwrap().is_dir() {
+            all.extend(
+                files(&e.path())
+                    .into_iter()
+                    .map(|(inner, bytes)| (format!("{name}/{inner}"), bytes)),
+            );
+        } else {
+            all.push((name, std::fs::read(e.path()).unwrap()));
+        }
+    }
     all.sort();
     all
 }

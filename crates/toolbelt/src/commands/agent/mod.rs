@@ -7,6 +7,8 @@
 //! - `--resume ID --rewind-to TURN`: back to before a turn of a run ([`rewind`]):
 //!   the conversation in a new run, the files through their checkpoints; on the
 //!   screen, `/rewind` ([`tui::rewind_screen`]).
+//! - `import [DIR]`: the runs' transcripts copied into the store ([`import`]),
+//!   for `toolbelt serve`.
 //!
 //! The tools are the same registry the other commands build (roots, profile,
 //! permission rules, sandbox, output budget, store, call log); calls an `ask` rule
@@ -18,6 +20,7 @@
 mod approve;
 mod ask;
 mod event;
+mod import;
 mod picker;
 mod render;
 mod rewind;
@@ -39,7 +42,7 @@ use toolbelt_agent::{
 use toolbelt_store::CallLogWriter;
 
 use super::{out, out_json};
-use crate::cli::AgentArgs;
+use crate::cli::{AgentArgs, AgentCommand};
 use crate::config::AgentConfig;
 use crate::model::{self, UNATTENDED_REASON, Unattended};
 use crate::runtime::{self, Threads};
@@ -71,6 +74,10 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
     } = ws;
     let state_dir = registry.session().state_dir().to_path_buf();
     let runs_dir = model::runs_dir(&registry);
+    if let Some(AgentCommand::Import(import)) = &args.command {
+        let workspace = toolbelt_store::workspace_key(registry.session());
+        return import::run(import, &runs_dir, workspace, &store);
+    }
     if args.list {
         return list(&runs_dir, args.json);
     }
