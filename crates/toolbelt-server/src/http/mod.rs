@@ -63,7 +63,7 @@ use crate::questions::PendingQuestions;
 use crate::web::{self, Web, api::ApiState};
 
 pub use health::{Health, STORE_CHECK_TIMEOUT_MS, SchedulerState};
-pub use serve::{bind, serve, serve_listener, shutdown_signal};
+pub use serve::{armed_shutdown_signal, bind, serve, serve_listener, shutdown_signal};
 pub use token::load_or_create_token;
 
 /// The address `toolbelt serve` binds by default.

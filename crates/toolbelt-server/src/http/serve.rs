@@ -195,6 +195,34 @@ fn connection_service(
     })
 }
 
+/// [`shutdown_signal`] with its handlers in place now, not when first awaited: a
+/// server that says it listens before it waits for the signal is stopped cleanly by
+/// a SIGTERM that comes in between. Call it inside a Tokio runtime.
+pub fn armed_shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let terminate = signal(SignalKind::terminate()).ok();
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        async move {
+            let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                () = wait(terminate) => {}
+                () = wait(interrupt) => {}
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    shutdown_signal()
+}
+
 /// Completes on SIGINT (Ctrl-C) or, on Unix, SIGTERM: the usual `shutdown` for [`serve`].
 pub async fn shutdown_signal() {
     let interrupt = async {

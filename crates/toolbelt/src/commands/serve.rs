@@ -79,8 +79,14 @@ pub fn run(args: ServeArgs, mut ws: Workspace, mcp: &McpConfig) -> Result<ExitCo
     config.health = health.clone();
     let shutdown = {
         let (health, stop_jobs) = (health.clone(), scheduler.stopper());
+        // Armed now, before the server says it listens: a SIGTERM right after that
+        // line stops it cleanly (calls logged, nothing cut off).
+        let signal = {
+            let _entered = rt.enter();
+            toolbelt_server::http::armed_shutdown_signal()
+        };
         async move {
-            toolbelt_server::http::shutdown_signal().await;
+            signal.await;
             health.set_scheduler(SchedulerState::Stopping);
             stop_jobs.cancel();
         }

@@ -141,3 +141,31 @@ fn a_read_on_one_replica_lets_a_write_on_another_through_and_a_change_since_is_s
     a.stop();
     b.stop();
 }
+
+#[test]
+fn a_sigterm_right_after_the_listening_line_stops_serve_cleanly() {
+    let root = tempfile::tempdir().unwrap();
+    for _ in 0..5 {
+        let mut cmd = super::cli::bare_command();
+        cmd.arg("--root")
+            .arg(root.path())
+            .args(["serve", "--bind", "127.0.0.1:0", "--no-token"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut lines =
+            std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+        loop {
+            let line = lines.next().expect("serve printed its address").unwrap();
+            if line.starts_with("toolbelt listening on ") {
+                break;
+            }
+        }
+        let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        std::thread::spawn(move || for _ in lines {});
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{status:?}");
+    }
+}
