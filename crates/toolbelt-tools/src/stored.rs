@@ -9,11 +9,7 @@ use toolbelt_core::ToolContext;
 /// The workspace a todo list or a cron job belongs to: the session's first root
 /// (its cwd without roots).
 pub(crate) fn workspace_key(ctx: &ToolContext) -> String {
-    let session = ctx.session();
-    session.roots().first().map_or_else(
-        || session.cwd().display().to_string(),
-        |r| r.display().to_string(),
-    )
+    toolbelt_store::workspace_key(ctx.session())
 }
 
 /// Declares a tool whose only state is the store, with `new(store)`:

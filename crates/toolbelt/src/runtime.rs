@@ -74,12 +74,7 @@ pub fn start_call_log(
     if !on {
         return None;
     }
-    let workspace = registry
-        .session()
-        .roots()
-        .first()
-        .map(|r| r.display().to_string())
-        .unwrap_or_default();
+    let workspace = toolbelt_store::workspace_key(registry.session());
     let journal = registry.session().state_dir().join(CALL_JOURNAL_DIR);
     let writer = CallLogWriter::start_journaled(store.clone(), workspace.clone(), &journal)
         .unwrap_or_else(|e| {

@@ -23,13 +23,7 @@ pub(crate) fn attach(session: Session, store: &StoreHandle) -> Session {
     if !matches!(store.location(), Location::Postgres(_)) {
         return session;
     }
-    // The workspace's key, as the call log and the shared file stamps have it.
-    let key = session
-        .roots()
-        .first()
-        .map(|r| r.display().to_string())
-        .unwrap_or_default();
-    let outputs = StoreOutputs::new(store.clone(), key);
+    let outputs = StoreOutputs::new(store.clone(), toolbelt_store::workspace_key(&session));
     session.with_saved_outputs(Arc::new(outputs) as Arc<dyn SavedOutputs>)
 }
 

@@ -130,11 +130,7 @@ fn share_stamps(ws: &Workspace) {
         return;
     }
     let session = ws.registry.session();
-    let key = session
-        .roots()
-        .first()
-        .map(|r| r.display().to_string())
-        .unwrap_or_default();
+    let key = toolbelt_store::workspace_key(session);
     session
         .file_stamps()
         .share_through(Arc::new(toolbelt_store::StoreStamps::new(

@@ -143,24 +143,11 @@ fn outcomes(env: &Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-/// `POST <url><path>` with a JSON body: the JSON answer.
+/// `POST <url><path>` with a JSON body, which must answer 200: the JSON answer.
 pub(super) fn post(url: &str, path: &str, body: &Value) -> Value {
-    let addr = url.trim_start_matches("http://");
-    let body = body.to_string();
-    let mut sock = std::net::TcpStream::connect(addr).unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        sock,
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    sock.read_to_string(&mut answer).unwrap();
-    let (head, json) = answer.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{answer}");
-    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {answer}"))
+    let (status, answer) = super::replicas::post_json(url, path, body);
+    assert_eq!(status, 200, "POST {url}{path}: {answer}");
+    answer
 }
 
 /// The hook of the first test: no `touch`.

@@ -3,7 +3,6 @@
 //! transcript, by both; its question is listed by the other one, answered
 //! through it, once, and the run goes on with the answer where it waits.
 
-use std::io::{Read, Write};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -13,33 +12,10 @@ use serde_json::{Value, json};
 use toolbelt_agent::ProviderKind;
 use toolbelt_agent::testing::{Reply, Script, ScriptedServer};
 
-use super::replicas::{post_json, replica, shared_database};
+use super::replicas::{get_json, post_json, replica, shared_database};
 
 /// How long the steps of a run across replicas may take.
 const PATIENCE: Duration = Duration::from_secs(60);
-
-/// `GET <url><path>`: the status and the JSON answer.
-fn get_json(url: &str, path: &str) -> (u16, Value) {
-    let mut sock = std::net::TcpStream::connect(url.trim_start_matches("http://")).unwrap();
-    sock.set_read_timeout(Some(PATIENCE)).unwrap();
-    write!(
-        sock,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    sock.read_to_string(&mut answer).unwrap();
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (
-        status,
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {answer}")),
-    )
-}
 
 /// `GET` that must answer 200: its JSON.
 fn get_ok(url: &str, path: &str) -> Value {

@@ -38,16 +38,31 @@ pub(super) fn replica(root: &Path, database: &str, state: &Path) -> Served {
 
 /// `POST <url><path>` with a JSON body: the status and the JSON answer.
 pub(super) fn post_json(url: &str, path: &str, body: &Value) -> (u16, Value) {
+    request(url, "POST", path, Some(body))
+}
+
+/// `GET <url><path>`: the status and the JSON answer.
+pub(super) fn get_json(url: &str, path: &str) -> (u16, Value) {
+    request(url, "GET", path, None)
+}
+
+/// One HTTP/1.1 request on its own connection: the status and the JSON answer.
+fn request(url: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
     let addr = url.trim_start_matches("http://");
-    let body = body.to_string();
     let mut sock = std::net::TcpStream::connect(addr).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
-    write!(
-        sock,
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
+    match body.map(Value::to_string) {
+        Some(body) => write!(
+            sock,
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+        None => write!(
+            sock,
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        ),
+    }
     .unwrap();
     let mut answer = String::new();
     sock.read_to_string(&mut answer).unwrap();
