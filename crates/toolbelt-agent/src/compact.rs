@@ -560,6 +560,7 @@ impl Compaction<'_> {
             tools: None,
             max_tokens: Some(SUMMARY_MAX_TOKENS),
             stop: Vec::new(),
+            constraint: None,
         };
         let sink = |_: StreamEvent| {};
         match self.provider.complete(&request, &sink, cancel).await {

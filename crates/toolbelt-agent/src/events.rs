@@ -21,6 +21,9 @@ pub enum AgentEvent {
         model: String,
         /// `native` or `text`.
         protocol: String,
+        /// How the server holds each reply to a call: `none`, `tool_choice`,
+        /// `grammar` or `json_schema`.
+        constraint: String,
         /// True when an earlier run's conversation was loaded.
         resumed: bool,
     },

@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use toolbelt_core::sync::lock;
 
+use crate::options::Protocol;
+
 /// Asks the model to go on after an answer cut by the output limit.
 pub(crate) const CONTINUE_AFTER_CUT: &str =
     "(Your last answer was cut off by the output limit. Continue exactly where it stopped.)";
@@ -37,11 +39,51 @@ pub(crate) const NOT_AN_ANSWER: &str = "Your reply held no call and no answer (i
      repeated a tool result: results come from the tools, not from you). Call the next tool \
      you need, or answer the task in your own words.";
 
-/// The reminder a small model gets when it answers in prose before it has called
-/// any tool.
-pub(crate) const USE_THE_TOOLS: &str = "You answered without calling any tool. Describing steps or \
-     code does nothing: if the task needs files read or changed or commands run, call the tools \
-     now, one at a time. If it needs no tool, give your answer again.";
+/// The reminder a model that ends its runs through the finish tool (`finish`)
+/// gets for a reply without a call: how to call a tool in `protocol` (JSON
+/// objects when `json` holds), and that the run ends only with the finish call.
+/// It shows no tool's result and no conversation to continue.
+pub(crate) fn call_finish_reminder(protocol: Protocol, json: bool, finish: &str) -> String {
+    let how = match (protocol, json) {
+        (Protocol::Native, _) => "Call a tool through the function-calling interface".to_string(),
+        (Protocol::Text, false) => format!(
+            "Reply with one line: the word Action, a colon, the tool's name and its arguments \
+             as a JSON object in square brackets (for the answer: Action: {finish}[{{\"answer\": \"...\"}}])"
+        ),
+        (Protocol::Text, true) => format!(
+            "Reply with one JSON object naming the tool and its arguments (for the answer: \
+             {{\"name\": \"{finish}\", \"arguments\": {{\"answer\": \"...\"}}}})"
+        ),
+    };
+    format!(
+        "Your reply called no tool, so nothing happened. {how}: the next tool the task needs, or, \
+         when the task is done, {finish} with your answer. Only {finish} ends the task."
+    )
+}
+
+/// What a model is told when the server could not read the call it wrote
+/// (llama.cpp: "Failed to parse tool call arguments as JSON"): what was wrong,
+/// and one valid call.
+pub(crate) fn malformed_call_reminder(server_said: &str, example: String) -> String {
+    let example = if example.is_empty() {
+        String::new()
+    } else {
+        format!(" For example: {example}")
+    };
+    format!(
+        "Your last reply was not a valid tool call, so nothing was run: the server said: {server_said}. \
+         Write the call again with its arguments as one valid JSON object (double quotes around \
+         names and strings, no trailing commas, nothing after the closing brace).{example}"
+    )
+}
+
+/// The result of a finish call made beside other calls: not taken.
+pub(crate) fn finish_not_alone(finish: &str) -> String {
+    format!(
+        "ERROR: {finish} was not taken: it came with other calls, before their results. \
+         Read their results; when the task is done, call {finish} alone."
+    )
+}
 
 /// Added to a text-protocol observation when the reply also gave a final answer,
 /// written before the model saw the results.

@@ -9,6 +9,11 @@
 //!   inside the context window and writes a transcript.
 //!   Compaction (old tool results shortened, older turns summarised) lives apart
 //!   from the loop, which calls it before a model call that would not fit.
+//! - A small model ([`ModelSize::Small`]) ends its run only through a `finish`
+//!   tool the loop answers itself, so every reply can be held to one call
+//!   ([`Constraint`]): `tool_choice: "required"`, or for the text protocol a GBNF
+//!   grammar or a JSON schema of the offered tools' calls ([`constrain`]). Its
+//!   loop guards also stop cycles of two or three calls with the same results.
 //! - [`Subagents`]: agents an agent starts for one task (`task`, `spawn`). The loop
 //!   sees them through the [`Spawner`] trait only: it hands them its events and
 //!   takes the reports of background ones into its conversation.
@@ -25,11 +30,14 @@
 
 mod agent;
 mod compact;
+pub mod constrain;
 mod error;
 mod events;
+mod finish;
 mod guard;
 mod hooks;
 mod journal;
+mod loops;
 mod message;
 mod options;
 mod prompt;
@@ -46,11 +54,11 @@ pub use agent::Agent;
 pub use error::AgentError;
 pub use events::{AgentEvent, EventTx, ToolEventForwarder};
 pub use message::{Message, ModelCall, ToolOutput, Usage};
-pub use options::{AgentOptions, ModelSize, Outcome, Protocol, RunOutcome};
+pub use options::{AgentOptions, Constraint, ModelSize, Outcome, Protocol, RunOutcome};
 pub use provider::{
     LOCAL_MAX_TOKENS, ModelRequest, ModelResponse, Provider, ProviderConfig, ProviderError,
     ProviderKind, RetryPolicy, Secret, ServerInfo, StopReason, StreamEvent, build_provider,
-    default_first_byte_timeout, is_local_url, probe_server,
+    default_first_byte_timeout, is_local_url, probe_server, probe_tool_choice,
 };
 pub use spawner::Spawner;
 pub use subagent::{

@@ -47,9 +47,10 @@ pub enum ModelSize {
     #[default]
     Large,
     /// A small model (a few billion parameters, often on a CPU): a short system
-    /// prompt that shows one call, and a reminder when it answers in prose
-    /// without having called a tool. (With it, the command line picks the minimal
-    /// toolset and short descriptions.)
+    /// prompt, a `finish` tool that alone ends a run (a reply without a call gets
+    /// a reminder, or is held to a call by the server: [`Constraint`]), and the
+    /// loop guards. (With it, the command line picks the minimal toolset and
+    /// short descriptions.)
     Small,
 }
 
@@ -72,6 +73,68 @@ impl ModelSize {
     }
 }
 
+/// How the server is asked to hold each reply of a small model to one call of
+/// the offered tools (the run then ends only through the `finish` tool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Constraint {
+    /// Nothing is constrained: a reply without a call gets a reminder.
+    #[default]
+    None,
+    /// Native function calling with `tool_choice: "required"` (llama.cpp, vLLM,
+    /// OpenAI and servers that honour it).
+    ToolChoice,
+    /// The text protocol, its replies held by a GBNF grammar of the tools' calls
+    /// (llama.cpp's `grammar`).
+    Grammar,
+    /// The text protocol with replies as JSON objects (`{"name": ...,
+    /// "arguments": {...}}`) held by a JSON Schema (`response_format`: vLLM,
+    /// Ollama, llama.cpp).
+    JsonSchema,
+}
+
+impl Constraint {
+    /// `none`, `tool_choice`, `grammar` or `json_schema`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Constraint::None => "none",
+            Constraint::ToolChoice => "tool_choice",
+            Constraint::Grammar => "grammar",
+            Constraint::JsonSchema => "json_schema",
+        }
+    }
+
+    /// Parses `none`, `tool_choice`, `grammar` or `json_schema` (or with `-`).
+    pub fn parse(s: &str) -> Option<Constraint> {
+        match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "none" => Some(Constraint::None),
+            "tool_choice" => Some(Constraint::ToolChoice),
+            "grammar" => Some(Constraint::Grammar),
+            "json_schema" => Some(Constraint::JsonSchema),
+            _ => None,
+        }
+    }
+
+    /// What it is, for the person: `tool_choice "required"`, ...
+    pub fn describe(self) -> &'static str {
+        match self {
+            Constraint::None => "none (a reply without a call is answered with a reminder)",
+            Constraint::ToolChoice => "tool_choice \"required\": every reply is a tool call",
+            Constraint::Grammar => "a GBNF grammar: every reply is one Action line of a tool",
+            Constraint::JsonSchema => "a JSON schema: every reply is one call of a tool as JSON",
+        }
+    }
+
+    /// The protocol the constraint works with, if it needs one.
+    pub fn protocol(self) -> Option<Protocol> {
+        match self {
+            Constraint::None => None,
+            Constraint::ToolChoice => Some(Protocol::Native),
+            Constraint::Grammar | Constraint::JsonSchema => Some(Protocol::Text),
+        }
+    }
+}
+
 /// The default of [`AgentOptions::max_steps`].
 pub const DEFAULT_MAX_STEPS: usize = 100;
 /// The default of [`AgentOptions::repeat_warn`].
@@ -89,6 +152,10 @@ pub struct AgentOptions {
     /// How big the model is: a small one gets a short prompt with an example call,
     /// and a reminder to use the tools when it answers in prose at once.
     pub model_size: ModelSize,
+    /// How the server holds each reply to a call. Used with a small model only
+    /// (which ends its runs through the `finish` tool), and only with the
+    /// protocol it works with ([`Constraint::protocol`]).
+    pub constraint: Constraint,
     /// Model calls one run may make.
     pub max_steps: usize,
     /// The same call with the same arguments this many times in a row is answered
@@ -124,6 +191,7 @@ impl Default for AgentOptions {
         AgentOptions {
             protocol: Protocol::Native,
             model_size: ModelSize::Large,
+            constraint: Constraint::None,
             max_steps: DEFAULT_MAX_STEPS,
             repeat_warn: DEFAULT_REPEAT_WARN,
             repeat_stop: DEFAULT_REPEAT_STOP,
@@ -147,14 +215,16 @@ pub enum Outcome {
     FinalAnswer,
     /// The run reached `max_steps`.
     MaxSteps,
-    /// The model repeated one call `repeat_stop` times.
+    /// The model repeated one call `repeat_stop` times, or went round the same
+    /// two or three calls with the same results three times.
     RepeatedCall,
     /// The run was cancelled (Ctrl-C).
     Cancelled,
     /// The turn used more tokens than its budget.
     TokenBudget,
-    /// The model kept replying with neither an action nor an answer (the text
-    /// protocol: it wrote observations or errors itself).
+    /// The model kept replying with neither an action nor an answer (it wrote
+    /// observations or errors itself, or a small model answered in prose instead
+    /// of calling `finish`).
     NoAnswer,
     /// The provider failed (after its retries).
     Error,

@@ -7,6 +7,11 @@
 //! ask it too, about what they reach beyond their arguments (the target of a
 //! symlink, the files a search opens). The rules themselves are
 //! `toolbelt-policy`'s.
+//!
+//! Beside the decision, an authorizer may hold a call with a [`Guard`]: a call
+//! the rules let through that must still be put to a person, and that an
+//! approver which approves every call unseen (`--yes`) must decline (a small
+//! model's `rm -rf`).
 
 use std::fmt;
 
@@ -71,10 +76,33 @@ impl Evaluation {
     }
 }
 
+/// A built-in guard's hold on a call that the rules allow or ask for: the call is
+/// put to a person, and an approver that approves every call without showing it
+/// to anyone (`--yes`) declines it instead. The texts are the guard's own; what
+/// the call would destroy is said in `danger`, the safer way in `instead`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guard {
+    /// The guard, named as a rule is (`ask before rm -r (built-in guard)`): shown
+    /// where a rule would be, and the key under which a person's "always" is kept.
+    pub rule: String,
+    /// What the call would destroy, as a clause (`it deletes the directory tree
+    /// build`).
+    pub danger: String,
+    /// The safer way to reach the goal, for the model when the call is declined.
+    pub instead: String,
+}
+
 /// Judges calls: the permission rules of a registry.
 pub trait Authorizer: Send + Sync + fmt::Debug {
     /// The decision on `request`.
     fn evaluate(&self, request: &Request<'_>) -> Evaluation;
+
+    /// A guard's hold on `request`, which [`Authorizer::evaluate`] allows or asks
+    /// for: the registry then puts the call to a person even where the rules
+    /// allow it, with the guard in the [`crate::ApprovalRequest`]. None by default.
+    fn guard(&self, _request: &Request<'_>) -> Option<Guard> {
+        None
+    }
 
     /// Whether the built-in secret files (`.env`, private keys, ...) are denied to
     /// tools that work on files: tools that skip such files on their own (a search

@@ -30,6 +30,7 @@ pub struct Session {
     timeout: Duration,
     stamps: Arc<FileStamps>,
     inline_file_work: bool,
+    small_model: bool,
     temp_journal: Option<PathBuf>,
     saved_outputs: Option<Arc<dyn SavedOutputs>>,
 }
@@ -46,6 +47,7 @@ impl Session {
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
             stamps: Arc::new(FileStamps::new()),
             inline_file_work: false,
+            small_model: false,
             temp_journal: None,
             saved_outputs: None,
         }
@@ -100,6 +102,21 @@ impl Session {
     /// ([`Session::with_inline_file_work`]).
     pub fn inline_file_work(&self) -> bool {
         self.inline_file_work
+    }
+
+    /// Marks the session's calls as a small model's (`toolbelt agent --model-size
+    /// small`): where a slip of such a model would cost work that cannot be had
+    /// back, the tools take the careful path (replacing a file with much less
+    /// needs a read of it in this session first). Off by default: other callers
+    /// (an MCP client, the command line) get the tools as they are.
+    pub fn with_small_model(mut self, small: bool) -> Session {
+        self.small_model = small;
+        self
+    }
+
+    /// Whether the calls are a small model's ([`Session::with_small_model`]).
+    pub fn small_model(&self) -> bool {
+        self.small_model
     }
 
     /// Keeps a journal at `path` of the directories where the file tools create the

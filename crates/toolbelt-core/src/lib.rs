@@ -84,7 +84,7 @@ pub mod toolset;
 mod validate;
 
 pub use ask::{Answer, Answers, AskError, Asker, Question, QuestionOption};
-pub use authorize::{AllowAll, Authorizer, Decision, Evaluation, Request};
+pub use authorize::{AllowAll, Authorizer, Decision, Evaluation, Guard, Request};
 pub use calllog::{
     CallLog, CallRecord, MAX_DIGEST_CHARS, MAX_DIGEST_STRING_CHARS, REDACTED, args_digest,
     is_secret_key, redact_text,

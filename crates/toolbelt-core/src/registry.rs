@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::Asker;
-use crate::authorize::{AllowAll, Authorizer};
+use crate::authorize::{AllowAll, Authorizer, Guard};
 use crate::calllog::CallLog;
 use crate::checkpoint::{Checkpointer, Origin};
 use crate::closest::{STRONG_MATCH, closest};
@@ -206,8 +206,13 @@ pub struct ApprovalRequest<'a> {
     /// The call's arguments (after repair and validation), to show what it does
     /// (the diff of an edit).
     pub arguments: &'a Value,
-    /// The rule that asks, as written (`bash(git push:*)`), when one does.
+    /// The rule that asks, as written (`bash(git push:*)`), when one does; a
+    /// guard's name when a guard asks.
     pub rule: Option<&'a str>,
+    /// Set when a built-in guard holds the call ([`Authorizer::guard`]: a small
+    /// model's destructive command): an approver that approves every call without
+    /// asking anyone (`--yes`) must decline it; one that asks a person asks.
+    pub guard: Option<&'a Guard>,
 }
 
 /// A person's answer to an [`ApprovalRequest`].

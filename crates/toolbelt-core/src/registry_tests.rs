@@ -635,3 +635,119 @@ fn call_ids_are_distinct_time_ordered_uuid_v7s() {
     let other = std::thread::spawn(new_call_id).join().unwrap();
     assert!(!distinct.contains(&other));
 }
+
+/// Holds every `rm -r` command of the `run` tool with a guard; allows everything.
+#[derive(Debug)]
+struct GuardRecursiveRm;
+
+impl crate::Authorizer for GuardRecursiveRm {
+    fn evaluate(&self, _request: &crate::Request<'_>) -> crate::Evaluation {
+        crate::Evaluation::allowed()
+    }
+    fn guard(&self, request: &crate::Request<'_>) -> Option<crate::Guard> {
+        request
+            .subject
+            .is_some_and(|s| s.starts_with("rm -r"))
+            .then(|| crate::Guard {
+                rule: "ask before rm -r (test guard)".into(),
+                danger: "it deletes a directory tree".into(),
+                instead: "delete single files".into(),
+            })
+    }
+}
+
+/// Approves every call, unless a guard holds it (as `--yes` does); records what
+/// it was asked.
+struct ApproveUnguarded(std::sync::Mutex<Vec<(Option<String>, bool)>>);
+
+impl Approver for ApproveUnguarded {
+    fn approve<'a>(&'a self, request: ApprovalRequest<'a>) -> crate::BoxFuture<'a, Approval> {
+        crate::sync::lock(&self.0)
+            .push((request.rule.map(str::to_string), request.guard.is_some()));
+        let answer = match request.guard {
+            None => Approval::Approve,
+            Some(_) => Approval::Decline {
+                reason: Some("nobody approves it here".into()),
+            },
+        };
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+fn command_registry() -> Registry {
+    let mut r = registry();
+    let spec = ToolSpec::new(
+        "run",
+        "Runs a command.",
+        json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+    )
+    .permission_argument("command");
+    r.register_fn(spec, |_ctx, v| async move { Ok(Reply::new(v, "ran")) })
+        .unwrap();
+    r.set_authorizer(Arc::new(GuardRecursiveRm));
+    r
+}
+
+#[test]
+fn a_guarded_call_is_asked_even_where_the_rules_allow_it() {
+    let mut r = command_registry();
+    let approver = Arc::new(ApproveUnguarded(std::sync::Mutex::new(Vec::new())));
+    r.set_approver(Some(approver.clone()));
+    let rt = rt();
+    // Not held: allowed without asking.
+    let env = rt.block_on(r.execute("run", json!({"command": "ls"})));
+    assert_eq!(env.status, Status::Success, "{}", env.text);
+    assert!(crate::sync::lock(&approver.0).is_empty());
+    // Held: asked, with the guard and under its name; declined with what it
+    // would destroy and the safer way.
+    let env = rt.block_on(r.execute("run", json!({"command": "rm -rf build"})));
+    assert_eq!(env.error_code(), Some(ErrorCode::AccessDenied));
+    let error = env.error.as_ref().unwrap();
+    assert_eq!(
+        error.message,
+        "run on \"rm -rf build\" was not run: it deletes a directory tree, which cannot be undone, so it needs the user's approval, and it was not approved (nobody approves it here)"
+    );
+    assert_eq!(
+        error.hint.as_deref(),
+        Some("delete single files; do not retry it unchanged")
+    );
+    assert_eq!(
+        *crate::sync::lock(&approver.0),
+        [(Some("ask before rm -r (test guard)".to_string()), true)]
+    );
+    // Without an approver, the same.
+    r.set_approver(None);
+    let env = rt.block_on(r.execute("run", json!({"command": "rm -r x"})));
+    assert!(
+        env.text.contains("it deletes a directory tree"),
+        "{}",
+        env.text
+    );
+}
+
+#[test]
+fn a_tools_error_names_the_tools_it_points_to_as_the_profile_does() {
+    let mut r = registry();
+    let spec = ToolSpec::new("fails", "Fails.", json!({"type": "object"}));
+    r.register_fn(spec, |_ctx, _v| async move {
+        Err::<Reply<Value>, _>(
+            ToolError::new(ErrorCode::Conflict, "not done: read it with `range` first")
+                .hint("then call `range` again, not range"),
+        )
+    })
+    .unwrap();
+    r.set_profile(crate::profile::Profile::custom("p", [("range", "Range")]).unwrap());
+    let env = rt().block_on(r.execute("fails", json!({})));
+    let error = env.error.as_ref().unwrap();
+    assert_eq!(error.message, "not done: read it with `Range` first");
+    assert_eq!(
+        error.hint.as_deref(),
+        Some("then call `Range` again, not range")
+    );
+    assert!(
+        env.text.contains("read it with `Range` first"),
+        "{}",
+        env.text
+    );
+    assert!(env.text.contains("then call `Range` again"), "{}", env.text);
+}

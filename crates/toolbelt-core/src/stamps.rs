@@ -2,7 +2,9 @@
 //!
 //! read_file records a [`Stamp`] (the content hash, and for small files the bytes
 //! themselves); a write tool compares the file on disk with it and refuses when the
-//! file changed since, saying what changed. Our own writes refresh the stamp.
+//! file changed since, saying what changed. Our own writes refresh the stamp. Which
+//! files were read in this session (not only written, or known from a stamp saved
+//! by another process) is kept apart: [`FileStamps::was_read`].
 //!
 //! Replicas of one server that serve the same workspace share their stamps
 //! through a [`SharedStamps`] (the store): every stamp recorded or forgotten is
@@ -10,7 +12,7 @@
 //! write asks [`FileStamps::refresh`] first, so that a `read_file` answered by one
 //! replica lets a write answered by another go through.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -95,6 +97,8 @@ struct Inner {
     /// Bumped at every record; orders stamps by age.
     clock: u64,
     snapshot_bytes: usize,
+    /// The files read in this session ([`FileStamps::record_read`]).
+    read: HashSet<PathBuf>,
 }
 
 /// The stamps of one session, keyed by absolute path. Shared by every call.
@@ -139,6 +143,20 @@ impl FileStamps {
         self.keep(path, stamp);
     }
 
+    /// Records `stamp` as the agent's view of `path`, which it has just read (not
+    /// written): [`FileStamps::was_read`] is true for it from now on.
+    pub fn record_read(&self, path: &Path, stamp: Stamp) {
+        self.record(path, stamp);
+        lock(&self.inner).read.insert(path.to_path_buf());
+    }
+
+    /// Whether `path` was read in this session ([`FileStamps::record_read`]) since
+    /// it was last forgotten. Stamps of writes, of other replicas and of other
+    /// processes do not count.
+    pub fn was_read(&self, path: &Path) -> bool {
+        lock(&self.inner).read.contains(path)
+    }
+
     fn keep(&self, path: &Path, stamp: Stamp) {
         let mut inner = lock(&self.inner);
         inner.clock += 1;
@@ -181,6 +199,7 @@ impl FileStamps {
             lock(&self.outgoing).push(StampChange::Forgotten(path.to_path_buf()));
         }
         let mut inner = lock(&self.inner);
+        inner.read.remove(path);
         if let Some((_, old)) = inner.stamps.remove(path) {
             inner.snapshot_bytes -= old.snapshot.as_ref().map_or(0, |s| s.len());
         }
@@ -275,6 +294,22 @@ mod tests {
         assert_eq!(stamps.len(), 1);
         stamps.forget(p);
         assert!(stamps.is_empty());
+    }
+
+    #[test]
+    fn only_reads_count_as_read_until_forgotten() {
+        let stamps = FileStamps::new();
+        let p = Path::new("/w/a.txt");
+        stamps.record(p, Stamp::new("abc", b"hello"));
+        assert!(!stamps.was_read(p));
+        stamps.record_read(p, Stamp::new("abc", b"hello"));
+        assert!(stamps.was_read(p));
+        // A later write keeps the read.
+        stamps.record(p, Stamp::new("def", b"bye"));
+        assert!(stamps.was_read(p));
+        stamps.forget(p);
+        assert!(!stamps.was_read(p));
+        assert_eq!(stamps.get(p), None);
     }
 
     #[test]

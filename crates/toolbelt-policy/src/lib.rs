@@ -81,7 +81,10 @@
 //! Beside the rules, the crate reads shell command lines for what they touch:
 //! [`read_only_command`] says whether a line certainly changes no file, and
 //! [`write_targets`] lists what it may write ([`Writes`], for hooks that fire
-//! on writes to some paths).
+//! on writes to some paths), and [`destructive`] finds the commands that destroy
+//! what cannot be had back (`rm -rf`, `git reset --hard`, changes to `.git`): a
+//! policy [`with_destructive_guard`](Policy::with_destructive_guard) holds them
+//! for a person even where every call is approved unseen.
 //!
 //! ```
 //! use toolbelt_policy::{Decision, Policy, Request, Subject, ToolKinds};
@@ -140,4 +143,5 @@ pub use read_only::read_only_command;
 pub use rule::Rule;
 pub use subject::secret_file_label;
 pub use toolbelt_core::{Decision, Evaluation, Request, Subject};
+pub use writes::destructive::{Destructive, DestructiveKind, destructive, destructive_all};
 pub use writes::{Writes, write_targets};

@@ -2,12 +2,13 @@
 //! configuration defaults, shell command lines judged part by part, and the
 //! `[permissions]` table.
 
+mod guard;
 mod protected;
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use toolbelt_core::{Authorizer, Decision, Evaluation, Request, Subject as SubjectKind};
+use toolbelt_core::{Authorizer, Decision, Evaluation, Guard, Request, Subject as SubjectKind};
 
 use self::protected::ProtectedPath;
 use crate::error::PolicyError;
@@ -39,6 +40,9 @@ pub struct Policy {
     pub(crate) protected: Vec<ProtectedPath>,
     pub(crate) roots: Vec<String>,
     pub(crate) home: Option<String>,
+    /// Destructive shell commands are held for a person (see
+    /// [`Policy::with_destructive_guard`]).
+    pub(crate) destructive_guard: bool,
 }
 
 impl Default for Policy {
@@ -53,6 +57,7 @@ impl Default for Policy {
             protected: Vec::new(),
             roots: Vec::new(),
             home: std::env::home_dir().and_then(|h| absolute_path_string(&h)),
+            destructive_guard: false,
         }
     }
 }
@@ -181,7 +186,7 @@ impl Policy {
     }
 
     /// Whether the tool of `req` declares commands as its subject.
-    fn is_shell_tool(&self, req: &Request<'_>) -> bool {
+    pub(crate) fn is_shell_tool(&self, req: &Request<'_>) -> bool {
         [Some(req.tool), req.alias]
             .into_iter()
             .flatten()
@@ -449,6 +454,10 @@ mod tests;
 impl Authorizer for Policy {
     fn evaluate(&self, request: &Request<'_>) -> Evaluation {
         Policy::evaluate(self, request)
+    }
+
+    fn guard(&self, request: &Request<'_>) -> Option<Guard> {
+        Policy::guard(self, request)
     }
 
     fn secret_defaults(&self) -> bool {

@@ -8,6 +8,7 @@ use crate::read_only::{print_script, program};
 use crate::shell;
 use crate::words::{self, Arg, Redirect};
 
+pub(crate) mod destructive;
 mod getopt;
 mod programs;
 

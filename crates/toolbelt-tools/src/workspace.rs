@@ -40,6 +40,8 @@ pub(crate) struct Workspace {
     tool: String,
     /// Small operations may run on the calling thread ([`Workspace::run`]).
     inline: bool,
+    /// The calls are a small model's ([`toolbelt_core::Session::small_model`]).
+    pub small_model: bool,
 }
 
 /// Opens the session's roots for one call.
@@ -51,6 +53,7 @@ pub(crate) fn workspace(ctx: &ToolContext) -> Result<Workspace, ToolError> {
         && toolbelt_fs::mounts::on_local_filesystems(session.roots());
     Ok(Workspace {
         inline,
+        small_model: session.small_model(),
         jail,
         cwd: session.cwd().to_path_buf(),
         stamps: Arc::clone(session.file_stamps()),
@@ -314,6 +317,21 @@ impl Workspace {
         let hash = content_hash(bytes);
         self.stamps.record(p.abs(), Stamp::new(hash.clone(), bytes));
         hash
+    }
+
+    /// Records `bytes` as what the agent has just read of `p`; returns the content
+    /// hash. Unlike [`Workspace::record`], `p` counts as read
+    /// ([`Workspace::was_read`]).
+    pub fn record_read(&self, p: &WorkPath, bytes: &[u8]) -> String {
+        let hash = content_hash(bytes);
+        self.stamps
+            .record_read(p.abs(), Stamp::new(hash.clone(), bytes));
+        hash
+    }
+
+    /// Whether the agent read `p` in this session ([`Workspace::record_read`]).
+    pub fn was_read(&self, p: &WorkPath) -> bool {
+        self.stamps.was_read(p.abs())
     }
 
     /// Forgets the agent's view of `p` (after a delete).

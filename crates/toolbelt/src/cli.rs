@@ -484,10 +484,28 @@ pub struct AgentArgs {
     pub protocol: Option<String>,
     /// The model's size: small (a few billion parameters, often on a CPU) gets the
     /// minimal toolset (unless --tools or [tools] says otherwise), short
-    /// descriptions, a short prompt with an example call, and a reminder to use
-    /// the tools. Default: [agent] model_size, else large.
+    /// descriptions, a short prompt, a `finish` tool that alone ends its run,
+    /// replies held to one call by the server (--constrain), a low temperature and
+    /// guards against loops and destructive commands. Default: [agent]
+    /// model_size, else large.
     #[arg(long, value_name = "SIZE")]
     pub model_size: Option<String>,
+    /// With a small model, how the server holds every reply to one tool call:
+    /// auto (what the server supports: tool_choice "required" for native function
+    /// calling, a GBNF grammar or a JSON schema for the text protocol; asked once
+    /// and remembered), tool-choice, grammar (llama.cpp), json-schema (vLLM,
+    /// Ollama, llama.cpp) or none (a reply without a call gets a reminder).
+    /// Default: [agent] constrain, else auto.
+    #[arg(long, value_name = "HOW")]
+    pub constrain: Option<String>,
+    /// Sampling temperature (0 to 2). Default: [agent] temperature, else 0.2 for a
+    /// small model and the server's own for others.
+    #[arg(long, value_name = "T")]
+    pub temperature: Option<f32>,
+    /// Sampling seed, for servers that take one (llama.cpp, vLLM, OpenAI).
+    /// Default: [agent] seed, else none.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// The most tokens one answer may have. Default: [agent] max_tokens, else 2048
     /// for a server on this machine or the local network, 8192 otherwise.
     #[arg(long, value_name = "TOKENS")]

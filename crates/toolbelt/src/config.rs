@@ -52,6 +52,9 @@ const MIN_OUTPUT_BYTES: usize = 1_024;
 /// max_repeats = 8               # the same call this many times in a row ends the run
 /// protocol = "native"           # native, text (Action: tool[{...}]) or auto (asks a local server)
 /// model_size = "large"          # small: minimal tools, short descriptions, a short prompt
+/// constrain = "auto"            # small: tool-choice, grammar, json-schema or none
+/// temperature = 0.2             # default: 0.2 for a small model, else the server's
+/// seed = 42                     # for servers that take one
 /// context_window = 128000       # tokens (default: what a local server says, else 128000)
 /// max_tokens = 8192             # tokens of one answer (default 2048 for a local server)
 /// first_byte_timeout = 300      # seconds to wait for an answer to start (1800 for a local server)
@@ -165,6 +168,12 @@ pub struct AgentConfig {
     pub protocol: Option<String>,
     /// `large` or `small`.
     pub model_size: Option<String>,
+    /// `auto`, `tool-choice`, `grammar`, `json-schema` or `none` (small models).
+    pub constrain: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Sampling seed.
+    pub seed: Option<u64>,
     /// The model's context window, in tokens.
     pub context_window: Option<u64>,
     /// Tokens of one answer.

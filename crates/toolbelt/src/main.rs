@@ -16,6 +16,7 @@
 mod cli;
 mod commands;
 mod config;
+mod constraint;
 mod diagnostics;
 mod hooks;
 mod jobs;

@@ -34,9 +34,17 @@ pub const UNATTENDED_REASON: &str = "no one is there to approve it in a non-inte
 pub const JOB_REASON: &str = "no one is there to approve it in a scheduled job; \
      do without it, or say in the answer that the [permissions] rules must allow it";
 
+/// The reason a run nobody watches gives the model for a call a guard holds (a
+/// small model's destructive command), `--yes` or not.
+pub const GUARDED_REASON: &str = "no one approves a small model's commands that destroy work \
+     in a run nobody watches, not even with --yes; the user can run it, or allow it by name in \
+     the [permissions] rules";
+
 /// Approves every call an `ask` rule covers (`--yes`) or none, with a reason
 /// ([`UNATTENDED_REASON`], [`JOB_REASON`]): for `-p` runs and scheduled jobs, where
-/// nobody is there to answer.
+/// nobody is there to answer. A call a guard holds is never approved
+/// ([`GUARDED_REASON`]): `--yes` approves calls unseen, which is what the guard
+/// is there to prevent.
 #[derive(Debug, Clone, Copy)]
 pub struct Unattended {
     /// `--yes`.
@@ -46,13 +54,15 @@ pub struct Unattended {
 }
 
 impl Approver for Unattended {
-    fn approve<'a>(&'a self, _request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
-        let answer = if self.approve_all {
-            Approval::Approve
-        } else {
-            Approval::Decline {
+    fn approve<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
+        let answer = match request.guard {
+            Some(_) => Approval::Decline {
+                reason: Some(GUARDED_REASON.to_string()),
+            },
+            None if self.approve_all => Approval::Approve,
+            None => Approval::Decline {
                 reason: Some(self.reason.to_string()),
-            }
+            },
         };
         Box::pin(std::future::ready(answer))
     }
@@ -69,6 +79,7 @@ pub fn options(settings: &AgentSettings, registry: &Registry, runs_dir: PathBuf)
     AgentOptions {
         protocol: settings.protocol,
         model_size: settings.model_size,
+        constraint: settings.constraint,
         max_steps: settings.max_steps,
         repeat_warn: AgentOptions::default()
             .repeat_warn
@@ -192,7 +203,7 @@ pub async fn run_unattended(
     transcripts: Option<Arc<dyn TranscriptSink>>,
 ) -> (Outcome, String, String) {
     let mut settings = settings.clone();
-    if let Some(learnt) = settings.ask_server().await {
+    for learnt in settings.ask_server().await {
         tracing::info!("{learnt}");
     }
     let settings = &settings;
@@ -225,6 +236,7 @@ mod tests {
             subject: Some("echo hi"),
             arguments: args,
             rule: Some("bash(echo:*)"),
+            guard: None,
         }
     }
 
@@ -246,6 +258,22 @@ mod tests {
             reason: UNATTENDED_REASON,
         };
         assert_eq!(yes.approve(request(&args)).await, Approval::Approve);
+        // A guarded call, never.
+        let guard = toolbelt_core::Guard {
+            rule: "ask before rm -r (built-in guard)".into(),
+            danger: "it deletes build and everything in it".into(),
+            instead: "delete single files".into(),
+        };
+        let guarded = ApprovalRequest {
+            guard: Some(&guard),
+            ..request(&args)
+        };
+        assert_eq!(
+            yes.approve(guarded).await,
+            Approval::Decline {
+                reason: Some(GUARDED_REASON.into())
+            }
+        );
     }
 
     #[test]

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use toolbelt_agent::{
-    AgentOptions, ModelSize, Protocol, ProviderConfig, ProviderKind, Secret, ServerInfo,
-    default_first_byte_timeout, is_local_url, probe_server,
+    AgentOptions, Constraint, ModelSize, Protocol, ProviderConfig, ProviderKind, Secret,
+    ServerInfo, default_first_byte_timeout, is_local_url, probe_server,
 };
 use toolbelt_core::state::{self, StateLocation, StateSource};
 use toolbelt_core::{Descriptions, Session};
@@ -22,6 +22,11 @@ use crate::config::{AgentConfig, FileConfig};
 
 /// The default of `--max-repeats` for a small model.
 const SMALL_MODEL_REPEAT_STOP: usize = 4;
+
+/// The default of `--temperature` for a small model: low, so that its runs vary
+/// little from one try to the next, not 0, where a model that goes wrong gives
+/// the same wrong call every time.
+pub const SMALL_MODEL_TEMPERATURE: f32 = 0.2;
 
 /// The smallest context window accepted, in tokens.
 const MIN_CONTEXT_WINDOW: u64 = 2_000;
@@ -63,6 +68,9 @@ pub struct Settings {
     pub mcp_servers: crate::upstream::Servers,
     /// The post-edit pipeline's configuration, untrusted workspace commands left out.
     pub checks: toolbelt_diagnostics::Config,
+    /// The tools serve a small model ([`Settings::for_small_model`]): the
+    /// session takes the careful path and destructive commands are held.
+    pub small_model: bool,
 }
 
 impl Settings {
@@ -149,12 +157,14 @@ impl Settings {
             call_log,
             allow_private_network: g.allow_private_network,
             tool_selection: g.tool_selection.clone(),
+            small_model: false,
         })
     }
 
     /// What a small model works with, where nothing else is said: the minimal
     /// toolset (unless `--tools` or `[tools] enable` chose) and short descriptions
-    /// (unless `--descriptions` or `[tools] descriptions` did).
+    /// (unless `--descriptions` or `[tools] descriptions` did); and always the
+    /// guards of [`Settings::small_model`].
     pub fn for_small_model(&mut self) {
         if self.tool_selection.is_none() && self.file.tools.enable.is_empty() {
             self.tool_selection = Some("minimal".to_string());
@@ -162,6 +172,7 @@ impl Settings {
         if self.descriptions.is_none() {
             self.descriptions = Some(Descriptions::Short);
         }
+        self.small_model = true;
     }
 
     /// The state directory and why it is there.
@@ -227,8 +238,15 @@ pub struct AgentSettings {
     /// `auto`: the protocol is chosen by what the server says
     /// ([`AgentSettings::ask_server`]); `protocol` holds the choice until then.
     pub protocol_auto: bool,
+    /// The protocol was given as native or text (not auto, not the default).
+    pub protocol_given: bool,
     /// How big the model is.
     pub model_size: ModelSize,
+    /// How the server holds a small model's replies to a call.
+    pub constraint: Constraint,
+    /// `auto`: the constraint is chosen by what the server supports
+    /// ([`AgentSettings::ask_server`]); `constraint` is none until then.
+    pub constrain_auto: bool,
     /// Model calls one prompt may take.
     pub max_steps: usize,
     /// The same call this many times in a row ends the run.
@@ -350,6 +368,43 @@ impl AgentSettings {
                 format!("unknown model size {size:?}; choose one of: large, small")
             })?,
         };
+        let (constraint, constrain_auto) = constraint_of(args, file, model_size)?;
+        let protocol = match constraint.protocol() {
+            Some(needed)
+                if !protocol_auto
+                    && args
+                        .protocol
+                        .as_deref()
+                        .or(file.protocol.as_deref())
+                        .is_some()
+                    && needed != protocol =>
+            {
+                bail!(
+                    "--constrain {} works with the {} protocol, not {}",
+                    constraint.as_str().replace('_', "-"),
+                    needed.as_str(),
+                    protocol.as_str()
+                )
+            }
+            Some(needed) => needed,
+            None => protocol,
+        };
+        let protocol_given = !protocol_auto
+            && args
+                .protocol
+                .as_deref()
+                .or(file.protocol.as_deref())
+                .is_some();
+        let protocol_auto = protocol_auto && constraint.protocol().is_none();
+        provider.temperature = match args.temperature.or(file.temperature) {
+            Some(t) if !(0.0..=2.0).contains(&t) => {
+                bail!("--temperature ([agent] temperature) must be between 0 and 2, not {t}")
+            }
+            Some(t) => Some(t),
+            None if model_size == ModelSize::Small => Some(SMALL_MODEL_TEMPERATURE),
+            None => None,
+        };
+        provider.seed = args.seed.or(file.seed);
         let defaults = AgentOptions::default();
         let max_steps = args
             .max_steps
@@ -383,7 +438,10 @@ impl AgentSettings {
             key_env,
             protocol,
             protocol_auto,
+            protocol_given,
             model_size,
+            constraint,
+            constrain_auto,
             max_steps,
             max_repeats,
             context_window,
@@ -392,23 +450,52 @@ impl AgentSettings {
     }
 
     /// Asks a server on this machine or the local network what it runs
-    /// ([`probe_server`]) when something is left to it: the protocol (`auto`) or
-    /// the context window (not given). Returns what it learnt, in a line for the
-    /// person; none when nothing was asked.
-    pub async fn ask_server(&mut self) -> Option<String> {
+    /// ([`probe_server`]) when something is left to it: the protocol (`auto`), the
+    /// context window (not given), the constraint of a small model's replies
+    /// (`--constrain auto`, which may ask any server once, remembered). Returns
+    /// what it learnt, in lines for the person; none when nothing was asked.
+    pub async fn ask_server(&mut self) -> Vec<String> {
         let local = is_local_url(&self.provider.base_url);
-        if !local || (!self.protocol_auto && self.context_window_set) {
+        let mut said = Vec::new();
+        let info = if local
+            && (self.protocol_auto || !self.context_window_set || self.constrain_auto)
+        {
+            let info = probe_server(&self.provider).await;
+            said.extend(self.learn(&info));
+            info
+        } else {
             if self.protocol_auto {
                 self.protocol_auto = false;
-                return Some(format!(
+                said.push(format!(
                     "--protocol auto: {} is not on this machine or the local network; using native function calling",
                     self.provider.base_url
                 ));
             }
-            return None;
+            ServerInfo::default()
+        };
+        if self.constrain_auto {
+            self.constrain_auto = false;
+            let memory = user_state_home().map(|home| home.join(crate::constraint::SERVERS_FILE));
+            let (constraint, protocol, why) = crate::constraint::choose(
+                &self.provider,
+                self.protocol,
+                self.protocol_given,
+                &info,
+                memory.as_deref(),
+            )
+            .await;
+            self.constraint = constraint;
+            self.protocol = protocol;
+            let protocol = match protocol {
+                Protocol::Native => "native function calling",
+                Protocol::Text => "the text protocol",
+            };
+            said.insert(
+                0,
+                format!("constraint: {} ({why}; {protocol})", constraint.describe()),
+            );
         }
-        let info = probe_server(&self.provider).await;
-        self.learn(&info)
+        said
     }
 
     /// Takes what the server said; the line for the person, when it changed
@@ -427,14 +514,17 @@ impl AgentSettings {
                 Some(false) => Protocol::Text,
                 _ => Protocol::Native,
             };
-            said.push(
-                match info.tools {
-                    Some(true) => "a chat template that takes tools: native function calling",
-                    Some(false) => "a chat template without tools: the text protocol",
-                    None => "nothing about tools: native function calling",
-                }
-                .to_string(),
-            );
+            // A constraint still to choose picks the protocol it needs, and says so.
+            if !self.constrain_auto {
+                said.push(
+                    match info.tools {
+                        Some(true) => "a chat template that takes tools: native function calling",
+                        Some(false) => "a chat template without tools: the text protocol",
+                        None => "nothing about tools: native function calling",
+                    }
+                    .to_string(),
+                );
+            }
         }
         if said.is_empty() {
             return None;
@@ -446,6 +536,32 @@ impl AgentSettings {
             said.join("; ")
         ))
     }
+}
+
+/// `--constrain` over `[agent] constrain`: the constraint and whether it is
+/// left to the server (`auto`, the default of a small model).
+fn constraint_of(
+    args: &AgentArgs,
+    file: &AgentConfig,
+    model_size: ModelSize,
+) -> Result<(Constraint, bool)> {
+    let small = model_size == ModelSize::Small;
+    let Some(given) = args.constrain.as_deref().or(file.constrain.as_deref()) else {
+        return Ok((Constraint::None, small));
+    };
+    if given.trim().eq_ignore_ascii_case("auto") {
+        return Ok((Constraint::None, small));
+    }
+    let constraint = Constraint::parse(given).with_context(|| {
+        format!("unknown constraint {given:?}; choose one of: auto, tool-choice, grammar, json-schema, none")
+    })?;
+    if !small && constraint != Constraint::None {
+        bail!(
+            "--constrain {given} is for small models, which end their runs with the finish tool: \
+             add --model-size small"
+        );
+    }
+    Ok((constraint, false))
 }
 
 /// The variable `name`, trimmed, when it is set and not blank.

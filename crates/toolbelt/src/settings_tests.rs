@@ -40,6 +40,9 @@ fn flags_then_environment_then_file() {
         context_window: Some(50_000),
         max_tokens: Some(1_000),
         model_size: None,
+        constrain: None,
+        temperature: None,
+        seed: None,
         first_byte_timeout: None,
         subagents: SubagentsConfig::default(),
     };
@@ -152,6 +155,7 @@ fn what_the_server_says_fills_in_what_was_left_open() {
             server: Some("llama.cpp"),
             tools: Some(false),
             context_window: Some(16_384),
+            ..ServerInfo::default()
         })
         .unwrap();
     assert_eq!((s.protocol, s.context_window), (Protocol::Text, 16_384));
@@ -166,7 +170,58 @@ fn what_the_server_says_fills_in_what_was_left_open() {
         server: Some("ollama"),
         tools: Some(true),
         context_window: Some(2_048),
+        ..ServerInfo::default()
     });
     assert_eq!(said, None);
     assert_eq!((s.protocol, s.context_window), (Protocol::Native, 8_000));
+}
+
+/// A small model's settings: a low temperature unless given, the constraint
+/// left to the server unless given, and a constraint that needs a protocol
+/// takes it (or says it cannot).
+#[test]
+fn small_models_sample_low_and_are_constrained() {
+    let none = env(&[]);
+    let base = ["--model", "m", "--base-url", "http://127.0.0.1:8081/v1"];
+    let with = |extra: &[&str]| {
+        let mut all = base.to_vec();
+        all.extend_from_slice(extra);
+        AgentSettings::resolve(&args(&all), &AgentConfig::default(), &none)
+    };
+    let s = with(&["--model-size", "small"]).unwrap();
+    assert_eq!(s.provider.temperature, Some(super::SMALL_MODEL_TEMPERATURE));
+    assert!(s.constrain_auto);
+    let s = with(&[]).unwrap();
+    assert_eq!((s.provider.temperature, s.constrain_auto), (None, false));
+    let s = with(&["--model-size", "small", "--temperature", "0", "--seed", "7"]).unwrap();
+    assert_eq!(
+        (s.provider.temperature, s.provider.seed),
+        (Some(0.0), Some(7))
+    );
+    let s = with(&["--model-size", "small", "--constrain", "grammar"]).unwrap();
+    assert_eq!(
+        (s.constraint, s.protocol, s.constrain_auto),
+        (Constraint::Grammar, Protocol::Text, false)
+    );
+    let err = with(&[
+        "--model-size",
+        "small",
+        "--constrain",
+        "grammar",
+        "--protocol",
+        "native",
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("works with the text protocol"), "{err}");
+    let err = with(&["--constrain", "tool-choice"])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--model-size small"), "{err}");
+    let err = with(&["--model-size", "small", "--constrain", "regex"])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown constraint"), "{err}");
+    let err = with(&["--temperature", "3"]).unwrap_err().to_string();
+    assert!(err.contains("between 0 and 2"), "{err}");
 }

@@ -78,6 +78,7 @@ impl Workspace {
             tool_selection,
             descriptions,
             mcp_servers,
+            small_model,
             ..
         } = settings;
         // The hooks' definitions and scripts: the agent may not rewrite them.
@@ -102,7 +103,8 @@ impl Workspace {
             .with_roots(roots.clone())
             .with_state_dir(state_dir)
             .with_budget(budget)
-            .with_inline_file_work(inline_files);
+            .with_inline_file_work(inline_files)
+            .with_small_model(*small_model);
         if let Some(ms) = file.timeout_ms {
             session = session.with_timeout(Duration::from_millis(ms));
         }
@@ -138,6 +140,17 @@ impl Workspace {
                     .with_protected_paths(&protected)
                     .context("the hook scripts cannot be protected")?,
             )
+        };
+        // A small model's destructive commands wait for a person, even under
+        // `--yes`, unless a rule names them.
+        let policy = if *small_model {
+            Some(
+                policy
+                    .unwrap_or_else(toolbelt_policy::Policy::permissive)
+                    .with_destructive_guard(true),
+            )
+        } else {
+            policy
         };
         let web = web_options(file, *allow_private_network)?;
         let (messaging, jobs) = jobs::messaging(

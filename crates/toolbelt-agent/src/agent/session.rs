@@ -41,6 +41,7 @@ impl Agent {
                 "provider": self.provider.kind().as_str(),
                 "model": self.provider.model(),
                 "protocol": self.options.protocol.as_str(),
+                "constraint": self.constraint_name(),
                 "cwd": self.registry.session().cwd().display().to_string(),
                 "system": self.system,
             }));
@@ -50,6 +51,7 @@ impl Agent {
             provider: self.provider.kind().as_str().to_string(),
             model: self.provider.model().to_string(),
             protocol: self.options.protocol.as_str().to_string(),
+            constraint: self.constraint_name().to_string(),
             resumed: self.resumed,
         });
         if self.subagent {

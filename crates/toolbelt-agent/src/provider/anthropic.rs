@@ -9,6 +9,10 @@
 //! index; a stream without `message_stop` broke off, is retried, and is never
 //! returned as an answer. A plain JSON `message` is read the same way.
 //!
+//! The configured `temperature` is sent when set (the API takes no seed); a
+//! [`ReplyConstraint::ToolRequired`] with tools becomes `tool_choice: {"type":
+//! "any"}`, and the other constraints have no field here.
+//!
 //! # Tool call arguments
 //! [`ModelCall::arguments`](crate::ModelCall) is text, Anthropic's `tool_use.input`
 //! an object. The text is parsed (loosely, as the registry does, see
@@ -31,8 +35,8 @@ use super::decode::{
 };
 use super::http::{Http, RequestBody, join_url, parse_base_url};
 use super::{
-    ModelRequest, ModelResponse, Provider, ProviderConfig, ProviderError, ProviderKind, StopReason,
-    StreamEvent, StreamSink,
+    ModelRequest, ModelResponse, Provider, ProviderConfig, ProviderError, ProviderKind,
+    ReplyConstraint, StopReason, StreamEvent, StreamSink, temperature_json,
 };
 use crate::message::{Message, Usage};
 
@@ -101,6 +105,13 @@ impl AnthropicProvider {
         body.insert("stream".into(), true.into());
         if !request.stop.is_empty() {
             body.insert("stop_sequences".into(), request.stop.clone().into());
+        }
+        if let Some(temperature) = self.config.temperature.and_then(temperature_json) {
+            body.insert("temperature".into(), temperature);
+        }
+        // The Messages API takes no seed; a grammar or a reply schema has no field.
+        if request.constraint == Some(ReplyConstraint::ToolRequired) && tools.is_some() {
+            body.insert("tool_choice".into(), json!({"type": "any"}));
         }
         RequestBody {
             fields: Value::Object(body),

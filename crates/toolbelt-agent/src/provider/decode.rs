@@ -122,6 +122,30 @@ impl Failure {
     }
 }
 
+/// What a server says when it cannot read the tool call the model wrote (lower
+/// case; matched anywhere in its message):
+///
+/// - llama.cpp, `common/chat.cpp`: `Failed to parse tool call arguments as JSON: `
+///   (a tool call of the conversation whose arguments are not JSON: the model's,
+///   sent back), and the chat parser's word for a reply its template's parser
+///   cannot place: `Failed to parse input at pos N: ...` (until late 2025), `The
+///   model produced output that does not match the expected <format> format`
+///   (since);
+/// - Ollama, `openai/openai.go`: `invalid tool call arguments`.
+const MALFORMED_CALL_TEXTS: [&str; 4] = [
+    "failed to parse tool call",
+    "failed to parse input at pos",
+    "the model produced output that does not match the expected",
+    "invalid tool call arguments",
+];
+
+/// True when a server's error `message` says it could not read the model's tool
+/// call: asking again would bring the same call back.
+pub(crate) fn is_malformed_call_message(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    MALFORMED_CALL_TEXTS.iter().any(|t| message.contains(t))
+}
+
 /// True for the statuses worth another attempt: 429 and 5xx (but 501 Not
 /// Implemented and 505 HTTP Version Not Supported, which will not change).
 fn retryable_status(status: u16) -> bool {
@@ -330,6 +354,25 @@ mod tests {
         );
         assert_eq!(error_message(""), "(empty body)");
         assert_eq!(error_message(&"x".repeat(2000)).chars().count(), 501);
+    }
+
+    #[test]
+    fn a_server_that_cannot_read_the_call_is_recognised() {
+        for said in [
+            "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error at line 1, column 12: syntax error while parsing value - invalid string: missing closing quote",
+            "Failed to parse input at pos 13: <tool_call>{\"name\": \"x\"",
+            "The model produced output that does not match the expected Hermes 2 Pro format",
+            "invalid tool call arguments",
+        ] {
+            assert!(is_malformed_call_message(said), "{said}");
+        }
+        for said in [
+            "Internal server error",
+            "Loading model",
+            "the context is full",
+        ] {
+            assert!(!is_malformed_call_message(said), "{said}");
+        }
     }
 
     #[test]

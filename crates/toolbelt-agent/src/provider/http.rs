@@ -11,7 +11,9 @@
 //!   the API key marked sensitive;
 //! - [`Http::run`] sends the request, retries 429, 5xx, dropped connections and
 //!   streams that broke off before their end ([`RetryPolicy`]: exponential backoff
-//!   with jitter, `Retry-After` / `retry-after-ms` honoured up to `max_delay`), reads
+//!   with jitter, `Retry-After` / `retry-after-ms` honoured up to `max_delay`) but
+//!   not a server's word that it could not read the model's tool call
+//!   ([`ProviderError::MalformedCall`], at once), reads
 //!   the answer with an idle timeout between chunks, and drops everything at once
 //!   when the call is cancelled.
 //!
@@ -37,6 +39,7 @@ use toolbelt_core::sync::lock;
 
 use super::decode::{
     Decoder, Failure, Flow, MAX_ERROR_MESSAGE_CHARS, Wire, clip, error_event, error_message,
+    is_malformed_call_message,
 };
 use super::{
     ModelResponse, ProviderConfig, ProviderError, ProviderKind, RetryPolicy, Secret, StreamEvent,
@@ -294,6 +297,17 @@ impl Http {
                 Ok(response) => return Ok(response),
                 Err(failure) => self.redact_failure(failure),
             };
+            if let Failure::Status {
+                status, message, ..
+            } = &failure
+                && is_malformed_call_message(message)
+            {
+                return Err(ProviderError::MalformedCall {
+                    provider: self.kind,
+                    status: *status,
+                    message: message.clone(),
+                });
+            }
             let retryable = match failure {
                 Failure::NoFirstByte(_) => !self.local,
                 _ => failure.retryable(),

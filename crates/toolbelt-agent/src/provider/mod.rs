@@ -7,7 +7,14 @@
 //! A provider streams the answer ([`StreamEvent`]s as they arrive) and returns it
 //! whole ([`ModelResponse`]); it retries 429, 5xx and dropped connections with
 //! backoff, honouring `Retry-After` ([`RetryPolicy`]), and never returns a stream
-//! that stopped mid-answer as an answer.
+//! that stopped mid-answer as an answer. A server that could not read the model's
+//! own tool call is answered at once ([`ProviderError::MalformedCall`]): asking again
+//! would bring the same call back.
+//!
+//! A request may hold the reply to a shape ([`ReplyConstraint`]: a required tool
+//! call, a GBNF grammar, a JSON Schema), which keeps a small local model's replies
+//! readable; [`probe_server`] and [`probe_tool_choice`] tell which of them a server
+//! honours.
 
 use std::fmt;
 use std::sync::Arc;
@@ -27,7 +34,7 @@ mod http;
 pub mod openai;
 mod probe;
 
-pub use probe::{ServerInfo, probe_server};
+pub use probe::{ServerInfo, probe_server, probe_tool_choice};
 
 /// The wire formats toolbelt speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -129,6 +136,12 @@ pub struct ProviderConfig {
     pub first_byte_timeout: Duration,
     /// The longest wait for a connection.
     pub connect_timeout: Duration,
+    /// The sampling temperature sent with every request (`None`: the server's
+    /// default). Small models stay on format better at `0`.
+    pub temperature: Option<f32>,
+    /// The sampling seed sent with every request, where the API takes one
+    /// (OpenAI-compatible servers; Anthropic takes none).
+    pub seed: Option<u64>,
 }
 
 /// The default of [`ProviderConfig::max_tokens`].
@@ -161,6 +174,8 @@ impl ProviderConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            temperature: None,
+            seed: None,
         }
     }
 
@@ -202,6 +217,30 @@ pub fn is_local_url(base_url: &str) -> bool {
     }
 }
 
+/// A temperature as a JSON number with the digits it was written with (`0.2`, not
+/// the `0.20000000298023224` an `f32` widens to); `None` for NaN or an infinity.
+pub(crate) fn temperature_json(temperature: f32) -> Option<Value> {
+    let shown: f64 = temperature.to_string().parse().ok()?;
+    serde_json::Number::from_f64(shown).map(Value::Number)
+}
+
+/// How the server is asked to hold a reply to a shape (small models).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReplyConstraint {
+    /// The reply must call a tool: `tool_choice: "required"` (OpenAI-compatible),
+    /// `{"type": "any"}` (Anthropic). Not sent with a request without tools.
+    ToolRequired,
+    /// A GBNF grammar (llama.cpp's `grammar` field). llama.cpp refuses a grammar
+    /// beside tools ("Cannot use custom grammar constraints with tools"): it suits
+    /// the text protocol ([`crate::constrain::action_grammar`]). Anthropic ignores it.
+    Grammar(Arc<str>),
+    /// A JSON Schema the whole reply must match: `response_format: {"type":
+    /// "json_schema", "json_schema": {"name": "reply", "strict": true, "schema":
+    /// ...}}` (vLLM, llama.cpp, Ollama's OpenAI-compatible endpoint, OpenAI); see
+    /// [`crate::constrain::reply_schema`]. Anthropic ignores it.
+    JsonSchema(Arc<Value>),
+}
+
 /// One model call.
 #[derive(Debug, Clone, Default)]
 pub struct ModelRequest {
@@ -218,6 +257,8 @@ pub struct ModelRequest {
     /// Where the model must stop (`\nObservation:` for the text protocol, so that
     /// it does not write the results of its own actions).
     pub stop: Vec<String>,
+    /// The shape the server is asked to hold the reply to, if any.
+    pub constraint: Option<ReplyConstraint>,
 }
 
 /// Why the model stopped.
@@ -294,6 +335,7 @@ pub type StreamSink<'a> = &'a (dyn Fn(StreamEvent) + Send + Sync);
 /// Why a model call failed, after the retries, or a provider cannot be built.
 ///
 /// The `message` of [`Status`](ProviderError::Status),
+/// [`MalformedCall`](ProviderError::MalformedCall),
 /// [`Connection`](ProviderError::Connection) and [`Stream`](ProviderError::Stream)
 /// is text, not a typed cause: it is the provider's own words or what the
 /// connection said, with the API key replaced by `***` should a server have echoed
@@ -312,6 +354,27 @@ pub enum ProviderError {
         message: String,
         /// Attempts made.
         attempts: u32,
+    },
+    /// The server could not read a tool call the model wrote, at any status, as
+    /// an error answer or an error event in the stream. Returned after one attempt:
+    /// the same request brings the same failure back (at temperature 0, byte for
+    /// byte). The caller shows the model a format error instead.
+    ///
+    /// Two kinds (llama.cpp, `common/chat.cpp`): the reply just written does not
+    /// fit its chat template's format (`The model produced output that does not
+    /// match the expected <format> format`; before late 2025 `Failed to parse input
+    /// at pos N: ...`); or a call of the conversation sent back has arguments that
+    /// are not JSON (`Failed to parse tool call arguments as JSON: ...`; Ollama:
+    /// `invalid tool call arguments`), which goes on failing until that call in
+    /// the history is mended or dropped.
+    #[error("{provider} could not read the model's tool call (HTTP {status}): {message}")]
+    MalformedCall {
+        /// `openai` or `anthropic`.
+        provider: ProviderKind,
+        /// The HTTP status (for an error event in a stream: the status it stands for).
+        status: u16,
+        /// The server's own words, the API key replaced by `***`.
+        message: String,
     },
     /// The provider could not be reached, or the connection dropped.
     #[error("cannot reach {provider} at {url}{}: {message}", attempts_note(*.attempts))]
@@ -386,6 +449,13 @@ fn attempts_note(attempts: u32) -> String {
 }
 
 impl ProviderError {
+    /// True when the server could not read the model's own tool call
+    /// ([`ProviderError::MalformedCall`]): a format error for the model, not a
+    /// fault of the connection.
+    pub fn is_malformed_call(&self) -> bool {
+        matches!(self, ProviderError::MalformedCall { .. })
+    }
+
     /// True when the provider refused the request because it is too long for the
     /// model's context window (the agent then compacts its history and asks again).
     pub fn is_context_overflow(&self) -> bool {

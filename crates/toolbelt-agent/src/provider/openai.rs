@@ -9,6 +9,13 @@
 //!
 //! A stream that ends with neither `data: [DONE]` nor a `finish_reason` broke off:
 //! it is retried, and never returned as an answer.
+//!
+//! The configured `temperature` and `seed` are sent when set. A
+//! [`ReplyConstraint`] goes out as the servers read it: `tool_choice: "required"`
+//! (OpenAI, vLLM >= 0.8.3, llama.cpp with `--jinja`; Ollama ignores it), llama.cpp's
+//! top-level `grammar`, or `response_format: {"type": "json_schema", "json_schema":
+//! {"schema": ...}}` (the nested form: llama.cpp reads the schema only there for
+//! that type, vLLM and Ollama too).
 
 use std::collections::HashMap;
 
@@ -23,8 +30,8 @@ use super::decode::{
 };
 use super::http::{Http, RequestBody, join_url, parse_base_url};
 use super::{
-    ModelRequest, ModelResponse, Provider, ProviderConfig, ProviderError, ProviderKind, StopReason,
-    StreamEvent, StreamSink,
+    ModelRequest, ModelResponse, Provider, ProviderConfig, ProviderError, ProviderKind,
+    ReplyConstraint, StopReason, StreamEvent, StreamSink, temperature_json,
 };
 use crate::message::{Message, Usage};
 
@@ -66,6 +73,25 @@ impl OpenAiProvider {
         });
         if !request.stop.is_empty() {
             fields["stop"] = json!(request.stop);
+        }
+        if let Some(temperature) = self.config.temperature.and_then(temperature_json) {
+            fields["temperature"] = temperature;
+        }
+        if let Some(seed) = self.config.seed {
+            fields["seed"] = json!(seed);
+        }
+        match &request.constraint {
+            Some(ReplyConstraint::ToolRequired) if tools.is_some() => {
+                fields["tool_choice"] = json!("required");
+            }
+            Some(ReplyConstraint::ToolRequired) | None => {}
+            Some(ReplyConstraint::Grammar(grammar)) => fields["grammar"] = json!(&**grammar),
+            Some(ReplyConstraint::JsonSchema(schema)) => {
+                fields["response_format"] = json!({
+                    "type": "json_schema",
+                    "json_schema": {"name": "reply", "strict": true, "schema": &**schema},
+                });
+            }
         }
         RequestBody { fields, tools }
     }

@@ -1,36 +1,70 @@
 //! What a model server says about itself: whether its chat template takes tools,
-//! and its context window. Asked of servers on this machine or the local network
-//! (a model served by llama.cpp, Ollama or vLLM), where guessing costs the most:
+//! its context window, and which ways of holding a reply to a shape it honours.
+//! Asked of servers on this machine or the local network (a model served by
+//! llama.cpp, Ollama or vLLM), where guessing costs the most:
 //!
 //! - llama.cpp: `GET /props` (beside `/v1`) gives `chat_template_caps`
 //!   (`supports_tools`, `supports_tool_calls`) and
-//!   `default_generation_settings.n_ctx`;
+//!   `default_generation_settings.n_ctx`; it takes a GBNF `grammar`, a
+//!   `response_format` JSON schema, and `tool_choice: "required"` when its template
+//!   takes tools;
 //! - Ollama: `POST /api/show` gives `capabilities` (`tools`) and the model's
-//!   `num_ctx` parameter when one is set;
+//!   `num_ctx` parameter when one is set; its OpenAI-compatible endpoint reads a
+//!   `response_format` JSON schema but has no `tool_choice` field (its
+//!   `ChatCompletionRequest` in `openai/openai.go`) and no grammar;
 //! - any OpenAI-compatible server: `GET {base_url}/models` may give the model's
-//!   `max_model_len` (vLLM) or `meta.n_ctx_train` (llama.cpp).
+//!   `max_model_len` (vLLM) or `meta.n_ctx_train` (llama.cpp); an entry
+//!   `owned_by: "vllm"` marks vLLM, which reads a `response_format` JSON schema and
+//!   `tool_choice: "required"` (since 0.8.3), and no top-level `grammar`.
 //!
 //! Every question has a short timeout, and a server that answers none of them
-//! leaves everything unknown.
+//! leaves everything unknown. [`probe_tool_choice`] finds out by asking for a
+//! forced tool call, where the server does not say.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::decode::{error_message, is_malformed_call_message};
 use super::{ProviderConfig, ProviderKind};
 
 /// How long each question may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the forced tool call of [`probe_tool_choice`] may take: the model
+/// writes a few dozen tokens, on a CPU perhaps.
+const TOOL_CHOICE_PROBE_TIMEOUT: Duration = Duration::from_secs(120);
+/// The most tokens the forced tool call may have.
+const TOOL_CHOICE_PROBE_MAX_TOKENS: u32 = 48;
 
 /// What a model server said about itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ServerInfo {
-    /// `llama.cpp`, `ollama` or `openai-compatible`, when the server answered.
+    /// `llama.cpp`, `ollama`, `vllm` or `openai-compatible`, when the server
+    /// answered.
     pub server: Option<&'static str>,
     /// Whether the chat template takes tools (native function calling works).
     pub tools: Option<bool>,
     /// The context window the server runs the model with, in tokens.
     pub context_window: Option<u64>,
+    /// Whether the server holds a reply to a GBNF `grammar` (llama.cpp).
+    pub grammar: Option<bool>,
+    /// Whether the server holds a reply to a `response_format` JSON schema
+    /// (llama.cpp, Ollama, vLLM).
+    pub json_schema: Option<bool>,
+    /// Whether the server honours `tool_choice: "required"` (llama.cpp when its
+    /// template takes tools, vLLM; not Ollama, which ignores the field).
+    pub tool_choice_required: Option<bool>,
+}
+
+/// A client for the questions, each taking at most `timeout`.
+fn client(timeout: Duration) -> Option<reqwest::Client> {
+    let tls = toolbelt_net::tls::client_config(&[], toolbelt_net::tls::ALPN_H2_HTTP1).ok()?;
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .timeout(timeout)
+        .connect_timeout(PROBE_TIMEOUT)
+        .build()
+        .ok()
 }
 
 /// Asks the server of `config` about itself. Only OpenAI-compatible servers are
@@ -39,15 +73,7 @@ pub async fn probe_server(config: &ProviderConfig) -> ServerInfo {
     if config.kind != ProviderKind::OpenAi {
         return ServerInfo::default();
     }
-    let Ok(tls) = toolbelt_net::tls::client_config(&[], toolbelt_net::tls::ALPN_H2_HTTP1) else {
-        return ServerInfo::default();
-    };
-    let Ok(client) = reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .timeout(PROBE_TIMEOUT)
-        .connect_timeout(PROBE_TIMEOUT)
-        .build()
-    else {
+    let Some(client) = client(PROBE_TIMEOUT) else {
         return ServerInfo::default();
     };
     let Ok(base) = reqwest::Url::parse(&config.base_url) else {
@@ -82,13 +108,81 @@ pub async fn probe_server(config: &ProviderConfig) -> ServerInfo {
     }
     let models = join(&base, "models");
     match get(models).await {
-        Some(models) => ServerInfo {
-            server: Some("openai-compatible"),
-            tools: None,
-            context_window: models_context(&models, &config.model),
-        },
+        Some(models) => openai_compatible(&models, &config.model),
         None => ServerInfo::default(),
     }
+}
+
+/// Asks the server of `config` for a forced tool call: one small request (system
+/// `Call the tool.`, user `Go.`, one tool `finish` taking a string `answer`,
+/// `tool_choice: "required"`, at most 48 tokens, temperature 0, not streamed).
+///
+/// `Some(true)` when the answer holds a tool call; `Some(false)` when it holds
+/// none, or the server refused the request (HTTP 400 or 422: `tool_choice`, or
+/// tools, not taken) or could not read the call it made; `None` when the server
+/// cannot be reached or answered something else (and for Anthropic, which always
+/// takes `tool_choice`).
+///
+/// # Security
+/// The key of `config` is sent as `Authorization: Bearer` to its base URL only.
+pub async fn probe_tool_choice(config: &ProviderConfig) -> Option<bool> {
+    if config.kind != ProviderKind::OpenAi {
+        return None;
+    }
+    let client = client(TOOL_CHOICE_PROBE_TIMEOUT)?;
+    let base = reqwest::Url::parse(&config.base_url).ok()?;
+    let mut request = client
+        .post(join(&base, "chat/completions"))
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(tool_choice_request(&config.model).to_string());
+    if let Some(key) = &config.api_key {
+        request = request.bearer_auth(key.expose());
+    }
+    let response = request.send().await.ok()?;
+    let status = response.status().as_u16();
+    let bytes = response.bytes().await.ok()?;
+    if status == 400 || status == 422 {
+        return Some(false);
+    }
+    if !(200..300).contains(&status) {
+        let message = error_message(&String::from_utf8_lossy(&bytes));
+        return is_malformed_call_message(&message).then_some(false);
+    }
+    let answer: Value = serde_json::from_slice(&bytes).ok()?;
+    let message = answer.pointer("/choices/0/message")?;
+    Some(
+        message
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .is_some_and(|calls| !calls.is_empty()),
+    )
+}
+
+/// The body of [`probe_tool_choice`]'s request.
+fn tool_choice_request(model: &str) -> Value {
+    json!({
+        "model": model,
+        "messages": [
+            {"role": "system", "content": "Call the tool."},
+            {"role": "user", "content": "Go."},
+        ],
+        "tools": [{
+            "type": "function",
+            "function": {
+                "name": "finish",
+                "description": "Ends the task with an answer.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"answer": {"type": "string"}},
+                    "required": ["answer"],
+                },
+            },
+        }],
+        "tool_choice": "required",
+        "max_tokens": TOOL_CHOICE_PROBE_MAX_TOKENS,
+        "temperature": 0,
+        "stream": false,
+    })
 }
 
 /// The server's root: the base URL without its `/v1` (or whatever API path).
@@ -136,6 +230,9 @@ fn llama_cpp(props: &Value) -> Option<ServerInfo> {
         server: Some("llama.cpp"),
         tools,
         context_window,
+        grammar: Some(true),
+        json_schema: Some(true),
+        tool_choice_required: tools,
     })
 }
 
@@ -162,7 +259,38 @@ fn ollama(show: &Value) -> Option<ServerInfo> {
         server: Some("ollama"),
         tools,
         context_window: num_ctx.filter(|n| *n > 0),
+        grammar: Some(false),
+        json_schema: Some(true),
+        tool_choice_required: Some(false),
     })
+}
+
+/// A server that answered only `/models`: vLLM when an entry is `owned_by:
+/// "vllm"`, else an OpenAI-compatible server of unknown powers.
+fn openai_compatible(models: &Value, model: &str) -> ServerInfo {
+    let context_window = models_context(models, model);
+    let vllm = models
+        .get("data")
+        .and_then(Value::as_array)
+        .is_some_and(|list| {
+            list.iter()
+                .any(|m| m.get("owned_by").and_then(Value::as_str) == Some("vllm"))
+        });
+    if vllm {
+        return ServerInfo {
+            server: Some("vllm"),
+            tools: None,
+            context_window,
+            grammar: Some(false),
+            json_schema: Some(true),
+            tool_choice_required: Some(true),
+        };
+    }
+    ServerInfo {
+        server: Some("openai-compatible"),
+        context_window,
+        ..ServerInfo::default()
+    }
 }
 
 /// The context window `/models` gives for `model` (or its only model).
@@ -210,6 +338,9 @@ mod tests {
                 server: Some("llama.cpp"),
                 tools: Some(false),
                 context_window: Some(16384),
+                grammar: Some(true),
+                json_schema: Some(true),
+                tool_choice_required: Some(false),
             })
         );
         assert_eq!(llama_cpp(&json!({"model": "x"})), None);
@@ -228,6 +359,9 @@ mod tests {
                 server: Some("ollama"),
                 tools: Some(true),
                 context_window: Some(8192),
+                grammar: Some(false),
+                json_schema: Some(true),
+                tool_choice_required: Some(false),
             })
         );
     }
@@ -239,5 +373,31 @@ mod tests {
         let llama = json!({"data": [{"id": "other", "meta": {"n_ctx_train": 32768}}]});
         assert_eq!(models_context(&llama, "qwen"), Some(32768));
         assert_eq!(models_context(&json!({"data": []}), "qwen"), None);
+    }
+
+    #[test]
+    fn vllm_is_known_by_its_models_list() {
+        let vllm = json!({"object": "list", "data": [
+            {"id": "qwen", "object": "model", "owned_by": "vllm", "max_model_len": 32768}
+        ]});
+        assert_eq!(
+            openai_compatible(&vllm, "qwen"),
+            ServerInfo {
+                server: Some("vllm"),
+                tools: None,
+                context_window: Some(32768),
+                grammar: Some(false),
+                json_schema: Some(true),
+                tool_choice_required: Some(true),
+            }
+        );
+        let other = json!({"data": [{"id": "qwen", "owned_by": "someone"}]});
+        assert_eq!(
+            openai_compatible(&other, "qwen"),
+            ServerInfo {
+                server: Some("openai-compatible"),
+                ..ServerInfo::default()
+            }
+        );
     }
 }

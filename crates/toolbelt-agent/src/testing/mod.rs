@@ -20,6 +20,9 @@
 //! request is recorded ([`ScriptedServer::requests`]) with its headers and JSON body;
 //! `GET /_scripted/requests` returns the same as JSON for programs in other languages.
 //!
+//! [`gbnf`] checks llama.cpp GBNF grammars: whether one parses as llama.cpp would
+//! parse it, and whether a string is in its language.
+//!
 //! Ids are predictable: the `n`th model request (from 1) is answered as
 //! `chatcmpl-scripted-n` / `msg_scripted_n`, and its calls without a scripted id get
 //! `call_n_i` / `toolu_n_i` (`i` from 0).
@@ -44,6 +47,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::provider::ProviderKind;
 
+pub mod gbnf;
 mod server;
 mod wire;
 

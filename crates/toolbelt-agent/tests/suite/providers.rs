@@ -418,6 +418,7 @@ fn hello() -> ModelRequest {
         tools: None,
         max_tokens: None,
         stop: Vec::new(),
+        constraint: None,
     }
 }
 
@@ -738,6 +739,7 @@ fn conversation() -> ModelRequest {
         )),
         max_tokens: Some(100),
         stop: Vec::new(),
+        constraint: None,
     }
 }
 

@@ -8,8 +8,12 @@
 //!    2, a cut-off string closed); arguments that are not JSON, or cut off in a
 //!    string for a tool that writes, end the call;
 //! 3. **validate**: the input schema, then the tool's own rules;
-//! 4. **authorize**: the permission rules (a denied call ends here);
-//! 5. **approve**: a call a rule marks `ask` is put to the person;
+//! 4. **authorize**: the permission rules (a denied call ends here), and the
+//!    authorizer's guard (a call it holds asks even where the rules allow it);
+//! 5. **approve**: a call a rule marks `ask`, or a guard holds, is put to the
+//!    person (the guard goes with it: an approver of every call declines it);
+//!    declined, the model is told why, and for a guarded call what it would have
+//!    destroyed and the safer way;
 //! 6. **checkpoint**: for a call that may change files, what is needed to undo it
 //!    is kept (a call whose required checkpoint cannot be taken ends here);
 //! 7. **execute**: the tool itself, under a timeout and the call's cancellation,
@@ -44,10 +48,10 @@ use serde_json::Value;
 
 use self::hook_stages::PermissionAnswer;
 use super::{
-    Approval, ApprovalRequest, BatchMode, CallOptions, Entry, Registry, ToolCall, new_call_id,
-    unix_ms_now,
+    Approval, ApprovalRequest, BatchMode, CallOptions, Entry, Registry, ToolCall, exposed_mentions,
+    new_call_id, unix_ms_now,
 };
-use crate::authorize::{Decision, Evaluation, Request};
+use crate::authorize::{Decision, Evaluation, Guard, Request};
 use crate::calllog::{CallRecord, args_digest};
 use crate::checkpoint::{Changes, CheckpointCall, CheckpointNote, Origin, PendingCheckpoint};
 use crate::closest::closest;
@@ -120,6 +124,8 @@ enum Ruling {
         subject: Option<String>,
         /// The rule's evaluation.
         eval: Evaluation,
+        /// A guard's hold on the call, which an approver of every call declines.
+        guard: Option<Guard>,
     },
 }
 
@@ -265,7 +271,9 @@ impl Registry {
         }
     }
 
-    /// Stage 4: what the permission rules say of the call; a denied call ends here.
+    /// Stage 4: what the permission rules say of the call, and the authorizer's
+    /// guard on one they do not deny (it asks, under the guard's name, where the
+    /// rules allow); a denied call ends here.
     fn authorize(&self, target: &Target<'_>, args: &Value) -> Stage<Ruling> {
         let Target {
             tool,
@@ -275,14 +283,30 @@ impl Registry {
             ..
         } = *target;
         let subject = tool.permission_subject(args);
-        let eval = self.authorizer.evaluate(&Request {
+        let request = Request {
             tool: canonical,
             alias: (exposed != canonical).then_some(exposed),
             subject: subject.as_deref(),
             permissions: &spec.permissions,
-        });
+        };
+        let eval = self.authorizer.evaluate(&request);
+        let guard = match eval.decision {
+            Decision::Deny => None,
+            Decision::Allow | Decision::Ask => self.authorizer.guard(&request),
+        };
         match eval.decision {
-            Decision::Allow => Ok(Ruling::Allowed),
+            Decision::Allow => match guard {
+                None => Ok(Ruling::Allowed),
+                // A guard asks where no rule does, under its own name.
+                Some(guard) => Ok(Ruling::Ask {
+                    eval: Evaluation {
+                        decision: Decision::Ask,
+                        rule: Some(guard.rule.clone()),
+                    },
+                    subject,
+                    guard: Some(guard),
+                }),
+            },
             Decision::Deny => {
                 let what = subject_note(subject.as_deref());
                 let rule = rule_named(&eval);
@@ -292,7 +316,11 @@ impl Registry {
                     Some("do not retry this call; choose another way or ask the user to change the permission rules".into()),
                 )))
             }
-            Decision::Ask => Ok(Ruling::Ask { subject, eval }),
+            Decision::Ask => Ok(Ruling::Ask {
+                subject,
+                eval,
+                guard,
+            }),
         }
     }
 
@@ -307,7 +335,12 @@ impl Registry {
         call_id: &str,
         trace: &mut Trace,
     ) -> Stage<()> {
-        let Ruling::Ask { subject, eval } = ruling else {
+        let Ruling::Ask {
+            subject,
+            eval,
+            guard,
+        } = ruling
+        else {
             return Ok(());
         };
         if let PermissionAnswer::Approved =
@@ -324,6 +357,7 @@ impl Registry {
                     subject: subject.as_deref(),
                     arguments: args,
                     rule: eval.rule.as_deref(),
+                    guard: guard.as_ref(),
                 })
                 .await
             }
@@ -333,6 +367,9 @@ impl Registry {
             return Ok(());
         };
         let what = subject_note(subject.as_deref());
+        if let Some(guard) = guard {
+            return Err(Box::new(guarded_decline(exposed, &what, &guard, reason)));
+        }
         let rule = rule_named(&eval);
         let hint = match (approver, reason) {
             (Some(_), Some(reason)) => format!(
@@ -425,6 +462,19 @@ impl Registry {
             let message = camel_message(&error.message, names);
             env.text = env.text.replace(&error.message, &message);
             error.message = message;
+        }
+        if self.profile.entries().len() > 0
+            && let Some(error) = env.error.as_mut()
+        {
+            // A tool names the tools it points to by their canonical names, in
+            // backticks; the model knows them by the profile's.
+            for text in std::iter::once(&mut error.message).chain(error.hint.as_mut()) {
+                let named = exposed_mentions(text, &self.profile);
+                if named != *text {
+                    env.text = env.text.replace(text.as_str(), &named);
+                    *text = named;
+                }
+            }
         }
         (env, ctx)
     }
@@ -652,6 +702,20 @@ fn validate(target: &Target<'_>, entry: &Entry, args: &Value) -> Stage<()> {
 /// ` on "<subject>"` when the rule looked at something, else nothing.
 fn subject_note(subject: Option<&str>) -> String {
     subject.map(|s| format!(" on {s:?}")).unwrap_or_default()
+}
+
+/// The envelope of a call a guard held that was not approved: what it would have
+/// destroyed, why it did not run, and the safer way.
+fn guarded_decline(exposed: &str, what: &str, guard: &Guard, reason: Option<String>) -> Envelope {
+    let why = reason.map_or_else(String::new, |r| format!(" ({r})"));
+    Envelope::error(
+        ErrorCode::AccessDenied,
+        format!(
+            "{exposed}{what} was not run: {}, which cannot be undone, so it needs the user's approval, and it was not approved{why}",
+            guard.danger
+        ),
+        Some(format!("{}; do not retry it unchanged", guard.instead)),
+    )
 }
 
 /// The rule that decided, as the model reads it.

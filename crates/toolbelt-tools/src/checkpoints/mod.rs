@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use toolbelt_checkpoint::CheckpointError;
 use toolbelt_core::{
-    Authorizer, Decision, ErrorCode, Evaluation, Origin, Request, ToolError, error_chain,
+    Authorizer, Decision, ErrorCode, Evaluation, Guard, Origin, Request, ToolError, error_chain,
 };
 use toolbelt_store::CheckpointRecord;
 
@@ -67,6 +67,10 @@ impl Authorizer for AskBeforeRewind {
                 "ask before a rewind (built-in; without approval here, the user can run: {command})"
             )),
         }
+    }
+
+    fn guard(&self, request: &Request<'_>) -> Option<Guard> {
+        self.inner.guard(request)
     }
 
     fn secret_defaults(&self) -> bool {

@@ -192,7 +192,7 @@ fn read(
         FsError::NotFound { .. } => ws.not_found(&path),
         e => e.into(),
     })?;
-    let hash = ws.record(&path, &bytes);
+    let hash = ws.record_read(&path, &bytes);
     let size = bytes.len() as u64;
     match text::sniff(&bytes) {
         Sniffed::Text => Ok(text_reply(shown, &bytes, hash, p, max_bytes)),

@@ -259,9 +259,14 @@ fn write(ws: &Workspace, after: &After, p: WriteFileParams) -> Result<Done, Tool
     if let Some(b) = &before
         && mode == WriteMode::Overwrite
         && !dry_run
-        && p.overwrite != Some(true)
+        && shrinks(&b.text, &p.content)
     {
-        check_not_shrunk(&shown, &b.text, &p.content)?;
+        if p.overwrite != Some(true) {
+            return Err(shrink_refused(&shown, &b.text, &p.content, ws.small_model));
+        }
+        if ws.small_model && !ws.was_read(&path) {
+            return Err(unread_overwrite_refused(&shown, &b.text, &p.content));
+        }
     }
     let (new_text, encoding, note) = match &before {
         Some(b) => (
@@ -371,18 +376,34 @@ fn write(ws: &Workspace, after: &After, p: WriteFileParams) -> Result<Done, Tool
 /// The lines of the old content an error about a shrinking write shows.
 const LOST_LINES_SHOWN: usize = 12;
 
-/// Refuses to replace `old` with `new` when `new` is under a tenth of its size, or
-/// one line for several: most often a model that wrote a summary of its change
-/// ("edited client.py") as the file's content. The error shows what would be
-/// lost; `overwrite: true` says it is meant.
-fn check_not_shrunk(shown: &str, old: &str, new: &str) -> Result<(), ToolError> {
+/// Whether replacing `old` with `new` is a likely mistake: `new` is under a tenth
+/// of its size, or one line for several. Most often it is a model that wrote a
+/// summary of its change ("edited client.py") as the file's content.
+fn shrinks(old: &str, new: &str) -> bool {
     let old_lines = old.lines().filter(|l| !l.trim().is_empty()).count();
     let new_lines = new.lines().filter(|l| !l.trim().is_empty()).count();
     let tenth = !old.trim().is_empty() && new.trim().len() * 10 < old.trim().len();
     let one_for_many = old_lines >= 2 && new_lines <= 1;
-    if !tenth && !one_for_many {
-        return Ok(());
-    }
+    tenth || one_for_many
+}
+
+/// "replace client.py (8 lines, 120 B) with 1 line (16 B)".
+fn replacing(shown: &str, old: &str, new: &str) -> String {
+    let (total, added) = (old.lines().count(), new.lines().count());
+    format!(
+        "replace {shown} ({total} {}, {}) with {added} {} ({})",
+        plural(total as u64, "line"),
+        human_bytes(old.len() as u64),
+        plural(added as u64, "line"),
+        human_bytes(new.len() as u64),
+    )
+}
+
+/// The refusal of a write that [`shrinks`] the file without `overwrite: true`: it
+/// shows what would be lost and points to `edit_file`. Only for a model that is not
+/// small does it say that `overwrite: true` replaces the file anyway (a small model
+/// takes that as the next step, and loses the file).
+fn shrink_refused(shown: &str, old: &str, new: &str, small_model: bool) -> ToolError {
     let total = old.lines().count();
     let mut shown_old = String::new();
     for (i, line) in old.lines().take(LOST_LINES_SHOWN).enumerate() {
@@ -391,20 +412,32 @@ fn check_not_shrunk(shown: &str, old: &str, new: &str) -> Result<(), ToolError> 
     if total > LOST_LINES_SHOWN {
         shown_old.push_str(&format!("[... {} more lines]\n", total - LOST_LINES_SHOWN));
     }
-    Err(ToolError::new(
+    let hint = if small_model {
+        "read the file with `read_file`, then change the part you mean with `edit_file` (old_string copied exactly from the file)"
+    } else {
+        "read the file with `read_file`, then change the part you mean with `edit_file`; only if the whole file should become this short content, call `write_file` again with overwrite: true"
+    };
+    ToolError::new(
         ErrorCode::Conflict,
         format!(
-            "not written: this would replace {shown} ({total} {}, {}) with {} {} ({}), and its content would be lost:\n{shown_old}",
-            plural(total as u64, "line"),
-            human_bytes(old.len() as u64),
-            new.lines().count(),
-            plural(new.lines().count() as u64, "line"),
-            human_bytes(new.len() as u64),
+            "not written: this would {}, and its content would be lost. To change part of the file, read it with `read_file` and change that part with `edit_file`. What it holds now:\n{shown_old}",
+            replacing(shown, old, new),
         ),
     )
-    .hint(
-        "to change part of the file, use edit_file (or write the whole new content); to replace it with this short content, call write_file again with overwrite: true",
-    ))
+    .hint(hint)
+}
+
+/// The refusal, for a small model, of `overwrite: true` on a file it has not read
+/// in this session: what the file holds would be lost unseen.
+fn unread_overwrite_refused(shown: &str, old: &str, new: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::Conflict,
+        format!(
+            "not written: overwrite: true would {}, but {shown} has not been read in this run, so its content would be lost unseen",
+            replacing(shown, old, new),
+        ),
+    )
+    .hint("read it with `read_file` first, then change the part you mean with `edit_file`")
 }
 
 /// Reads the existing file and checks it may be changed by `mode`.

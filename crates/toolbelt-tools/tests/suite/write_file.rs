@@ -7,10 +7,10 @@ use std::path::Path;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use toolbelt_core::{ErrorCode, Registry};
+use toolbelt_core::{ErrorCode, Registry, Session};
 use toolbelt_fs::content_hash;
 
-use super::{builtins, call, error_message, success_data, violation_paths};
+use super::{builtins, call, error_message, registry_with, success_data, violation_paths};
 
 async fn write(registry: &Registry, args: Value) -> toolbelt_core::Envelope {
     call(registry, "write_file", args).await
@@ -588,4 +588,109 @@ async fn replacing_a_file_with_much_less_needs_overwrite_true() {
     )
     .await;
     success_data(&env);
+}
+
+/// A small model that replaces a config file with one line is told to read the
+/// file and change part of it with edit_file, never to add `overwrite: true`; and
+/// `overwrite: true` replaces a file with much less only once the model read it
+/// in this run (its own earlier write is not a read). Other callers keep
+/// `overwrite: true` as the way to say it is meant.
+#[tokio::test]
+async fn a_small_model_overwrites_with_much_less_only_a_file_it_read() {
+    let original = "[server]\nhost = \"0.0.0.0\"\nport = 8080\n\n[log]\nlevel = \"info\"\nfile = \"app.log\"\n";
+    for small in [true, false] {
+        let dir = TempDir::new().unwrap();
+        let registry = registry_with(Session::new(dir.path()).with_small_model(small));
+        // Written by the model itself: it has a stamp, but was not read.
+        success_data(
+            &write(
+                &registry,
+                json!({"path": "config.toml", "content": original}),
+            )
+            .await,
+        );
+        let short = json!({"path": "config.toml", "content": "port = 9090\n"});
+
+        let env = write(&registry, short.clone()).await;
+        let message = error_message(&env, ErrorCode::Conflict);
+        assert!(
+            message.starts_with("not written: this would replace config.toml (7 lines"),
+            "{message}"
+        );
+        assert!(
+            message.contains(
+                "To change part of the file, read it with `read_file` and change that part with `edit_file`."
+            ),
+            "{message}"
+        );
+        let hint = env.error.as_ref().unwrap().hint.clone().unwrap();
+        assert!(
+            hint.starts_with(
+                "read the file with `read_file`, then change the part you mean with `edit_file`"
+            ),
+            "{hint}"
+        );
+        assert_eq!(hint.contains("overwrite"), !small, "{hint}");
+
+        let mut forced = short.clone();
+        forced["overwrite"] = json!(true);
+        let env = write(&registry, forced.clone()).await;
+        if small {
+            let message = error_message(&env, ErrorCode::Conflict);
+            assert!(
+                message
+                    .starts_with("not written: overwrite: true would replace config.toml (7 lines"),
+                "{message}"
+            );
+            assert!(
+                message.ends_with(
+                    "but config.toml has not been read in this run, so its content would be lost unseen"
+                ),
+                "{message}"
+            );
+            assert_eq!(
+                env.error.as_ref().unwrap().hint.as_deref(),
+                Some(
+                    "read it with `read_file` first, then change the part you mean with `edit_file`"
+                )
+            );
+            assert_eq!(
+                fs::read_to_string(dir.path().join("config.toml")).unwrap(),
+                original
+            );
+            read(&registry, "config.toml").await;
+            let env = write(&registry, forced).await;
+            success_data(&env);
+        } else {
+            success_data(&env);
+        }
+        assert_eq!(
+            fs::read_to_string(dir.path().join("config.toml")).unwrap(),
+            "port = 9090\n"
+        );
+    }
+}
+
+/// The refusal names read_file and edit_file as the model knows them: under the
+/// claude profile, `Read` and `Edit`.
+#[tokio::test]
+async fn the_refusal_names_the_tools_as_the_profile_exposes_them() {
+    let dir = TempDir::new().unwrap();
+    fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+    let mut registry = registry_with(Session::new(dir.path()).with_small_model(true));
+    registry.set_profile(toolbelt_tools::profiles::by_name("claude").unwrap());
+    success_data(&call(&registry, "Read", json!({"path": "a.txt"})).await);
+    let env = call(&registry, "Write", json!({"path": "a.txt", "content": "x"})).await;
+    let message = error_message(&env, ErrorCode::Conflict);
+    assert!(
+        message.contains("read it with `Read` and change that part with `Edit`"),
+        "{message}"
+    );
+    assert!(
+        env.text
+            .contains("then change the part you mean with `Edit`"),
+        "{}",
+        env.text
+    );
+    assert!(!env.text.contains("edit_file"), "{}", env.text);
 }

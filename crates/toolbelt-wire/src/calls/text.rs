@@ -594,6 +594,25 @@ fn finish_action(text: &str, after_name: usize) -> (Outcome, usize) {
 /// `Finish[answer]`, `open` at the `[`: the answer (a JSON string is decoded) and the
 /// index after the `]`. The answer is free text, so only brackets are balanced.
 fn parse_finish(text: &str, open: usize) -> (String, usize) {
+    // A JSON value in the brackets (`Finish[{"answer": "a ] b"}]`): read as JSON,
+    // so that brackets inside its strings do not end it.
+    let after = &text[open + 1..];
+    let lead = after.len() - after.trim_start().len();
+    if after.trim_start().starts_with(['{', '"']) {
+        let mut values = serde_json::Deserializer::from_str(&after[lead..]).into_iter::<Value>();
+        if let Some(Ok(value)) = values.next() {
+            let end = open + 1 + lead + values.byte_offset();
+            let rest = &text[end..];
+            let close = rest.len() - rest.trim_start().len();
+            if rest.trim_start().starts_with(']') {
+                let answer = match value {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                return (answer, end + close + 1);
+            }
+        }
+    }
     let bytes = text.as_bytes();
     let mut depth = 0usize;
     let mut i = open;

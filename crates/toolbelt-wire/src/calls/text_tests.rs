@@ -214,3 +214,14 @@ proptest! {
         prop_assert_eq!(reply.actions, vec![Ok(ParsedCall::new(name, args))]);
     }
 }
+
+/// A JSON value in `Finish[...]` is read as JSON: a bracket inside one of its
+/// strings does not end it.
+#[test]
+fn a_finish_holding_json_keeps_its_brackets() {
+    let reply = parse_text_reply(r#"Action: finish[{"answer": "items[0] is ] now"}]"#);
+    let answer: serde_json::Value = serde_json::from_str(&reply.final_answer.unwrap()).unwrap();
+    assert_eq!(answer["answer"], "items[0] is ] now");
+    let reply = parse_text_reply(r#"Finish["a ] b"]"#);
+    assert_eq!(reply.final_answer.as_deref(), Some("a ] b"));
+}

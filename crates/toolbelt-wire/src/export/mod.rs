@@ -64,7 +64,7 @@ impl From<String> for SchemaRejected {
 }
 pub use mcp::envelope_schema;
 pub use strict::{check_strict, strict_schema};
-pub use text::text_prompt;
+pub use text::{text_prompt, tool_sections};
 
 use toolbelt_core::ToolSpec;
 use toolbelt_core::schema::drop_foreign_formats;

@@ -36,7 +36,14 @@ pub fn text_prompt(specs: &[ToolSpec]) -> String {
     if specs.is_empty() {
         return String::new();
     }
-    let mut out = String::from(HEADER);
+    format!("{HEADER}{}", tool_sections(specs))
+}
+
+/// The tools of `specs`, one section each (name, description, parameters,
+/// examples), without the protocol's header: for a prompt that says how to call
+/// them its own way.
+pub fn tool_sections(specs: &[ToolSpec]) -> String {
+    let mut out = String::new();
     for spec in specs {
         out.push('\n');
         out.push_str(&tool_section(spec));

@@ -981,24 +981,29 @@ fn request_tokens(request: &Recorded) -> usize {
     bpe.encode_ordinary(&text).len()
 }
 
-/// `--model-size small`: the minimal toolset with short descriptions and a short
-/// prompt that shows one call; the first request of a coding task stays within
-/// 3,000 tokens (printed beside the full coding set's).
+/// `--model-size small`: the minimal toolset with short descriptions, the finish
+/// tool and a short prompt without an example to continue; the first request of
+/// a coding task stays within 3,000 tokens (printed beside the full coding
+/// set's).
 #[test]
 fn a_small_model_gets_a_first_request_within_3000_tokens() {
     const TASK: &str = "The test in test_calc.py fails. Fix calc.py so that it passes.";
     let dir = tempfile::tempdir().unwrap();
     let small = scripted(
         ProviderKind::OpenAi,
-        vec![Reply::text("Nothing to do."), Reply::text("Nothing to do.")],
+        vec![
+            Reply::text("Nothing to do."),
+            Reply::call("finish", r#"{"answer": "Nothing to do."}"#),
+        ],
     );
     let run = agent(
         dir.path(),
         &small,
         ProviderKind::OpenAi,
-        &["--model-size", "small", "-p", TASK],
+        &["--model-size", "small", "--constrain", "none", "-p", TASK],
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.stdout.trim(), "Nothing to do.");
     let requests = small.requests();
     let first = &requests[0];
     let mut names: Vec<&str> = first.body["tools"]
@@ -1013,6 +1018,7 @@ fn a_small_model_gets_a_first_request_within_3000_tokens() {
         [
             "bash",
             "edit_file",
+            "finish",
             "glob",
             "grep",
             "read_file",
@@ -1021,10 +1027,13 @@ fn a_small_model_gets_a_first_request_within_3000_tokens() {
     );
     let system = first.body["messages"][0]["content"].as_str().unwrap();
     assert!(system.contains("You act only by calling tools"), "{system}");
-    assert!(system.contains("call the tool read_file with the arguments"));
-    // Prose before any tool call gets one reminder (the second request).
+    assert!(system.contains("call finish with your answer"), "{system}");
+    assert!(!system.contains("<tool_response>") && !system.contains("README.md"));
+    // A low temperature unless told otherwise.
+    assert_eq!(first.body["temperature"], serde_json::json!(0.2));
+    // Prose is not an answer: a reminder (the second request), then finish.
     assert_eq!(requests.len(), 2);
-    assert!(last_user_text(&requests[1]).contains("without calling any tool"));
+    assert!(last_user_text(&requests[1]).contains("called no tool"));
     let lean = request_tokens(first);
 
     let full = scripted(ProviderKind::OpenAi, vec![Reply::text("Nothing to do.")]);
@@ -1111,4 +1120,107 @@ fn protocol_auto_follows_what_the_server_says() {
         let answer = if native { "Final Answer: done" } else { "done" };
         assert_eq!(run.stdout.trim(), answer);
     }
+}
+
+/// `--model-size small` holds every reply the way the server supports, and says
+/// which first: llama.cpp takes a grammar, so the text protocol with a grammar of
+/// the tools' calls (whatever its chat template takes); with `--protocol native`
+/// given, `tool_choice: "required"` once the server was seen to honour it. A
+/// server that says nothing of itself is asked once (one small request with
+/// `tool_choice: "required"`), and what it did is remembered.
+#[test]
+fn a_small_model_is_constrained_as_the_server_allows() {
+    let llama = serde_json::json!({
+        "default_generation_settings": {"n_ctx": 8192, "params": {}},
+        "chat_template_caps": {"supports_tools": true, "supports_tool_calls": true},
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptedServer::start(
+        Script::new(
+            ProviderKind::OpenAi,
+            vec![Reply::text(r#"Action: finish[{"answer": "done"}]"#)],
+        )
+        .with_server_info(llama.clone()),
+    )
+    .unwrap();
+    let run = agent(
+        dir.path(),
+        &server,
+        ProviderKind::OpenAi,
+        &["--model-size", "small", "--protocol", "auto", "-p", "hi"],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.stdout.trim(), "done");
+    let first_line = run.stderr.lines().next().unwrap_or_default();
+    assert!(
+        first_line.contains("constraint: a GBNF grammar"),
+        "{}",
+        run.stderr
+    );
+    let body = &server.requests()[0].body;
+    assert!(
+        body["grammar"]
+            .as_str()
+            .is_some_and(|g| g.contains("finish")),
+        "{body}"
+    );
+    assert!(body.get("tools").is_none());
+
+    // Native function calling given: llama.cpp is asked whether it holds to it.
+    let server = ScriptedServer::start(
+        Script::new(
+            ProviderKind::OpenAi,
+            vec![
+                Reply::call("finish", r#"{"answer": "probe"}"#),
+                Reply::call("finish", r#"{"answer": "native"}"#),
+            ],
+        )
+        .with_server_info(llama),
+    )
+    .unwrap();
+    let run = agent(
+        dir.path(),
+        &server,
+        ProviderKind::OpenAi,
+        &["--model-size", "small", "--protocol", "native", "-p", "hi"],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.stdout.trim(), "native");
+    assert!(
+        run.stderr
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .contains("constraint: tool_choice")
+    );
+    assert_eq!(server.requests()[1].body["tool_choice"], "required");
+
+    // A server that says nothing of itself: asked once, remembered.
+    let server = scripted(
+        ProviderKind::OpenAi,
+        vec![
+            Reply::call("finish", r#"{"answer": "probe"}"#),
+            Reply::call("finish", r#"{"answer": "first"}"#),
+            Reply::call("finish", r#"{"answer": "second"}"#),
+        ],
+    );
+    for expected in ["first", "second"] {
+        let run = agent(
+            dir.path(),
+            &server,
+            ProviderKind::OpenAi,
+            &["--model-size", "small", "-p", "hi"],
+        );
+        assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+        assert_eq!(run.stdout.trim(), expected);
+        assert!(
+            run.stderr.contains("constraint: tool_choice"),
+            "{}",
+            run.stderr
+        );
+    }
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "asked more than once");
+    assert_eq!(requests[0].body["tool_choice"], "required");
+    assert_eq!(requests[2].body["tool_choice"], "required");
 }

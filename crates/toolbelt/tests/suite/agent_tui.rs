@@ -337,6 +337,31 @@ fn a_no_carries_its_reason_and_ctrl_c_keeps_the_conversation() {
     term.wait_for(&["EXITED 0"]);
 }
 
+/// A server that takes long to start its answer (a CPU reading the prompt): the
+/// spinner says the screen waits for it, and for how long.
+#[test]
+fn the_wait_for_a_slow_server_is_shown() {
+    let Some(tmux) = tmux() else {
+        eprintln!("skipping: tmux is not installed and cannot be installed here");
+        return;
+    };
+    let server = ScriptedServer::start(Script::new(
+        ProviderKind::OpenAi,
+        vec![Reply::text("read it all").delayed(7_000)],
+    ))
+    .unwrap();
+    let (dir, command) = workspace(&server);
+    let term = Terminal::start(tmux, dir.path(), &command);
+    term.wait_for(&["/help for commands"]);
+    term.keys(&["-l", "a long prompt"]);
+    term.keys(&["Enter"]);
+    term.wait_for(&["waiting for the model: 5 s (it reads a prompt of about"]);
+    term.wait_for(&["read it all"]);
+    term.keys(&["-l", "/exit"]);
+    term.keys(&["Enter"]);
+    term.wait_for(&["EXITED 0"]);
+}
+
 #[test]
 fn a_running_subagent_is_one_line_that_updates() {
     let Some(tmux) = tmux() else {

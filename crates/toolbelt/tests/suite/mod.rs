@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod agent;
+mod agent_guards;
 mod agent_rewind;
 mod agent_tui;
 mod agent_tui_rewind;

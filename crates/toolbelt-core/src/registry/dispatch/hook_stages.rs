@@ -159,6 +159,7 @@ impl Registry {
                         None => format!("hook '{hook}'"),
                     }),
                 },
+                guard: None,
             };
         }
         Ok((

@@ -64,7 +64,11 @@ impl Approver for Prompted {
                 .unwrap_or(Preview::Arguments),
             subject: request.subject.map(str::to_string),
             arguments: request.arguments.clone(),
-            rule: request.rule.map(str::to_string),
+            // A guard says what the call would destroy.
+            rule: match request.guard {
+                Some(guard) => Some(format!("{}: {}", guard.rule, guard.danger)),
+                None => request.rule.map(str::to_string),
+            },
         };
         Box::pin(async move {
             if remembered {
@@ -106,6 +110,7 @@ mod tests {
             subject: Some("echo hi"),
             arguments: args,
             rule: Some("bash(echo:*)"),
+            guard: None,
         }
     }
 

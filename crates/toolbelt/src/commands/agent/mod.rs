@@ -111,7 +111,7 @@ pub fn run(args: AgentArgs, ws: Workspace, config: &AgentConfig) -> Result<ExitC
     }
     let mut settings = AgentSettings::for_command(&args, config)?;
     let prompt = prompt(&args)?;
-    if let Some(learnt) = rt.block_on(settings.ask_server()) {
+    for learnt in rt.block_on(settings.ask_server()) {
         eprintln!("toolbelt: {learnt}");
     }
     let mut options = model::options(&settings, &registry, runs_dir);

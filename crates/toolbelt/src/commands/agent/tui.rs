@@ -456,6 +456,18 @@ impl Screen {
                 self.close_line();
                 self.spin("working");
             }
+            // A local server still reading the prompt: the spinner says so, and
+            // for how long.
+            AgentEvent::Waiting {
+                elapsed_ms,
+                prompt_tokens,
+            } => {
+                self.spin(&format!(
+                    "waiting for the model: {} s (it reads a prompt of about {} tokens first)",
+                    elapsed_ms / 1000,
+                    toolbelt_core::output::group(*prompt_tokens)
+                ));
+            }
             AgentEvent::ToolCall { summary, .. } => {
                 self.lines.event(event);
                 self.spin(summary);
