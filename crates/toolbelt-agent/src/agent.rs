@@ -580,16 +580,17 @@ impl Agent {
     /// One valid call as the model writes it in this run's protocol, for a
     /// format error: `read_file` (or the first tool) with example arguments.
     fn example_call(&self) -> String {
-        let specs = self.registry.definitions();
-        let read = specs
-            .iter()
-            .find(|s| self.registry.resolve(&s.name) == Some(crate::tool_names::READ_FILE));
-        let (name, arguments) = match read {
-            Some(spec) => (spec.name.clone(), r#"{"path": "src/main.py"}"#.to_string()),
-            None => match self.finish.as_deref() {
+        let read = crate::tool_names::READ_FILE;
+        let (name, arguments) = if self.registry.has(read) {
+            (
+                self.registry.profile().exposed(read).to_string(),
+                r#"{"path": "src/main.py"}"#.to_string(),
+            )
+        } else {
+            match self.finish.as_deref() {
                 Some(finish) => (finish.to_string(), r#"{"answer": "..."}"#.to_string()),
                 None => return String::new(),
-            },
+            }
         };
         match (self.options.protocol, self.reply_json) {
             (Protocol::Native, _) => format!("{name} with the arguments {arguments}"),

@@ -55,8 +55,8 @@ pub(crate) struct StepCall<'a> {
     pub(crate) key: &'a str,
     /// How it reads (the call's one-line summary).
     pub(crate) label: &'a str,
-    /// What it gave (None: it was not run).
-    pub(crate) envelope: Option<&'a Envelope>,
+    /// What it gave.
+    pub(crate) envelope: &'a Envelope,
 }
 
 impl Loops {
@@ -68,20 +68,19 @@ impl Loops {
         let mut h = DefaultHasher::new();
         for c in calls {
             c.key.hash(&mut h);
-            match c.envelope {
-                Some(env) => {
-                    env.status.as_str().hash(&mut h);
-                    env.text.hash(&mut h);
-                }
-                None => "not run".hash(&mut h),
-            }
+            c.envelope.status.as_str().hash(&mut h);
+            c.envelope.text.hash(&mut h);
         }
         let label = calls
             .iter()
-            .map(|c| match c.envelope {
-                Some(env) if is_no_op(env) => format!("{} (unchanged)", c.label),
-                Some(env) if env.status == Status::Error => format!("{} (error)", c.label),
-                _ => c.label.to_string(),
+            .map(|c| {
+                if is_no_op(c.envelope) {
+                    format!("{} (unchanged)", c.label)
+                } else if c.envelope.status == Status::Error {
+                    format!("{} (error)", c.label)
+                } else {
+                    c.label.to_string()
+                }
             })
             .collect::<Vec<_>>()
             .join(" + ");
@@ -188,7 +187,7 @@ mod tests {
         loops.step(&[StepCall {
             key,
             label: key,
-            envelope: Some(e),
+            envelope: e,
         }])
     }
 

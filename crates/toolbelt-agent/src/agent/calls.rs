@@ -38,8 +38,7 @@ impl Agent {
         let mut step_keys: BTreeMap<String, usize> = BTreeMap::new();
         let mut plans = Vec::with_capacity(calls.len());
         let mut to_run: Vec<ToolCall> = Vec::new();
-        let mut to_run_labels: Vec<String> = Vec::new();
-        let mut run_meta: Vec<(String, String, usize, String)> = Vec::new(); // (id, tool, streak, key)
+        let mut run_meta: Vec<Ran> = Vec::new();
         for call in calls {
             self.call_seq += 1;
             let call = match call {
@@ -113,8 +112,13 @@ impl Agent {
             }
             step_keys.insert(key.clone(), to_run.len());
             plans.push(Plan::Run(to_run.len()));
-            to_run_labels.push(call_summary(&tool, &call.arguments));
-            run_meta.push((id.clone(), tool, streak, key.clone()));
+            run_meta.push(Ran {
+                id: id.clone(),
+                label: call_summary(&tool, &call.arguments),
+                tool,
+                streak,
+                key,
+            });
             to_run.push(call.with_id(id).into_call());
         }
         let opts = CallOptions {
@@ -136,9 +140,15 @@ impl Agent {
                 .await
         };
         let mut ran: Vec<CallResult> = Vec::with_capacity(envelopes.len());
-        let labels: Vec<String> = to_run_labels;
-        let mut seen = Vec::with_capacity(envelopes.len());
-        for (env, (id, tool, streak, key)) in envelopes.iter().zip(run_meta) {
+        for (env, meta) in envelopes.iter().zip(&run_meta) {
+            let Ran {
+                id,
+                tool,
+                streak,
+                key,
+                ..
+            } = meta;
+            let streak = *streak;
             let mut text = env.text.clone();
             let mut observation = to_observation(env);
             if streak >= self.options.repeat_warn {
@@ -148,14 +158,13 @@ impl Agent {
                 self.notice(format!(
                     "{tool} was called {streak} times in a row with the same arguments; the model was reminded"
                 ));
-            } else if state.loops.no_op_again(&key, env) {
+            } else if state.loops.no_op_again(key, env) {
                 text.push_str(NO_OP_AGAIN);
                 observation.push_str(NO_OP_AGAIN);
                 self.notice(format!(
                     "{tool} changed nothing again; the model was reminded"
                 ));
             }
-            seen.push(key);
             self.emit(AgentEvent::ToolResult {
                 call_id: id.clone(),
                 tool: tool.clone(),
@@ -168,21 +177,20 @@ impl Agent {
             });
             self.record(&json!({"type": "envelope", "call_id": id, "envelope": env.to_value()}));
             ran.push(CallResult {
-                call_id: id,
-                tool,
+                call_id: id.clone(),
+                tool: tool.clone(),
                 text,
                 observation,
                 is_error: env.status == Status::Error,
             });
         }
-        let step_calls: Vec<StepCall<'_>> = seen
+        let step_calls: Vec<StepCall<'_>> = run_meta
             .iter()
-            .zip(&labels)
             .zip(&envelopes)
-            .map(|((key, label), env)| StepCall {
-                key,
-                label,
-                envelope: Some(env),
+            .map(|(meta, env)| StepCall {
+                key: &meta.key,
+                label: &meta.label,
+                envelope: env,
             })
             .collect();
         if let Some(cycle) = state.loops.step(&step_calls)
@@ -227,6 +235,18 @@ impl Agent {
             .collect();
         (results, stop)
     }
+}
+
+/// A call the registry runs in this step, as the guards see it.
+struct Ran {
+    id: String,
+    tool: String,
+    /// Steps in a row it has been made in.
+    streak: usize,
+    /// [`call_key`] of the call.
+    key: String,
+    /// Its one-line summary.
+    label: String,
 }
 
 /// What one call gave, in both protocols' shapes.
