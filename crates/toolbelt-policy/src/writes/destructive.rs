@@ -7,6 +7,7 @@
 //! loops, conditions and function bodies), through the wrappers
 //! [`super::write_targets`] knows (`sudo`, `env`, `nice`, `timeout`, `xargs`...),
 //! through `sh -c` / `bash -c` scripts and `eval`, and through `find -exec`.
+//! A `cd` into `.git` is followed: what a command changes there is in `.git`.
 
 use tree_sitter::Node;
 
@@ -153,6 +154,7 @@ pub fn destructive_all(command: &str) -> Vec<Destructive> {
         src: command,
         out: Vec::new(),
         scripts: 0,
+        in_git: None,
     };
     finder.line(command);
     finder.out
@@ -164,6 +166,9 @@ struct Finder<'s> {
     out: Vec<Destructive>,
     /// How many `sh -c` scripts and `eval`s deep the search is.
     scripts: usize,
+    /// Where a `cd` went, when it went into a `.git` directory: how many
+    /// directories below `.git` (0: `.git` itself). `None` outside.
+    in_git: Option<usize>,
 }
 
 impl Finder<'_> {
@@ -175,6 +180,7 @@ impl Finder<'_> {
                     src: line,
                     out: Vec::new(),
                     scripts: self.scripts,
+                    in_git: self.in_git,
                 };
                 inner.node(tree.root_node(), 0);
                 self.out.extend(inner.out);
@@ -193,10 +199,18 @@ impl Finder<'_> {
             "file_redirect" => self.redirect(node),
             _ => {}
         }
+        // A subshell's `cd` ends with it.
+        let outer = self.in_git;
         let mut cursor = node.walk();
         let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
         for child in children {
             self.node(child, depth + 1);
+        }
+        if matches!(
+            node.kind(),
+            "subshell" | "command_substitution" | "process_substitution"
+        ) {
+            self.in_git = outer;
         }
     }
 
@@ -205,18 +219,24 @@ impl Finder<'_> {
         let Redirect::Output(destinations) = words::redirect(self.src, node) else {
             return;
         };
+        let in_git = self.in_git.is_some();
         let Some(target) = destinations
             .iter()
             .map(|d| words::text(self.src, *d))
-            .find(|t| touches_git(t))
+            .find(|t| touches_git(t) || (in_git && relative(t)))
         else {
             return;
         };
         let statement = node.parent().unwrap_or(node);
+        let reason = if touches_git(target) {
+            format!("it writes {}", git_path_reason(target))
+        } else {
+            format!("it writes {target} {IN_GIT}")
+        };
         self.found(
             DestructiveKind::GitDirectory,
             normalize_command(words::text(self.src, statement)),
-            format!("it writes {}", git_path_reason(target)),
+            reason,
         );
     }
 
@@ -276,6 +296,7 @@ impl Finder<'_> {
             return;
         }
         match name {
+            "cd" | "pushd" => self.cd(args),
             "eval" => {
                 let known: Option<Vec<&str>> = args.iter().map(|w| w.arg.known()).collect();
                 if let Some(words) = known {
@@ -398,19 +419,50 @@ impl Finder<'_> {
         self.names_git(whole, "find", args, raws);
     }
 
-    /// Any other program that names a path in `.git`, unless it only reads.
+    /// Any other program that names a path in `.git`, or runs in `.git` after a
+    /// `cd`, unless it only reads.
     fn names_git(&mut self, whole: &str, name: &str, args: &[Word], raws: &[&str]) {
         let plain: Vec<Arg> = args.iter().map(|w| w.arg.clone()).collect();
         if program(name, &plain) {
             return;
         }
-        if let Some(target) = raws.iter().find(|r| touches_git(r)) {
-            self.found(
-                DestructiveKind::GitDirectory,
-                whole.to_string(),
-                format!("it changes {}", git_path_reason(target)),
-            );
+        let reason = if let Some(target) = raws.iter().find(|r| touches_git(r)) {
+            format!("it changes {}", git_path_reason(target))
+        } else if self.in_git.is_some() {
+            format!("it runs {IN_GIT}")
+        } else {
+            return;
+        };
+        self.found(DestructiveKind::GitDirectory, whole.to_string(), reason);
+    }
+
+    /// Follows `cd DIR` / `pushd DIR` into and out of `.git`. A directory that
+    /// cannot be told (`cd "$X"`, `cd -`) leaves `.git` as far as is known.
+    fn cd(&mut self, args: &[Word]) {
+        let dir = args
+            .iter()
+            .filter_map(|w| w.arg.known())
+            .find(|a| !a.starts_with('-') || *a == "-");
+        let Some(dir) = dir else {
+            // `cd` alone goes home; `cd "$X"` is unknown.
+            self.in_git = None;
+            return;
+        };
+        let mut at = if dir.starts_with(['/', '~']) || dir == "-" {
+            None
+        } else {
+            self.in_git
+        };
+        for part in dir.split('/').filter(|p| !p.is_empty() && *p != ".") {
+            at = match (part, at) {
+                (".git", None) => Some(0),
+                ("..", Some(0) | None) => None,
+                ("..", Some(d)) => Some(d - 1),
+                (_, Some(d)) => Some(d + 1),
+                (_, None) => None,
+            };
         }
+        self.in_git = at;
     }
 
     fn found(&mut self, kind: DestructiveKind, command: String, reason: String) {
@@ -451,18 +503,35 @@ fn is_shell(name: &str) -> bool {
     matches!(name.strip_suffix("sh"), Some("" | "ba" | "da" | "z" | "k"))
 }
 
-/// The script of `sh -c SCRIPT` (`-c` alone or in a cluster: `-ec`, `-lc`).
+/// The script of `sh -c SCRIPT`: the first operand, when `-c` is among the
+/// options (alone or in a cluster: `-ec`, `-lc`), past options that take a
+/// value (`-o pipefail`, `-euo pipefail`, `+O extglob`, `--rcfile FILE`).
 fn shell_script(args: &[Word]) -> Option<&str> {
-    for (i, word) in args.iter().enumerate() {
+    let mut command = false;
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
         let flag = word.arg.known()?;
-        if !flag.starts_with('-') || flag == "-" || flag == "--" {
-            return None;
+        i += 1;
+        if flag == "--" {
+            break;
         }
-        if !flag.starts_with("--") && flag.contains('c') {
-            return args.get(i + 1)?.arg.known();
+        if let Some(long) = flag.strip_prefix("--") {
+            if matches!(long, "rcfile" | "init-file") {
+                i += 1;
+            }
+            continue;
         }
+        let Some(cluster) = flag.strip_prefix(['-', '+']).filter(|c| !c.is_empty()) else {
+            i -= 1;
+            break;
+        };
+        command |= flag.starts_with('-') && cluster.contains('c');
+        i += cluster.chars().filter(|c| matches!(c, 'o' | 'O')).count();
     }
-    None
+    if !command {
+        return None;
+    }
+    args.get(i)?.arg.known()
 }
 
 /// The subcommand of a git command line and its arguments, past git's own
@@ -498,6 +567,16 @@ fn touches_git(raw: &str) -> bool {
         .split(['/', '='])
         .any(|part| part == ".git")
 }
+
+/// Whether the redirection target `raw` is a path relative to the working
+/// directory (not `/dev/null`, not `&2`).
+fn relative(raw: &str) -> bool {
+    !raw.starts_with(['/', '&', '~', '$'])
+}
+
+/// The clause for a command that a `cd` took into `.git`.
+const IN_GIT: &str =
+    "inside the .git directory (after a cd into it), where the repository's history is kept";
 
 /// `.git/config, inside the .git directory, where the repository's history is kept`.
 fn git_path_reason(target: &str) -> String {

@@ -238,6 +238,58 @@ fn every_command_of_a_list_or_pipeline_and_scripts() {
 }
 
 #[test]
+fn a_shells_options_before_its_script_are_skipped() {
+    for line in [
+        "bash -o pipefail -c 'rm -rf build'",
+        "bash -euo pipefail -c 'rm -rf build'",
+        "bash +o history -ec 'rm -rf build'",
+        "bash -O extglob -c 'rm -rf build'",
+        "bash --noprofile --rcfile /dev/null -c 'rm -rf build'",
+        "bash -c -e 'rm -rf build'",
+        "sh -x -c 'cd x; rm -rf build'",
+    ] {
+        assert_eq!(
+            found(line),
+            Some((DestructiveKind::RecursiveRm, "rm -rf build".to_string())),
+            "{line}"
+        );
+    }
+    // Without -c the operand is a script file, and -o's value is not a script.
+    assert_eq!(kind("bash -o pipefail 'rm -rf build'"), None);
+    assert_eq!(kind("bash -e run.sh"), None);
+}
+
+#[test]
+fn a_cd_into_git_is_followed() {
+    for line in [
+        "cd .git && rm HEAD",
+        "cd .git; echo ref: refs/heads/x > HEAD",
+        "cd repo/.git/refs && cd .. && rm -f index",
+        "pushd .git && mv config config.old",
+        "sh -c 'cd .git && touch x'",
+    ] {
+        assert_eq!(kind(line), Some(DestructiveKind::GitDirectory), "{line}");
+    }
+    let d = destructive("cd .git && rm HEAD").unwrap();
+    assert_eq!(d.command, "rm HEAD");
+    assert!(d.reason.contains("after a cd into it"), "{}", d.reason);
+    for line in [
+        // Reading there is fine, and so is git's own work.
+        "cd .git && cat HEAD && ls refs",
+        "cd .git && git log -1",
+        // Out again before the change.
+        "cd .git && cd .. && rm notes.txt",
+        "cd .git/refs && cd ../.. && rm notes.txt",
+        "cd .git && cd /tmp && rm x",
+        "(cd .git && cat HEAD); rm notes.txt",
+        "cd .github && rm ci.yml",
+        "cd .git && cat HEAD 2>/dev/null",
+    ] {
+        assert_eq!(kind(line), None, "{line}");
+    }
+}
+
+#[test]
 fn a_line_that_does_not_parse_is_read_word_by_word() {
     assert_eq!(
         kind("rm -rf build 'unterminated"),
