@@ -86,6 +86,9 @@ The configurations (the default set: constrained, lean, native, mini)
     Optional (--configs):
     text         toolbelt --tools coding agent --protocol text
     grammar      toolbelt agent --model-size small --protocol text --constrain grammar
+    small        toolbelt agent --model-size small --protocol native: no flag that a
+                 binary from before --constrain lacks, so that an older TOOLBELT_BIN
+                 can be measured beside today's (its prompt, its first replies)
     auto         an alias of constrained (it was --model-size small --protocol auto,
                  which now constrains its replies by default)
     All toolbelt runs get --max-steps, --yes, --json, a fresh --state-dir and
@@ -186,7 +189,7 @@ TEMPLATES = {
 
 # Every configuration, in the order of the tables; the default set is run when --configs
 # is not given.
-CONFIGS = ["constrained", "lean", "native", "mini", "text", "grammar"]
+CONFIGS = ["constrained", "lean", "native", "mini", "text", "grammar", "small"]
 DEFAULT_CONFIGS = ["constrained", "lean", "native", "mini"]
 ALIASES = {"auto": "constrained"}  # --model-size small --protocol auto now constrains by default
 SMALL = ["--model-size", "small"]
@@ -198,6 +201,7 @@ TOOLBELT_CONFIGS = {
     "native": (["--tools", "coding"], ["--protocol", "native"], set()),
     "text": (["--tools", "coding"], ["--protocol", "text"], set()),
     "grammar": ([], SMALL + ["--protocol", "text", "--constrain", "grammar"], {"model-size", "constrain"}),
+    "small": ([], SMALL + ["--protocol", "native"], {"model-size"}),
 }
 # The kinds of task (a task's name without its number), in the order of the tables.
 KINDS = ["bugfix", "find", "create", "rename", "config", "multi"]
