@@ -83,6 +83,8 @@ The configurations (the default set: constrained, lean, native, mini)
     mini         mini-swe-agent 2.4.6 (PyPI), `mini -y --exit-immediately` with its
                  default mini.yaml, litellm's openai/ provider, the local environment
                  (no docker)
+    Any toolbelt configuration can be given a temperature of its own, NAME@T
+    (constrained@0,constrained@0.8: a sweep in one run, the runs taking turns).
     Optional (--configs):
     text         toolbelt --tools coding agent --protocol text
     grammar      toolbelt agent --model-size small --protocol text --constrain grammar
@@ -738,12 +740,21 @@ def run_process(cmd: list[str], cwd: Path, env: dict, stdout: Path, stderr: Path
         return rc, time.monotonic() - t0, timed_out
 
 
+def config_parts(config: str) -> tuple[str, float | None]:
+    """A configuration's name and its own temperature: `constrained@0.8` is
+    (constrained, 0.8), `lean` is (lean, None)."""
+    name, _, temperature = config.partition("@")
+    return name, float(temperature) if temperature else None
+
+
 def toolbelt_command(config: str, binary: Path, args) -> list[str]:
     """The command of a toolbelt configuration, up to the per-run arguments."""
-    before, after, _ = TOOLBELT_CONFIGS[config]
+    name, own_temperature = config_parts(config)
+    before, after, _ = TOOLBELT_CONFIGS[name]
     cmd = [str(binary), *before, "agent", *after]
-    if args.temperature is not None:
-        cmd += ["--temperature", str(args.temperature)]
+    temperature = own_temperature if own_temperature is not None else args.temperature
+    if temperature is not None:
+        cmd += ["--temperature", str(temperature)]
     if args.seed is not None:
         cmd += ["--seed", str(args.seed)]
     return cmd
@@ -791,7 +802,7 @@ def run_toolbelt(config: str, task: Task, work: Path, tmp: Path, base_url: str, 
     if rc not in (0, 1, None) and not ended:
         result["error"] = err_text.strip()[-500:]
     # A small model ends its run only through the finish tool, which has no tool_call event.
-    small = "--model-size" in TOOLBELT_CONFIGS[config][1]
+    small = "--model-size" in TOOLBELT_CONFIGS[config_parts(config)[0]][1]
     finished = small and (ended or {}).get("outcome") == "final_answer"
     said = re.search(r"^toolbelt: constraint: (.*)$", err_text, re.M)
     return {**result, "outcome": outcome, "answer": answer,
@@ -1045,6 +1056,18 @@ def props_summary(props: dict) -> dict:
     }
 
 
+def known_config(config: str) -> bool:
+    """A configuration of CONFIGS, or a toolbelt one with a temperature of its own
+    (`constrained@0.8`, 0 to 2)."""
+    name, _, temperature = config.partition("@")
+    if not temperature:
+        return name in CONFIGS and "@" not in config
+    try:
+        return name in TOOLBELT_CONFIGS and 0 <= float(temperature) <= 2
+    except ValueError:
+        return False
+
+
 def parse_configs(given: str | None) -> list[str]:
     """--configs as configuration names (aliases resolved, each once), or the default set."""
     configs = []
@@ -1055,7 +1078,7 @@ def parse_configs(given: str | None) -> list[str]:
             name = ALIASES[name]
         if name and name not in configs:
             configs.append(name)
-    unknown = [c for c in configs if c not in CONFIGS]
+    unknown = [c for c in configs if not known_config(c)]
     if unknown:
         sys.exit(f"unknown configurations: {', '.join(unknown)} (have: {', '.join(CONFIGS)}; "
                  f"{', '.join(f'{a} = {b}' for a, b in ALIASES.items())})")
@@ -1073,16 +1096,18 @@ def bench(args) -> None:
 
     binary = toolbelt_binary()
     features = None
-    if any(c in TOOLBELT_CONFIGS for c in configs):
+    if any(config_parts(c)[0] in TOOLBELT_CONFIGS for c in configs):
         ensure_toolbelt(binary)
         features = toolbelt_features(binary)
     sampling = {f for f, v in (("temperature", args.temperature), ("seed", args.seed)) if v is not None}
     unavailable = {}
     for c in configs:
-        if c in TOOLBELT_CONFIGS:
+        name, own_temperature = config_parts(c)
+        if name in TOOLBELT_CONFIGS:
+            needs = TOOLBELT_CONFIGS[name][2] | sampling | ({"temperature"} if own_temperature is not None else set())
             if features is None:
                 unavailable[c] = f"{binary} does not run"
-            elif missing := (TOOLBELT_CONFIGS[c][2] | sampling) - features:
+            elif missing := needs - features:
                 unavailable[c] = f"this toolbelt lacks {', '.join(sorted(missing))}"
         elif c == "mini" and not MINI.exists():
             unavailable[c] = f"{MINI} is missing"
@@ -1119,7 +1144,8 @@ def bench(args) -> None:
             "template": None if args.server_url else template_path(args.template).name, "threads": args.threads,
             "max_steps": args.max_steps, "timeout_s": args.timeout, "configs": configs,
             "temperature": args.temperature, "seed": args.seed, "repeat": args.repeat,
-            "commands": {c: " ".join(toolbelt_command(c, Path("toolbelt"), args)) if c in TOOLBELT_CONFIGS
+            "commands": {c: " ".join(toolbelt_command(c, Path("toolbelt"), args))
+                         if config_parts(c)[0] in TOOLBELT_CONFIGS
                          else "mini -y --exit-immediately -c mini.yaml " + " ".join(mini_sampling(args))
                          for c in configs},
             "tasks": [t.name for t in tasks],
@@ -1186,8 +1212,10 @@ def fmt(value, digits=0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def config_order(name: str) -> int:
-    return CONFIGS.index(name) if name in CONFIGS else len(CONFIGS)
+def config_order(config: str) -> tuple[int, float]:
+    name, temperature = config_parts(config)
+    return (CONFIGS.index(name) if name in CONFIGS else len(CONFIGS),
+            -1 if temperature is None else temperature)
 
 
 def kind_order(name: str) -> int:
@@ -1258,27 +1286,31 @@ def report(path: Path) -> str:
                  + f"mini-swe-agent {meta.get('mini', '?')}.")
     lines.append("")
     lines.append("| configuration | solved | median steps | median wall / task | median first-request tokens "
-                 "| median prompt tokens processed / task | timeouts | no-call first replies | constraint |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+                 "| median prompt tokens processed / task | timeouts | first replies imitating a result "
+                 "| first replies without a call | constraint |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for c in configs:
         done = runs(c)
         if not done:
-            lines.append(f"| {c} | unavailable | | | | | | | |")
+            lines.append(f"| {c} | unavailable | | | | | | | | |")
             continue
         solved = sum(bool(r.get("solved")) for r in done)
         pct = 100 * solved / len(done)
         wall = median(r.get("wall_s") for r in done)
         known = [r["first_reply_imitates"] for r in done if r.get("first_reply_imitates") is not None]
         imitated = f"{sum(known)}/{len(known)}" if known else "–"
+        calls = [r["first_reply_calls"] for r in done if r.get("first_reply_calls") is not None]
+        no_call = f"{sum(n == 0 for n in calls)}/{len(calls)}" if calls else "–"
         lines.append(
             f"| {c} | {solved}/{len(done)} ({pct:.0f}%) | {fmt(median(r.get('steps') for r in done), 1)} "
             f"| {fmt(wall, 0)} s | {fmt(median(r.get('first_prompt_tokens') for r in done))} "
             f"| {fmt(median(r.get('prompt_tokens_processed') for r in done))} "
-            f"| {sum(bool(r.get('timed_out')) for r in done)} | {imitated} "
+            f"| {sum(bool(r.get('timed_out')) for r in done)} | {imitated} | {no_call} "
             f"| {count_cell(r.get('constraint') for r in done)} |")
     lines.append("")
-    lines.append("No-call first replies: runs whose first reply wrote a tool result or an observation "
-                 "itself (<tool_response>, Observation, <|im_start|>), of the runs where that is known. "
+    lines.append("First replies imitating a result: runs whose first reply wrote a tool result or an observation "
+                 "itself (<tool_response>, Observation, <|im_start|>), of the runs where that is known; "
+                 "without a call: the first reply called no tool (prose, a plan, a refused format). "
                  "Constraint: how the server held each reply to a call, as toolbelt's run_started event "
                  "said.")
     lines.append("")
