@@ -681,11 +681,15 @@ impl Registry {
     /// Every spec, with exposed names, in the stable order: the input of
     /// `toolbelt_wire::export`.
     pub fn definitions(&self) -> Vec<ToolSpec> {
+        let short = self.descriptions == crate::Descriptions::Short;
+        let shorten = |spec: ToolSpec| if short { spec.shortened() } else { spec };
         let own = self.tools.values().map(|e| {
-            let mut spec = e
-                .tool
-                .current_spec()
-                .unwrap_or_else(|| e.tool.spec().clone());
+            // Shortened before a profile renames the arguments it keeps.
+            let mut spec = shorten(
+                e.tool
+                    .current_spec()
+                    .unwrap_or_else(|| e.tool.spec().clone()),
+            );
             if self.profile.param_case(&spec.name) == ParamCase::Camel {
                 camel_spec(&mut spec);
             }
@@ -695,15 +699,12 @@ impl Registry {
             spec.name = self.profile.exposed(&spec.name).to_string();
             spec
         });
-        let short = self.descriptions == crate::Descriptions::Short;
         // A source's tools keep their names: profiles rename built-in tools only.
         let sourced = self
             .source_tools()
             .into_iter()
-            .map(|t| t.current_spec().unwrap_or_else(|| t.spec().clone()));
-        own.chain(sourced)
-            .map(|spec| if short { spec.shortened() } else { spec })
-            .collect()
+            .map(|t| shorten(t.current_spec().unwrap_or_else(|| t.spec().clone())));
+        own.chain(sourced).collect()
     }
 
     /// A number that changes when a tool's [current spec](Tool::current_spec)

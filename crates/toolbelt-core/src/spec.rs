@@ -212,7 +212,9 @@ pub const MAX_DESCRIPTION_CHARS: usize = 2048;
 /// Small models (a 1.5B model on a laptop) read every token of the tool
 /// definitions with every request and drown in long ones: [`Descriptions::Short`]
 /// keeps each description's first paragraph and each argument's first sentence,
-/// and no examples.
+/// no examples, and of a tool's optional arguments only those it marks for them
+/// ([`ToolSpec::short_arguments`]): offered every one, a small model fills in
+/// every one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Descriptions {
@@ -220,7 +222,7 @@ pub enum Descriptions {
     #[default]
     Full,
     /// The first paragraph of each description, the first sentence of each
-    /// argument's.
+    /// argument's, the required and the short arguments.
     Short,
 }
 
@@ -351,11 +353,19 @@ pub struct ToolSpec {
     /// names it in the markers of every truncated output.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reads_saved_output: bool,
+    /// The optional arguments [`Descriptions::Short`] offers, beside the required
+    /// ones: a small model given every optional argument fills in every one
+    /// (a made-up `expected_hash`, an empty `path`). `None`: all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_arguments: Option<Vec<String>>,
 }
 
 impl ToolSpec {
     /// This spec as [`Descriptions::Short`] shows it: the description's first
-    /// paragraph, each argument's first sentence, no examples.
+    /// paragraph, each argument's first sentence, no examples, and of the optional
+    /// arguments only the [short ones](ToolSpec::short_arguments) where the tool
+    /// names them. What a call may carry is not changed: an argument left out here
+    /// is still accepted.
     pub fn shortened(&self) -> ToolSpec {
         fn walk(v: &mut Value) {
             match v {
@@ -375,6 +385,9 @@ impl ToolSpec {
         }
         let mut spec = self.clone();
         spec.description = short_description(&self.description);
+        if let Some(keep) = &self.short_arguments {
+            keep_arguments(&mut spec.input_schema, keep);
+        }
         walk(&mut spec.input_schema);
         spec.examples.clear();
         spec
@@ -404,6 +417,7 @@ impl ToolSpec {
             subject: None,
             own_timeout: false,
             reads_saved_output: false,
+            short_arguments: None,
         }
     }
 
@@ -463,6 +477,13 @@ impl ToolSpec {
         self
     }
 
+    /// The optional arguments offered with short descriptions (for small models),
+    /// beside the required ones; the others are left out of that schema.
+    pub fn short_arguments(mut self, names: &[&str]) -> ToolSpec {
+        self.short_arguments = Some(names.iter().map(|n| (*n).to_string()).collect());
+        self
+    }
+
     /// Names the argument a UI shows for a call.
     pub fn key_argument(mut self, field: impl Into<String>) -> ToolSpec {
         self.key_argument = Some(field.into());
@@ -512,6 +533,24 @@ pub(crate) fn default_title(name: &str) -> String {
         .join(" ")
 }
 
+/// Leaves out of the object schema `schema` the properties that are neither
+/// required nor in `keep`.
+fn keep_arguments(schema: &mut Value, keep: &[String]) {
+    let required: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        props.retain(|name, _| required.contains(name) || keep.contains(name));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -547,6 +586,34 @@ mod tests {
         assert_eq!(
             short.input_schema["properties"]["a"]["description"],
             "First."
+        );
+    }
+
+    #[test]
+    fn short_specs_offer_the_required_and_the_short_arguments() {
+        let mut spec = ToolSpec::describe("edit", "Edits.").short_arguments(&["all"]);
+        spec.input_schema = serde_json::json!({"type": "object", "required": ["path"], "properties": {
+            "path": {"type": "string"}, "all": {"type": "boolean"}, "hash": {"type": "string"}}});
+        let short = spec.shortened();
+        let names: Vec<&String> = short.input_schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(names, ["all", "path"]);
+        assert_eq!(short.input_schema["required"], serde_json::json!(["path"]));
+        // The full spec keeps every argument; a tool that names none keeps them too.
+        assert_eq!(
+            spec.input_schema["properties"].as_object().unwrap().len(),
+            3
+        );
+        spec.short_arguments = None;
+        assert_eq!(
+            spec.shortened().input_schema["properties"]
+                .as_object()
+                .unwrap()
+                .len(),
+            3
         );
     }
 

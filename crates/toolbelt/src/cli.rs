@@ -84,8 +84,9 @@ pub struct Global {
     )]
     pub tool_selection: Option<String>,
     /// How much of each tool's description models see: full, or short (the first
-    /// paragraph, each argument's first sentence: a fraction of the tokens, for
-    /// small models). Default: [tools] descriptions, else full.
+    /// paragraph, each argument's first sentence, only the arguments a small model
+    /// needs: a fraction of the tokens, for small models; every argument is still
+    /// accepted). Default: [tools] descriptions, else full.
     #[arg(
         long,
         global = true,

@@ -13,16 +13,26 @@ use toolbelt_core::toolset::ToolSelection;
 use toolbelt_core::{Descriptions, Registry, SchemaValidator, Session, ToolSpec};
 use toolbelt_wire::calls::{calls_in_text, parse_text_reply};
 
-/// The tools a small model is offered: the minimal toolset, short descriptions,
-/// and the agent's `finish`.
+/// The tools a small model is offered: the minimal toolset, short descriptions
+/// (the required and the short arguments only), and the agent's `finish`.
 fn small_model_specs() -> Vec<ToolSpec> {
+    minimal_specs(Descriptions::Short)
+}
+
+/// The minimal toolset with every argument, and `finish`: the grammar's
+/// coverage of what schemas hold (enums, arrays, bounded numbers, unions).
+fn every_argument_specs() -> Vec<ToolSpec> {
+    minimal_specs(Descriptions::Full)
+}
+
+fn minimal_specs(descriptions: Descriptions) -> Vec<ToolSpec> {
     let root = TempDir::new().unwrap();
     let mut registry = Registry::new(Session::new(root.path()));
     toolbelt_tools::register_builtins(&mut registry).unwrap();
     registry
         .select(&ToolSelection::parse("minimal"), toolbelt_tools::TOOLSETS)
         .unwrap();
-    registry.set_descriptions(Descriptions::Short);
+    registry.set_descriptions(descriptions);
     let mut specs = registry.definitions();
     specs.push(finish());
     specs
@@ -42,7 +52,7 @@ fn finish() -> ToolSpec {
     )
 }
 
-/// Valid arguments for each tool of [`small_model_specs`]: a full call and one
+/// Valid arguments for each tool of [`every_argument_specs`]: a full call and one
 /// with the required arguments only.
 fn examples(tool: &str) -> Vec<Value> {
     match tool {
@@ -116,7 +126,7 @@ fn action(spec: &ToolSpec, args: &Value) -> String {
 
 #[test]
 fn the_grammar_takes_a_call_of_every_tool_and_the_parser_reads_it_back() {
-    let specs = small_model_specs();
+    let specs = every_argument_specs();
     let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(
         names,
@@ -162,8 +172,62 @@ fn the_grammar_takes_a_call_of_every_tool_and_the_parser_reads_it_back() {
 }
 
 #[test]
-fn the_grammar_allows_one_space_at_most_where_json_allows_blanks() {
+fn a_small_models_grammar_offers_the_required_and_the_short_arguments_only() {
     let specs = small_model_specs();
+    let grammar = Grammar::parse(&action_grammar(&specs)).unwrap();
+    let full = every_argument_specs();
+    for spec in &specs {
+        // The call with the required arguments only.
+        let args = examples(&spec.name).pop().unwrap();
+        assert!(
+            grammar.accepts(&action(spec, &args)),
+            "{}: {args}",
+            spec.name
+        );
+    }
+    for good in [
+        r#"Action: read_file[{"path": "a.py", "limit": 20, "offset": -20}]"#,
+        r#"Action: edit_file[{"path": "a.py", "old_string": "x", "new_string": "y", "replace_all": true}]"#,
+    ] {
+        assert!(grammar.accepts(good), "{good}");
+    }
+    // What a 1.5B model filled in when it was offered: a made-up hash, a dry
+    // run, an empty path, the defaults copied from the descriptions.
+    for (tool, bad) in [
+        (
+            "edit_file",
+            r#"{"path": "a.py", "old_string": "x", "new_string": "y", "expected_hash": "e3b0c442"}"#,
+        ),
+        (
+            "edit_file",
+            r#"{"path": "a.py", "old_string": "x", "new_string": "y", "dry_run": false}"#,
+        ),
+        ("glob", r#"{"pattern": "src", "path": ""}"#),
+        ("grep", r#"{"pattern": "port", "timeout_ms": 30000}"#),
+        (
+            "write_file",
+            r#"{"path": "a.py", "content": "", "overwrite": true}"#,
+        ),
+        ("bash", r#"{"command": "ls", "timeout": 5}"#),
+    ] {
+        let line = format!("Action: {tool}[{bad}]");
+        assert!(!grammar.accepts(&line), "{line}");
+        // Still a valid call of the tool: the registry takes it from a model
+        // that writes it unconstrained.
+        let spec = full.iter().find(|s| s.name == tool).unwrap();
+        let args: Value = serde_json::from_str(bad).unwrap();
+        assert!(
+            SchemaValidator::new(&spec.input_schema)
+                .unwrap()
+                .is_valid(&args),
+            "{tool}: {bad}"
+        );
+    }
+}
+
+#[test]
+fn the_grammar_allows_one_space_at_most_where_json_allows_blanks() {
+    let specs = every_argument_specs();
     let grammar = Grammar::parse(&action_grammar(&specs)).unwrap();
     for good in [
         r#"Action: read_file[{"path":"a"}]"#,
@@ -191,7 +255,7 @@ fn the_grammar_allows_one_space_at_most_where_json_allows_blanks() {
 
 #[test]
 fn the_grammar_refuses_anything_but_one_valid_action() {
-    let specs = small_model_specs();
+    let specs = every_argument_specs();
     let grammar = Grammar::parse(&action_grammar(&specs)).unwrap();
     for bad in [
         "I will read the file first.",
@@ -332,7 +396,7 @@ fn with_no_tool_any_name_and_object_is_allowed() {
 
 #[test]
 fn the_reply_schema_takes_a_call_of_every_tool_and_nothing_else() {
-    let specs = small_model_specs();
+    let specs = every_argument_specs();
     let schema = reply_schema(&specs);
     let validator = SchemaValidator::new(&schema).unwrap();
     let known = |name: &str| specs.iter().any(|s| s.name == name);

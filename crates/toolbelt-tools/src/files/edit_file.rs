@@ -85,6 +85,7 @@ impl TypedTool for EditFile {
             .permission("fs:write")
             .hints(WRITE_HINTS)
             .key_argument("path")
+            .short_arguments(&["replace_all"])
             .example(
                 "Rename a variable on one line (after reading the file)",
                 json!({

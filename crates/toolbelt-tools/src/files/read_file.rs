@@ -148,6 +148,7 @@ impl TypedTool for ReadFile {
             .permission("fs:read")
             .hints(Hints::read_only())
             .key_argument("path")
+            .short_arguments(&["offset", "limit"])
             .example(
                 "Read the last 2 lines of a file",
                 serde_json::json!({"path": "src/main.rs", "offset": -2}),

@@ -135,6 +135,7 @@ impl TypedTool for WriteFile {
             .permission("fs:write")
             .hints(WRITE_HINTS)
             .key_argument("path")
+            .short_arguments(&[])
             .example(
                 "Create a new file",
                 serde_json::json!({"path": "notes/todo.md", "content": "- ship it\n", "mode": "create_new"}),

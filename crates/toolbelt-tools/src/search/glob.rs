@@ -113,6 +113,7 @@ impl TypedTool for Glob {
             .permission("fs:read")
             .hints(Hints::read_only())
             .key_argument("pattern")
+            .short_arguments(&[])
             .permission_argument("path")
             .example(
                 "Find the TypeScript components, most recently changed first",

@@ -166,6 +166,7 @@ impl TypedTool for Grep {
             .permission("fs:read")
             .hints(Hints::read_only())
             .key_argument("pattern")
+            .short_arguments(&[])
             .permission_argument("path")
             .example(
                 "Find where a function is called in the Rust sources",

@@ -156,6 +156,7 @@ impl TypedTool for Bash {
             .permission("shell:exec")
             .hints(Hints::writes().destructive().open_world())
             .key_argument("command")
+            .short_arguments(&[])
             .own_timeout()
             .example(
                 "Run the tests",
