@@ -725,6 +725,67 @@ fn a_guarded_call_is_asked_even_where_the_rules_allow_it() {
     );
 }
 
+/// A `permission_request` hook that allows every call it is asked about.
+#[derive(Debug)]
+struct AllowEveryPermission;
+
+impl crate::hooks::CallHooks for AllowEveryPermission {
+    fn wants(&self, event: crate::hooks::HookEvent) -> bool {
+        event == crate::hooks::HookEvent::PermissionRequest
+    }
+    fn run<'a>(
+        &'a self,
+        _input: crate::hooks::HookInput<'a>,
+    ) -> crate::BoxFuture<'a, crate::hooks::HookVerdict> {
+        Box::pin(std::future::ready(crate::hooks::HookVerdict {
+            decision: crate::hooks::HookDecision::Allow,
+            ..Default::default()
+        }))
+    }
+}
+
+#[test]
+fn a_hook_answers_for_the_person_but_not_for_a_guarded_call() {
+    let mut r = command_registry();
+    // Every call asks (a rule would), and a hook allows every one.
+    r.set_authorizer(Arc::new(AskEverythingGuardRm));
+    r.set_hooks(Some(Arc::new(AllowEveryPermission)));
+    let approver = Arc::new(ApproveUnguarded(std::sync::Mutex::new(Vec::new())));
+    r.set_approver(Some(approver.clone()));
+    let rt = rt();
+    // Asked by a rule: the hook approves it, the person is not asked.
+    let env = rt.block_on(r.execute("run", json!({"command": "ls"})));
+    assert_eq!(env.status, Status::Success, "{}", env.text);
+    assert!(crate::sync::lock(&approver.0).is_empty());
+    // Held by a guard: the hook's allow does not count; the person is asked.
+    let env = rt.block_on(r.execute("run", json!({"command": "rm -rf build"})));
+    assert_eq!(
+        env.error_code(),
+        Some(ErrorCode::AccessDenied),
+        "{}",
+        env.text
+    );
+    assert_eq!(crate::sync::lock(&approver.0).len(), 1);
+    assert!(crate::sync::lock(&approver.0)[0].1, "asked with the guard");
+}
+
+/// Asks about every call (as an `ask` rule does), and guards `rm -r` as
+/// [`GuardRecursiveRm`] does.
+#[derive(Debug)]
+struct AskEverythingGuardRm;
+
+impl crate::Authorizer for AskEverythingGuardRm {
+    fn evaluate(&self, _request: &crate::Request<'_>) -> crate::Evaluation {
+        crate::Evaluation {
+            decision: crate::Decision::Ask,
+            rule: Some("ask: run(*) (test rule)".into()),
+        }
+    }
+    fn guard(&self, request: &crate::Request<'_>) -> Option<crate::Guard> {
+        GuardRecursiveRm.guard(request)
+    }
+}
+
 #[test]
 fn a_tools_error_names_the_tools_it_points_to_as_the_profile_does() {
     let mut r = registry();

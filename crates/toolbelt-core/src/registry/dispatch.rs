@@ -11,7 +11,8 @@
 //! 4. **authorize**: the permission rules (a denied call ends here), and the
 //!    authorizer's guard (a call it holds asks even where the rules allow it);
 //! 5. **approve**: a call a rule marks `ask`, or a guard holds, is put to the
-//!    person (the guard goes with it: an approver of every call declines it);
+//!    person (the guard goes with it: an approver of every call declines it, and
+//!    a `permission_request` hook may deny it but not approve it);
 //!    declined, the model is told why, and for a guarded call what it would have
 //!    destroyed and the safer way;
 //! 6. **checkpoint**: for a call that may change files, what is needed to undo it
@@ -343,8 +344,12 @@ impl Registry {
         else {
             return Ok(());
         };
+        // A hook answers for the person, but not for a guarded call: what a guard
+        // holds (a command that destroys what cannot be had back) is approved by
+        // the person or by a rule naming it, never by a program; a hook may deny it.
         if let PermissionAnswer::Approved =
             self.permission_hooks(target, args, call_id, trace).await?
+            && guard.is_none()
         {
             return Ok(());
         }
