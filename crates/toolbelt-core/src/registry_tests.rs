@@ -688,19 +688,26 @@ fn command_registry() -> Registry {
     r
 }
 
-#[test]
-fn a_guarded_call_is_asked_even_where_the_rules_allow_it() {
-    let mut r = command_registry();
+/// Sets an [`ApproveUnguarded`] approver on `r`, runs `ls`, which must run
+/// without the person being asked, then `rm -rf build`: the approver and that
+/// call's envelope.
+fn ls_then_rm_rf(r: &mut Registry) -> (Arc<ApproveUnguarded>, Envelope) {
     let approver = Arc::new(ApproveUnguarded(std::sync::Mutex::new(Vec::new())));
     r.set_approver(Some(approver.clone()));
     let rt = rt();
-    // Not held: allowed without asking.
     let env = rt.block_on(r.execute("run", json!({"command": "ls"})));
     assert_eq!(env.status, Status::Success, "{}", env.text);
     assert!(crate::sync::lock(&approver.0).is_empty());
-    // Held: asked, with the guard and under its name; declined with what it
-    // would destroy and the safer way.
     let env = rt.block_on(r.execute("run", json!({"command": "rm -rf build"})));
+    (approver, env)
+}
+
+#[test]
+fn a_guarded_call_is_asked_even_where_the_rules_allow_it() {
+    let mut r = command_registry();
+    // Not held (ls): allowed without asking. Held: asked, with the guard and
+    // under its name; declined with what it would destroy and the safer way.
+    let (approver, env) = ls_then_rm_rf(&mut r);
     assert_eq!(env.error_code(), Some(ErrorCode::AccessDenied));
     let error = env.error.as_ref().unwrap();
     assert_eq!(
@@ -717,7 +724,7 @@ fn a_guarded_call_is_asked_even_where_the_rules_allow_it() {
     );
     // Without an approver, the same.
     r.set_approver(None);
-    let env = rt.block_on(r.execute("run", json!({"command": "rm -r x"})));
+    let env = rt().block_on(r.execute("run", json!({"command": "rm -r x"})));
     assert!(
         env.text.contains("it deletes a directory tree"),
         "{}",
@@ -750,15 +757,9 @@ fn a_hook_answers_for_the_person_but_not_for_a_guarded_call() {
     // Every call asks (a rule would), and a hook allows every one.
     r.set_authorizer(Arc::new(AskEverythingGuardRm));
     r.set_hooks(Some(Arc::new(AllowEveryPermission)));
-    let approver = Arc::new(ApproveUnguarded(std::sync::Mutex::new(Vec::new())));
-    r.set_approver(Some(approver.clone()));
-    let rt = rt();
-    // Asked by a rule: the hook approves it, the person is not asked.
-    let env = rt.block_on(r.execute("run", json!({"command": "ls"})));
-    assert_eq!(env.status, Status::Success, "{}", env.text);
-    assert!(crate::sync::lock(&approver.0).is_empty());
+    // Asked by a rule (ls): the hook approves it, the person is not asked.
     // Held by a guard: the hook's allow does not count; the person is asked.
-    let env = rt.block_on(r.execute("run", json!({"command": "rm -rf build"})));
+    let (approver, env) = ls_then_rm_rf(&mut r);
     assert_eq!(
         env.error_code(),
         Some(ErrorCode::AccessDenied),
