@@ -4,14 +4,14 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::Stdio;
 
 use tempfile::TempDir;
 use toolbelt_agent::ProviderKind;
 use toolbelt_agent::testing::{Reply, Script, ScriptedServer};
 
 use super::agent::last_tool_results;
-use super::cli::{Run, command, finish};
+use super::agent_rewind::agent;
+use super::cli::Run;
 
 const KIND: ProviderKind = ProviderKind::OpenAi;
 
@@ -29,30 +29,9 @@ fn removing_model() -> ScriptedServer {
 
 /// `toolbelt agent -p "clean up" --yes <args>` in `root` against `server`.
 fn run_agent(root: &Path, server: &ScriptedServer, args: &[&str]) -> Run {
-    let base_url = server.base_url();
-    let mut all = vec![
-        "agent",
-        "--provider",
-        KIND.as_str(),
-        "--model",
-        "scripted-model",
-        "--base-url",
-        &base_url,
-        "--yes",
-        "-p",
-        "clean up",
-    ];
+    let mut all = vec!["--yes", "-p", "clean up"];
     all.extend_from_slice(args);
-    let mut cmd = command(root, &all);
-    cmd.env(KIND.default_key_env(), "sk-test");
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let run = finish(child, &all);
-    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
-    run
+    agent(root, server, &all)
 }
 
 /// A workspace with `somedir/keep.txt`, and `toml` as its config when given.

@@ -20,7 +20,7 @@ use super::cli::{Run, command, finish, state_dir};
 const KIND: ProviderKind = ProviderKind::OpenAi;
 
 /// Runs `toolbelt agent <args>` on `server` to its end.
-fn agent(root: &Path, server: &ScriptedServer, args: &[&str]) -> Run {
+pub(super) fn agent(root: &Path, server: &ScriptedServer, args: &[&str]) -> Run {
     let mut all = vec![
         "agent",
         "--provider",
